@@ -1,0 +1,79 @@
+-- name: decision_submit
+-- Records a verdict made under a lease, in one statement. Every condition of the fence
+-- sits in the WHERE clause of `target`: a live lease of the caller with this token on a
+-- pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
+-- allows for this verdict. If any fails, nothing is written and no row comes back.
+-- An escalation returns the item to `pending` in the escalation queue, priority boosted.
+-- $1 item id, $2 lease token, $3 reviewer, $4 reviewer role, $5 verdict, $6 reason code,
+-- $7 evidence hash, $8 note
+WITH target AS (
+    SELECT i.id, i.queue, coalesce(q.escalation_queue, q.name) AS escalation_queue,
+           q.escalation_priority_boost
+    FROM review_items AS i
+    JOIN queues AS q ON q.name = i.queue
+    WHERE i.id = $1
+      AND i.lease_token = $2
+      AND i.lease_owner = $3
+      AND i.state = 'pending'
+      AND i.lease_expires_at > now()
+      AND i.evidence_hash = $7
+      AND EXISTS (SELECT 1 FROM reason_codes AS r
+                  WHERE r.queue = i.queue AND r.code = $6 AND $5 = ANY (r.verdicts))
+    FOR UPDATE OF i
+),
+moved AS (
+    UPDATE review_items AS i
+    SET state            = CASE WHEN $5 = 'escalate' THEN 'pending' ELSE 'decided' END,
+        decided_at       = CASE WHEN $5 = 'escalate' THEN NULL ELSE now() END,
+        queue            = CASE WHEN $5 = 'escalate' THEN t.escalation_queue ELSE i.queue END,
+        priority         = CASE WHEN $5 = 'escalate' THEN i.priority + t.escalation_priority_boost
+                                ELSE i.priority END,
+        abandon_count    = CASE WHEN $5 = 'escalate' THEN 0 ELSE i.abandon_count END,
+        escalation_count = i.escalation_count + ($5 = 'escalate')::int,
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+        updated_at = now()
+    FROM target AS t
+    WHERE i.id = t.id
+    RETURNING i.id
+)
+INSERT INTO review_decisions
+    (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
+     evidence_hash, lease_token)
+SELECT t.id, t.queue, $5, $5, $6, $8, $3, $4, $7, $2
+FROM target AS t JOIN moved AS m ON m.id = t.id
+RETURNING *;
+
+-- name: decision_submit_diagnose
+-- Read-only: why did decision_submit write nothing? Runs only on that failure path.
+-- $1 item id, $2 reason code, $3 verdict
+SELECT i.id, i.queue, i.state, i.lease_token, i.lease_owner,
+       i.lease_expires_at > now() AS lease_live,
+       i.evidence_hash,
+       EXISTS (SELECT 1 FROM reason_codes AS r
+               WHERE r.queue = i.queue AND r.code = $2 AND $3 = ANY (r.verdicts))
+           AS reason_allowed
+FROM review_items AS i
+WHERE i.id = $1;
+
+-- name: decision_overturn
+-- Writes an overturn that supersedes $1, which must be the effective decision of its item:
+-- not superseded already, and not an escalation. The reversed outcome needs a reason code
+-- the catalogue allows for it. The UNIQUE constraint on `supersedes` settles two
+-- concurrent overturns of one decision.
+-- $1 decision id, $2 reviewer, $3 reviewer role, $4 reason code, $5 note
+WITH target AS (
+    SELECT d.id, d.item_id, d.queue, d.evidence_hash,
+           CASE d.outcome WHEN 'approve' THEN 'reject' ELSE 'approve' END AS outcome
+    FROM review_decisions AS d
+    WHERE d.id = $1
+      AND d.outcome IN ('approve', 'reject')
+      AND NOT EXISTS (SELECT 1 FROM review_decisions AS s WHERE s.supersedes = d.id)
+)
+INSERT INTO review_decisions
+    (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
+     evidence_hash, supersedes)
+SELECT t.item_id, t.queue, 'overturn', t.outcome, $4, $5, $2, $3, t.evidence_hash, t.id
+FROM target AS t
+WHERE EXISTS (SELECT 1 FROM reason_codes AS r
+              WHERE r.queue = t.queue AND r.code = $4 AND t.outcome = ANY (r.verdicts))
+RETURNING *;

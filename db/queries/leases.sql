@@ -1,0 +1,66 @@
+-- name: item_claim_next
+-- Takes the first claimable item of a queue under a fresh lease. An expired lease counts
+-- as an abandonment; the abandonment that reaches max_abandons escalates the item instead
+-- of leasing it (`escalated` is then true and the caller claims again).
+-- $1 queue, $2 lease owner
+WITH candidate AS (
+    SELECT i.id,
+           i.lease_token IS NOT NULL AS lapsed,
+           i.lease_token IS NOT NULL AND i.abandon_count + 1 >= q.max_abandons AS escalates,
+           q.lease_ttl_seconds,
+           coalesce(q.escalation_queue, q.name) AS escalation_queue,
+           q.escalation_priority_boost
+    FROM review_items AS i
+    JOIN queues AS q ON q.name = i.queue
+    WHERE i.queue = $1
+      AND i.state = 'pending'
+      AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+    ORDER BY i.priority DESC, i.created_at
+    LIMIT 1
+    FOR UPDATE OF i SKIP LOCKED
+)
+UPDATE review_items AS i
+SET queue            = CASE WHEN c.escalates THEN c.escalation_queue ELSE i.queue END,
+    priority         = CASE WHEN c.escalates THEN i.priority + c.escalation_priority_boost
+                            ELSE i.priority END,
+    abandon_count    = CASE WHEN c.escalates THEN 0 ELSE i.abandon_count + c.lapsed::int END,
+    escalation_count = i.escalation_count + c.escalates::int,
+    lease_owner      = CASE WHEN c.escalates THEN NULL ELSE $2 END,
+    lease_token      = CASE WHEN c.escalates THEN NULL ELSE gen_random_uuid() END,
+    lease_expires_at = CASE WHEN c.escalates THEN NULL
+                            ELSE now() + make_interval(secs => c.lease_ttl_seconds) END,
+    lease_count      = i.lease_count + (NOT c.escalates)::int,
+    updated_at       = now()
+FROM candidate AS c
+WHERE i.id = c.id
+RETURNING i.*, c.escalates AS escalated;
+
+-- name: lease_renew
+-- Fence: the token must match a live lease of the caller on a pending item.
+-- $1 item id, $2 lease token, $3 lease owner
+UPDATE review_items AS i
+SET lease_expires_at = now() + make_interval(secs => q.lease_ttl_seconds),
+    updated_at = now()
+FROM queues AS q
+WHERE q.name = i.queue
+  AND i.id = $1
+  AND i.lease_token = $2
+  AND i.lease_owner = $3
+  AND i.state = 'pending'
+  AND i.lease_expires_at > now()
+RETURNING i.*;
+
+-- name: lease_release
+-- Fence as for renew. A released item is claimable at once and is not an abandonment.
+-- $1 item id, $2 lease token, $3 lease owner
+UPDATE review_items AS i
+SET lease_owner = NULL,
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    updated_at = now()
+WHERE i.id = $1
+  AND i.lease_token = $2
+  AND i.lease_owner = $3
+  AND i.state = 'pending'
+  AND i.lease_expires_at > now()
+RETURNING i.*;

@@ -1,0 +1,1 @@
+"""Casework: hands review items to people and records what they decided."""

@@ -1,0 +1,34 @@
+"""Settings, read from the environment once at start-up."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    # The owner connection: runs migrations and the CLI. None means the embedded server.
+    database_url: str | None
+    # The service's own connection, as the role that may not rewrite history.
+    # None means: database_url with the user swapped for casework_app.
+    app_database_url: str | None
+    home: Path
+    db_dir: Path
+    pool_min_size: int
+    pool_max_size: int
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        env = os.environ
+        return cls(
+            database_url=env.get("DATABASE_URL") or None,
+            app_database_url=env.get("CASEWORK_APP_DATABASE_URL") or None,
+            home=Path(env.get("CASEWORK_HOME") or Path.cwd() / ".casework").resolve(),
+            db_dir=Path(env.get("CASEWORK_DB_DIR") or REPO_ROOT / "db").resolve(),
+            pool_min_size=int(env.get("CASEWORK_POOL_MIN", "2")),
+            pool_max_size=int(env.get("CASEWORK_POOL_MAX", "20")),
+        )

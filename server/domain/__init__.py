@@ -1,0 +1,1 @@
+"""The rules of Casework: claims, leases, decisions. Imports no web framework."""

@@ -1,0 +1,159 @@
+"""Decisions: fenced by the lease token, pinned to the evidence, append-only."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from server.domain.failures import (
+    AlreadySuperseded,
+    EvidenceChanged,
+    InvalidInput,
+    InvalidReasonCode,
+    NotPermitted,
+    StaleLease,
+)
+from server.domain.model import Decision, Principal, Role, Verdict
+from server.domain.parsing import parse_id, parse_lease_token
+from server.store.database import Database
+from server.store.errors import IntegrityViolation
+
+MAX_NOTE = 4000
+_HASH = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class DecisionInput:
+    item_id: str
+    lease_token: str
+    verdict: Verdict
+    reason_code: str
+    evidence_hash: str
+    note: str | None = None
+
+
+SubmitResult = (
+    Decision | StaleLease | EvidenceChanged | InvalidReasonCode | NotPermitted | InvalidInput
+)
+
+
+def _check_note(note: str | None) -> InvalidInput | None:
+    if note is not None and len(note) > MAX_NOTE:
+        return InvalidInput(f"a note is at most {MAX_NOTE} characters", "note")
+    return None
+
+
+async def submit_decision(
+    db: Database, principal: Principal, decision: DecisionInput
+) -> SubmitResult:
+    if principal.role is not Role.REVIEWER:
+        return NotPermitted("only a reviewer token may decide items")
+    item_id = parse_id(decision.item_id, "itemId")
+    if isinstance(item_id, InvalidInput):
+        return item_id
+    token = parse_lease_token(decision.lease_token)
+    if isinstance(token, InvalidInput):
+        return token
+    if not _HASH.match(decision.evidence_hash):
+        return InvalidInput("evidenceHash is the 64-hex-digit hash the claim returned",
+                            "evidenceHash")
+    problem = _check_note(decision.note)
+    if problem:
+        return problem
+    verdict = decision.verdict.value
+    try:
+        row = await db.fetchrow(
+            "decision_submit",
+            item_id,
+            token,
+            principal.user,
+            principal.role.value,
+            verdict,
+            decision.reason_code,
+            decision.evidence_hash,
+            decision.note,
+        )
+    except IntegrityViolation as violation:
+        # One verdict per lease: a second one lost the race for the row.
+        if violation.constraint == "review_decisions_lease_token_key":
+            return StaleLease(item_id)
+        raise
+    if row is not None:
+        return Decision.from_row(row)
+    return await _why_not_recorded(db, principal, item_id, decision)
+
+
+async def _why_not_recorded(
+    db: Database, principal: Principal, item_id: int, decision: DecisionInput
+) -> StaleLease | EvidenceChanged | InvalidReasonCode | InvalidInput:
+    """The fence refused the write; say which condition failed, in order of precedence."""
+    verdict = decision.verdict.value
+    state = await db.fetchrow("decision_submit_diagnose", item_id, decision.reason_code, verdict)
+    if state is None:
+        return InvalidInput(f"no item with id {item_id}", "itemId")
+    lease_holds = (
+        state["state"] == "pending"
+        and state["lease_live"]
+        and str(state["lease_token"]) == decision.lease_token.lower()
+        and state["lease_owner"] == principal.user
+    )
+    if not lease_holds:
+        return StaleLease(item_id)
+    if state["evidence_hash"] != decision.evidence_hash:
+        return EvidenceChanged(item_id, state["evidence_hash"])
+    if not state["reason_allowed"]:
+        return InvalidReasonCode(state["queue"], decision.reason_code, decision.verdict.name)
+    # Every condition holds now, so it failed an instant ago: a concurrent write won.
+    return StaleLease(item_id)
+
+
+@dataclass(frozen=True)
+class OverturnInput:
+    decision_id: str
+    reason_code: str
+    note: str | None = None
+
+
+OverturnResult = Decision | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput
+
+
+async def overturn_decision(
+    db: Database, principal: Principal, overturn: OverturnInput
+) -> OverturnResult:
+    if principal.role is not Role.APPROVER:
+        return NotPermitted("only an approver may overturn a decision")
+    decision_id = parse_id(overturn.decision_id, "decisionId")
+    if isinstance(decision_id, InvalidInput):
+        return decision_id
+    problem = _check_note(overturn.note)
+    if problem:
+        return problem
+    rows = await db.fetch("decisions_get_by_ids", [decision_id])
+    if not rows:
+        return InvalidInput(f"no decision with id {decision_id}", "decisionId")
+    target = Decision.from_row(rows[0])
+    if not principal.works_in(target.queue):
+        return NotPermitted(f"your token does not cover queue {target.queue!r}")
+    if target.superseded_by is not None or target.outcome is Verdict.ESCALATE:
+        return AlreadySuperseded(decision_id, target.superseded_by)
+    try:
+        row = await db.fetchrow(
+            "decision_overturn",
+            decision_id,
+            principal.user,
+            principal.role.value,
+            overturn.reason_code,
+            overturn.note,
+        )
+    except IntegrityViolation as violation:
+        if violation.constraint == "review_decisions_supersedes_key":
+            return AlreadySuperseded(decision_id, None)
+        raise
+    if row is not None:
+        return Decision.from_row(row)
+    reversed_outcome = Verdict.REJECT if target.outcome is Verdict.APPROVE else Verdict.APPROVE
+    # Not superseded a moment ago; if it is now, a concurrent overturn won.
+    again = await db.fetch("decisions_get_by_ids", [decision_id])
+    if again and again[0]["superseded_by"] is not None:
+        return AlreadySuperseded(decision_id, again[0]["superseded_by"])
+    return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)

@@ -1,0 +1,76 @@
+"""Expected failures. Domain functions return these; they are never raised."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NotPermitted:
+    message: str
+
+
+@dataclass(frozen=True)
+class InvalidInput:
+    message: str
+    field: str | None = None
+
+
+@dataclass(frozen=True)
+class QueueEmpty:
+    queue: str
+
+    @property
+    def message(self) -> str:
+        return f"queue {self.queue!r} has no item to claim"
+
+
+@dataclass(frozen=True)
+class StaleLease:
+    item_id: int
+    message: str = (
+        "this lease is no longer valid (expired, released, or the item was decided); "
+        "nothing was written"
+    )
+
+
+@dataclass(frozen=True)
+class EvidenceChanged:
+    item_id: int
+    current_evidence_hash: str
+    message: str = "the item's evidence changed after it was claimed; nothing was written"
+
+
+@dataclass(frozen=True)
+class InvalidReasonCode:
+    queue: str
+    code: str
+    verdict: str
+
+    @property
+    def message(self) -> str:
+        return (
+            f"reason code {self.code!r} is not in the catalogue of queue {self.queue!r} "
+            f"for verdict {self.verdict}"
+        )
+
+
+@dataclass(frozen=True)
+class AlreadySuperseded:
+    decision_id: int
+    superseded_by: int | None
+    message: str = (
+        "only the effective decision of an item may be overturned; this one has been "
+        "superseded, or is an escalation"
+    )
+
+
+Failure = (
+    NotPermitted
+    | InvalidInput
+    | QueueEmpty
+    | StaleLease
+    | EvidenceChanged
+    | InvalidReasonCode
+    | AlreadySuperseded
+)

@@ -1,0 +1,74 @@
+"""Claims and leases: a row lock settles the race, a fenced lease covers the minutes."""
+
+from __future__ import annotations
+
+from server.domain.failures import InvalidInput, NotPermitted, QueueEmpty, StaleLease
+from server.domain.model import Claim, Item, Principal, Role
+from server.domain.parsing import parse_id, parse_lease_token
+from server.domain.queues import require_queue
+from server.store.database import Database
+
+# Each pass of the claim either leases an item or escalates an abandoned one; the bound
+# only guards against a pathological backlog of abandoned items.
+MAX_ESCALATIONS_PER_CLAIM = 100
+
+
+def _may_hold_leases(principal: Principal) -> NotPermitted | None:
+    if principal.role is not Role.REVIEWER:
+        return NotPermitted("only a reviewer token may claim and hold items")
+    return None
+
+
+async def claim_next(
+    db: Database, principal: Principal, queue: str
+) -> Claim | QueueEmpty | NotPermitted | InvalidInput:
+    refusal = _may_hold_leases(principal)
+    if refusal:
+        return refusal
+    if not principal.works_in(queue):
+        return NotPermitted(f"your token does not cover queue {queue!r}")
+    for _ in range(MAX_ESCALATIONS_PER_CLAIM):
+        row = await db.fetchrow("item_claim_next", queue, principal.user)
+        if row is None:
+            break
+        if not row["escalated"]:
+            return Claim(
+                item=Item.from_row(row),
+                lease_token=row["lease_token"],
+                lease_expires_at=row["lease_expires_at"],
+            )
+    # The empty path is the place to tell an unknown queue from an empty one.
+    known = await require_queue(db, principal, queue)
+    if isinstance(known, InvalidInput | NotPermitted):
+        return known
+    return QueueEmpty(queue)
+
+
+async def renew_lease(
+    db: Database, principal: Principal, item_id: str, lease_token: str
+) -> Item | StaleLease | NotPermitted | InvalidInput:
+    return await _fenced_lease_write(db, principal, "lease_renew", item_id, lease_token)
+
+
+async def release_lease(
+    db: Database, principal: Principal, item_id: str, lease_token: str
+) -> Item | StaleLease | NotPermitted | InvalidInput:
+    return await _fenced_lease_write(db, principal, "lease_release", item_id, lease_token)
+
+
+async def _fenced_lease_write(
+    db: Database, principal: Principal, query: str, item_id: str, lease_token: str
+) -> Item | StaleLease | NotPermitted | InvalidInput:
+    refusal = _may_hold_leases(principal)
+    if refusal:
+        return refusal
+    parsed_id = parse_id(item_id, "itemId")
+    if isinstance(parsed_id, InvalidInput):
+        return parsed_id
+    token = parse_lease_token(lease_token)
+    if isinstance(token, InvalidInput):
+        return token
+    row = await db.fetchrow(query, parsed_id, token, principal.user)
+    if row is None:
+        return StaleLease(parsed_id)
+    return Item.from_row(row)

@@ -1,0 +1,183 @@
+"""The records the domain hands out, built from database rows."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from server.store.database import Row
+
+
+class Role(enum.Enum):
+    REVIEWER = "reviewer"
+    APPROVER = "approver"
+    ADMIN = "admin"
+    MANAGER = "manager"
+    INTEGRATION = "integration"
+
+
+class Verdict(enum.Enum):
+    APPROVE = "approve"
+    REJECT = "reject"
+    ESCALATE = "escalate"
+
+
+class ItemState(enum.Enum):
+    """What a reader sees; `leased` is a pending item under a live lease."""
+
+    PENDING = "pending"
+    LEASED = "leased"
+    DECIDED = "decided"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Whoever the bearer token belongs to. Never taken from an argument."""
+
+    user: str
+    role: Role
+    queues: frozenset[str]
+
+    def works_in(self, queue: str) -> bool:
+        # A reviewer's token names its queues; for other roles an empty list means all.
+        if self.role is Role.REVIEWER:
+            return queue in self.queues
+        return not self.queues or queue in self.queues
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    lease_ttl_seconds: int
+    max_abandons: int
+    escalation_queue: str | None
+    escalation_priority_boost: int
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> Queue:
+        return cls(
+            name=row["name"],
+            lease_ttl_seconds=row["lease_ttl_seconds"],
+            max_abandons=row["max_abandons"],
+            escalation_queue=row["escalation_queue"],
+            escalation_priority_boost=row["escalation_priority_boost"],
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True)
+class ReasonCode:
+    queue: str
+    code: str
+    label: str
+    verdicts: tuple[Verdict, ...]
+
+    @classmethod
+    def from_row(cls, row: Row) -> ReasonCode:
+        return cls(
+            queue=row["queue"],
+            code=row["code"],
+            label=row["label"],
+            verdicts=tuple(Verdict(v) for v in row["verdicts"]),
+        )
+
+
+@dataclass(frozen=True)
+class Item:
+    id: int
+    queue: str
+    origin_queue: str
+    external_key: str
+    priority: int
+    payload: Any
+    evidence_hash: str
+    decided: bool
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    lease_count: int
+    abandon_count: int
+    escalation_count: int
+    created_at: datetime
+    decided_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Row) -> Item:
+        return cls(
+            id=row["id"],
+            queue=row["queue"],
+            origin_queue=row["origin_queue"],
+            external_key=row["external_key"],
+            priority=row["priority"],
+            payload=row["payload"],
+            evidence_hash=row["evidence_hash"],
+            decided=row["state"] == "decided",
+            lease_owner=row["lease_owner"],
+            lease_expires_at=row["lease_expires_at"],
+            lease_count=row["lease_count"],
+            abandon_count=row["abandon_count"],
+            escalation_count=row["escalation_count"],
+            created_at=row["created_at"],
+            decided_at=row["decided_at"],
+        )
+
+    def state(self, now: datetime) -> ItemState:
+        if self.decided:
+            return ItemState.DECIDED
+        if self.lease_expires_at is not None and self.lease_expires_at > now:
+            return ItemState.LEASED
+        return ItemState.PENDING
+
+
+@dataclass(frozen=True)
+class Decision:
+    id: int
+    item_id: int
+    queue: str
+    is_overturn: bool
+    outcome: Verdict
+    reason_code: str
+    note: str | None
+    reviewer: str
+    evidence_hash: str
+    supersedes: int | None
+    superseded_by: int | None
+    decided_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> Decision:
+        return cls(
+            id=row["id"],
+            item_id=row["item_id"],
+            queue=row["queue"],
+            is_overturn=row["verdict"] == "overturn",
+            outcome=Verdict(row["outcome"]),
+            reason_code=row["reason_code"],
+            note=row["note"],
+            reviewer=row["reviewer"],
+            evidence_hash=row["evidence_hash"],
+            supersedes=row["supersedes"],
+            superseded_by=row.get("superseded_by"),
+            decided_at=row["decided_at"],
+        )
+
+
+@dataclass(frozen=True)
+class Claim:
+    item: Item
+    lease_token: UUID
+    lease_expires_at: datetime
+
+    @property
+    def evidence_hash(self) -> str:
+        return self.item.evidence_hash
+
+
+@dataclass(frozen=True)
+class EnqueuedItem:
+    item: Item
+    created: bool
+    evidence_updated: bool

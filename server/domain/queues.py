@@ -1,0 +1,136 @@
+"""Queues and their reason-code catalogues. Changing them is the admin's job."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from server.domain.failures import InvalidInput, NotPermitted
+from server.domain.model import Principal, Queue, ReasonCode, Role, Verdict
+from server.store.database import Database
+from server.store.errors import IntegrityViolation
+
+QUEUE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+REASON_CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    name: str
+    lease_ttl_seconds: int | None = None
+    max_abandons: int | None = None
+    escalation_queue: str | None = None
+    escalation_priority_boost: int | None = None
+
+
+def _check_settings(settings: QueueSettings) -> InvalidInput | None:
+    if not QUEUE_NAME.match(settings.name):
+        return InvalidInput(
+            "a queue name is 1 to 63 characters of a-z, 0-9, '_', '.', '-', "
+            "starting with a letter or digit",
+            "name",
+        )
+    ttl = settings.lease_ttl_seconds
+    if ttl is not None and not 1 <= ttl <= 86400:
+        return InvalidInput("leaseTtlSeconds must be between 1 and 86400", "leaseTtlSeconds")
+    if settings.max_abandons is not None and not 1 <= settings.max_abandons <= 100:
+        return InvalidInput("maxAbandons must be between 1 and 100", "maxAbandons")
+    boost = settings.escalation_priority_boost
+    if boost is not None and not 0 <= boost <= 1_000_000:
+        return InvalidInput(
+            "escalationPriorityBoost must be between 0 and 1000000", "escalationPriorityBoost"
+        )
+    return None
+
+
+async def configure_queue(
+    db: Database, principal: Principal, settings: QueueSettings
+) -> Queue | NotPermitted | InvalidInput:
+    if principal.role is not Role.ADMIN:
+        return NotPermitted("only an admin may configure queues")
+    problem = _check_settings(settings)
+    if problem:
+        return problem
+    try:
+        row = await db.fetchrow(
+            "queue_upsert",
+            settings.name,
+            settings.lease_ttl_seconds,
+            settings.max_abandons,
+            settings.escalation_queue,
+            settings.escalation_priority_boost,
+        )
+    except IntegrityViolation as violation:
+        if violation.kind == "foreign_key":
+            return InvalidInput(
+                f"escalation queue {settings.escalation_queue!r} does not exist; "
+                "configure it first",
+                "escalationQueue",
+            )
+        raise
+    assert row is not None
+    return Queue.from_row(row)
+
+
+async def define_reason_code(
+    db: Database,
+    principal: Principal,
+    *,
+    queue: str,
+    code: str,
+    label: str,
+    verdicts: list[Verdict],
+) -> ReasonCode | NotPermitted | InvalidInput:
+    if principal.role is not Role.ADMIN:
+        return NotPermitted("only an admin may change a reason-code catalogue")
+    if not REASON_CODE.match(code):
+        return InvalidInput(
+            "a reason code is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
+        )
+    if not 1 <= len(label.strip()) <= 200:
+        return InvalidInput("a label is 1 to 200 characters", "label")
+    if not verdicts:
+        return InvalidInput("name at least one verdict the code may be used with", "verdicts")
+    try:
+        row = await db.fetchrow(
+            "reason_code_upsert",
+            queue,
+            code,
+            label.strip(),
+            sorted({v.value for v in verdicts}),
+        )
+    except IntegrityViolation as violation:
+        if violation.kind == "foreign_key":
+            return InvalidInput(f"unknown queue {queue!r}", "queue")
+        raise
+    assert row is not None
+    return ReasonCode.from_row(row)
+
+
+async def get_queues(db: Database, names: list[str]) -> dict[str, Queue]:
+    rows = await db.fetch("queues_get_by_names", names)
+    return {row["name"]: Queue.from_row(row) for row in rows}
+
+
+async def list_queues(db: Database, principal: Principal) -> list[Queue]:
+    rows = await db.fetch("queues_list")
+    return [Queue.from_row(row) for row in rows if principal.works_in(row["name"])]
+
+
+async def get_reason_codes(db: Database, queues: list[str]) -> dict[str, list[ReasonCode]]:
+    by_queue: dict[str, list[ReasonCode]] = {name: [] for name in queues}
+    for row in await db.fetch("reason_codes_get_by_queues", queues):
+        by_queue[row["queue"]].append(ReasonCode.from_row(row))
+    return by_queue
+
+
+async def require_queue(
+    db: Database, principal: Principal, name: str
+) -> Queue | NotPermitted | InvalidInput:
+    """The queue a caller acts in: permission first, so no queue's existence leaks."""
+    if not principal.works_in(name):
+        return NotPermitted(f"your token does not cover queue {name!r}")
+    queues = await get_queues(db, [name])
+    if name not in queues:
+        return InvalidInput(f"unknown queue {name!r}", "queue")
+    return queues[name]

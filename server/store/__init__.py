@@ -1,0 +1,1 @@
+"""PostgreSQL access: connections, named queries, migrations and the embedded server."""

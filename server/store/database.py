@@ -1,0 +1,83 @@
+"""The pool, named-query execution, transactions and error mapping."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+
+from server.store.errors import IntegrityViolation
+from server.store.queries import Queries
+
+Row = Mapping[str, Any]
+
+_INTEGRITY_ERRORS: dict[type[Exception], str] = {
+    asyncpg.UniqueViolationError: "unique",
+    asyncpg.ForeignKeyViolationError: "foreign_key",
+    asyncpg.CheckViolationError: "check",
+    asyncpg.NotNullViolationError: "not_null",
+}
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    for type_name in ("json", "jsonb"):
+        await conn.set_type_codec(
+            type_name,
+            encoder=lambda value: json.dumps(value, separators=(",", ":")),
+            decoder=json.loads,
+            schema="pg_catalog",
+        )
+
+
+async def create_pool(dsn: str, *, min_size: int = 2, max_size: int = 20) -> asyncpg.Pool:
+    pool: asyncpg.Pool = await asyncpg.create_pool(
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection
+    )
+    return pool
+
+
+async def connect(dsn: str) -> asyncpg.Connection:
+    conn: asyncpg.Connection = await asyncpg.connect(dsn)
+    await _init_connection(conn)
+    return conn
+
+
+class Database:
+    """Runs named queries on a pool, or on one connection inside a transaction."""
+
+    def __init__(self, executor: asyncpg.Pool | asyncpg.Connection, queries: Queries) -> None:
+        self._executor = executor
+        self.queries = queries
+
+    async def fetch(self, query: str, *args: Any) -> list[Row]:
+        try:
+            rows: list[Row] = await self._executor.fetch(self.queries[query], *args)
+        except tuple(_INTEGRITY_ERRORS) as error:
+            raise _integrity_violation(error) from error
+        return rows
+
+    async def fetchrow(self, query: str, *args: Any) -> Row | None:
+        try:
+            row: Row | None = await self._executor.fetchrow(self.queries[query], *args)
+        except tuple(_INTEGRITY_ERRORS) as error:
+            raise _integrity_violation(error) from error
+        return row
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Database]:
+        if isinstance(self._executor, asyncpg.Pool):
+            async with self._executor.acquire() as conn, conn.transaction():
+                yield Database(conn, self.queries)
+        else:
+            async with self._executor.transaction():
+                yield self
+
+
+def _integrity_violation(error: Exception) -> IntegrityViolation:
+    kind = next(name for cls, name in _INTEGRITY_ERRORS.items() if isinstance(error, cls))
+    return IntegrityViolation(
+        kind, getattr(error, "constraint_name", None), getattr(error, "detail", None) or str(error)
+    )

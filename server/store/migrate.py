@@ -1,0 +1,92 @@
+"""Forward-only SQL migrations, each applied once, in order, under an advisory lock."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+
+# Any fixed number works; it only has to be the same in every process that migrates.
+MIGRATION_LOCK_ID = 0x6361_7365_776F_726B & 0x7FFF_FFFF_FFFF_FFFF
+
+_FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+class MigrationError(Exception):
+    pass
+
+
+def load_migrations(migrations_dir: Path) -> list[Migration]:
+    migrations = []
+    for path in sorted(migrations_dir.glob("*.sql")):
+        match = _FILE_NAME.match(path.name)
+        if not match:
+            raise MigrationError(f"{path.name}: migration files are named NNNN_name.sql")
+        migrations.append(Migration(int(match.group(1)), match.group(2), path.read_text()))
+    versions = [m.version for m in migrations]
+    if len(set(versions)) != len(versions):
+        raise MigrationError("two migrations share a version number")
+    return migrations
+
+
+async def apply_migrations(conn: asyncpg.Connection, migrations_dir: Path) -> list[Migration]:
+    """Applies what is missing and returns it. Safe to run from many processes at once."""
+    migrations = load_migrations(migrations_dir)
+    await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK_ID)
+    try:
+        await conn.execute(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version    integer PRIMARY KEY,
+                name       text NOT NULL,
+                checksum   text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """
+        )
+        applied = {
+            row["version"]: row["checksum"]
+            for row in await conn.fetch("SELECT version, checksum FROM schema_migrations")
+        }
+        known = {m.version for m in migrations}
+        unknown = sorted(set(applied) - known)
+        if unknown:
+            raise MigrationError(
+                f"the database has migrations this code does not know: {unknown}; "
+                "is an older release running against a newer database?"
+            )
+        done = []
+        for migration in migrations:
+            if migration.version in applied:
+                if applied[migration.version] != migration.checksum:
+                    raise MigrationError(
+                        f"migration {migration.version:04d}_{migration.name} was edited after "
+                        "it was applied; migrations are forward-only, add a new one instead"
+                    )
+                continue
+            async with conn.transaction():
+                await conn.execute(migration.sql)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                    migration.version,
+                    migration.name,
+                    migration.checksum,
+                )
+            done.append(migration)
+        return done
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK_ID)

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from server.domain.model import Principal, Role
+from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.model import Verdict
+from server.store.database import Database, create_pool
+from server.store.queries import Queries
+from tests import pg
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    return pg.server_dsn()
+
+
+@pytest.fixture(scope="session")
+async def template_database(pg_server: str) -> AsyncIterator[str]:
+    name = await pg.create_template(pg_server)
+    yield name
+    await pg.drop_database(pg_server, name)
+
+
+@pytest.fixture(scope="session")
+def queries() -> Queries:
+    return Queries(pg.QUERIES_DIR)
+
+
+@dataclass(frozen=True)
+class TestDatabase:
+    """One cloned database: DSNs for the owner and the application role."""
+
+    name: str
+    owner_dsn: str
+    app_dsn: str
+
+
+@pytest.fixture
+async def test_database(pg_server: str, template_database: str) -> AsyncIterator[TestDatabase]:
+    name = await pg.clone_database(pg_server, template_database)
+    yield TestDatabase(name, pg.owner_dsn(pg_server, name), pg.app_dsn(pg_server, name))
+    await pg.drop_database(pg_server, name)
+
+
+@pytest.fixture
+async def db(test_database: TestDatabase, queries: Queries) -> AsyncIterator[Database]:
+    """The database as the service sees it: the application role, through a pool."""
+    pool = await create_pool(test_database.app_dsn, min_size=1, max_size=40)
+    try:
+        yield Database(pool, queries)
+    finally:
+        await pool.close()
+
+
+@pytest.fixture
+async def owner_db(test_database: TestDatabase, queries: Queries) -> AsyncIterator[Database]:
+    pool = await create_pool(test_database.owner_dsn, min_size=1, max_size=4)
+    try:
+        yield Database(pool, queries)
+    finally:
+        await pool.close()
+
+
+ADMIN = Principal("ada-admin", Role.ADMIN, frozenset())
+INTEGRATION = Principal("kyc-provider", Role.INTEGRATION, frozenset())
+APPROVER = Principal("ann-approver", Role.APPROVER, frozenset())
+MANAGER = Principal("max-manager", Role.MANAGER, frozenset())
+
+
+def reviewer(name: str, *queues: str) -> Principal:
+    return Principal(name, Role.REVIEWER, frozenset(queues or ("kyc",)))
+
+
+@pytest.fixture
+async def kyc_queue(db: Database) -> str:
+    """Queue `kyc` escalating to `kyc-senior`, with a small reason-code catalogue."""
+    for settings in (
+        QueueSettings("kyc-senior"),
+        QueueSettings("kyc", lease_ttl_seconds=300, max_abandons=3, escalation_queue="kyc-senior"),
+    ):
+        result = await configure_queue(db, ADMIN, settings)
+        assert not hasattr(result, "message"), result
+    for queue in ("kyc", "kyc-senior"):
+        for code, verdicts in (
+            ("documents_ok", [Verdict.APPROVE]),
+            ("name_mismatch", [Verdict.REJECT]),
+            ("needs_senior", [Verdict.ESCALATE]),
+        ):
+            defined = await define_reason_code(
+                db, ADMIN, queue=queue, code=code, label=code.replace("_", " "), verdicts=verdicts
+            )
+            assert not hasattr(defined, "message"), defined
+    return "kyc"

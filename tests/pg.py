@@ -1,0 +1,73 @@
+"""The PostgreSQL the tests run against: TEST_DATABASE_URL, or an embedded server.
+
+A template database is migrated once per session; every test gets its own clone of it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from pathlib import Path
+
+import asyncpg
+
+from server.config import REPO_ROOT
+from server.store.database import connect
+from server.store.dsn import APP_ROLE, with_database, with_user
+from server.store.migrate import apply_migrations
+
+MIGRATIONS_DIR = REPO_ROOT / "db" / "migrations"
+QUERIES_DIR = REPO_ROOT / "db" / "queries"
+
+
+def server_dsn() -> str:
+    """The owner DSN of a server the tests may create databases on."""
+    url = os.environ.get("TEST_DATABASE_URL")
+    if url:
+        return url
+    from server.store.embedded import start_embedded
+
+    home = Path(tempfile.mkdtemp(prefix="casework-test-", dir="/tmp"))
+    return start_embedded(home)
+
+
+async def create_template(server: str) -> str:
+    name = f"casework_template_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(server)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    conn = await connect(with_database(server, name))
+    try:
+        await apply_migrations(conn, MIGRATIONS_DIR)
+    finally:
+        await conn.close()
+    return name
+
+
+async def clone_database(server: str, template: str) -> str:
+    name = f"casework_test_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(server)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    finally:
+        await admin.close()
+    return name
+
+
+async def drop_database(server: str, name: str) -> None:
+    admin = await asyncpg.connect(server)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def owner_dsn(server: str, database: str) -> str:
+    return with_database(server, database)
+
+
+def app_dsn(server: str, database: str) -> str:
+    return with_user(with_database(server, database), APP_ROLE)
