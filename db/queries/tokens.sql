@@ -11,3 +11,6 @@ FROM api_tokens AS t
 WHERE t.token_hash = $1
   AND t.revoked_at IS NULL
   AND (t.expires_at IS NULL OR t.expires_at > now());
+
+-- name: health_check
+SELECT 1 AS ok;

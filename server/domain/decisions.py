@@ -55,8 +55,9 @@ async def submit_decision(
     if isinstance(token, InvalidInput):
         return token
     if not _HASH.match(decision.evidence_hash):
-        return InvalidInput("evidenceHash is the 64-hex-digit hash the claim returned",
-                            "evidenceHash")
+        return InvalidInput(
+            "evidenceHash is the 64-hex-digit hash the claim returned", "evidenceHash"
+        )
     problem = _check_note(decision.note)
     if problem:
         return problem

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from typing_extensions import TypeIs
 
 
 @dataclass(frozen=True)
@@ -74,3 +77,18 @@ Failure = (
     | InvalidReasonCode
     | AlreadySuperseded
 )
+
+
+_FAILURE_CLASSES = (
+    NotPermitted,
+    InvalidInput,
+    QueueEmpty,
+    StaleLease,
+    EvidenceChanged,
+    InvalidReasonCode,
+    AlreadySuperseded,
+)
+
+
+def is_failure(result: Any) -> TypeIs[Failure]:
+    return isinstance(result, _FAILURE_CLASSES)

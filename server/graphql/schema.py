@@ -1,0 +1,60 @@
+"""The schema, with its guards. Extensions are passed as factories: one per request."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.extensions import (
+    DisableIntrospection,
+    MaskErrors,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    QueryDepthLimiter,
+    SchemaExtension,
+)
+from strawberry.types import ExecutionContext
+
+from server.graphql.errors import Error
+from server.graphql.mutations import Mutation
+from server.graphql.queries import Query
+from server.graphql.types import ClientError
+
+MAX_DEPTH = 10
+MAX_ALIASES = 30
+MAX_TOKENS = 2000
+
+log = logging.getLogger("casework.graphql")
+
+
+def is_unexpected(error: GraphQLError) -> bool:
+    """The server's fault, as opposed to the client's (bad syntax, values, ids)."""
+    original = error.original_error
+    return original is not None and not isinstance(original, ClientError | GraphQLError)
+
+
+class CaseworkSchema(strawberry.Schema):
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        # Runs before MaskErrors rewrites the errors: the operator sees everything.
+        for error in errors:
+            if is_unexpected(error):
+                log.error("unexpected error at %s", error.path, exc_info=error.original_error)
+            else:
+                log.info("client error: %s", error.message)
+
+
+def build_schema(*, dev: bool = False) -> CaseworkSchema:
+    extensions: list[Callable[[], SchemaExtension]] = [
+        functools.partial(QueryDepthLimiter, max_depth=MAX_DEPTH),
+        functools.partial(MaxAliasesLimiter, max_alias_count=MAX_ALIASES),
+        functools.partial(MaxTokensLimiter, max_token_count=MAX_TOKENS),
+        functools.partial(MaskErrors, should_mask_error=is_unexpected),
+    ]
+    if not dev:
+        extensions.append(DisableIntrospection)
+    return CaseworkSchema(query=Query, mutation=Mutation, types=[Error], extensions=extensions)

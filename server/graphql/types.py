@@ -1,0 +1,276 @@
+"""The object types of the schema, each built from a domain record."""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from server.domain import model, reads
+from server.graphql.context import Context
+
+Verdict = strawberry.enum(model.Verdict, name="Verdict")
+ItemState = strawberry.enum(
+    model.ItemState, name="ItemState", description="LEASED is a pending item under a live lease."
+)
+
+MAX_PAGE = 200
+
+
+class ClientError(Exception):
+    """A refusal the client caused and may read; never masked."""
+
+
+def encode_cursor(kind: str, row_id: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{row_id}".encode()).decode()
+
+
+def decode_cursor(kind: str, cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    try:
+        prefix, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        if prefix == kind and value.isdigit():
+            return int(value)
+    except (ValueError, UnicodeDecodeError):
+        pass
+    raise ClientError(f"malformed cursor {cursor[:40]!r}")
+
+
+def page_size(first: int) -> int:
+    if not 1 <= first <= MAX_PAGE:
+        raise ClientError(f"first must be between 1 and {MAX_PAGE}")
+    return first
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    end_cursor: str | None
+
+
+@strawberry.type
+class ReasonCode:
+    code: str
+    label: str
+    verdicts: list[Verdict]  # type: ignore[valid-type]
+
+    @classmethod
+    def from_domain(cls, reason: model.ReasonCode) -> ReasonCode:
+        return cls(code=reason.code, label=reason.label, verdicts=list(reason.verdicts))
+
+
+@strawberry.type
+class Lease:
+    owner: str
+    expires_at: datetime
+
+
+@strawberry.type
+class ReviewItem:
+    _item: strawberry.Private[model.Item]
+    id: strawberry.ID
+    queue: str
+    external_key: str
+    priority: int
+    payload: JSON
+    evidence_hash: str
+    lease_count: int
+    abandon_count: int
+    escalation_count: int
+    created_at: datetime
+    decided_at: datetime | None
+
+    @classmethod
+    def from_domain(cls, item: model.Item) -> ReviewItem:
+        return cls(
+            _item=item,
+            id=strawberry.ID(str(item.id)),
+            queue=item.queue,
+            external_key=item.external_key,
+            priority=item.priority,
+            payload=item.payload,
+            evidence_hash=item.evidence_hash,
+            lease_count=item.lease_count,
+            abandon_count=item.abandon_count,
+            escalation_count=item.escalation_count,
+            created_at=item.created_at,
+            decided_at=item.decided_at,
+        )
+
+    @strawberry.field
+    def state(self, info: Info[Context, None]) -> ItemState:  # type: ignore[valid-type]
+        return self._item.state(info.context.now)
+
+    @strawberry.field(description="The live lease, if any. Its token is never shown here.")
+    def lease(self, info: Info[Context, None]) -> Lease | None:
+        item = self._item
+        if item.state(info.context.now) is not model.ItemState.LEASED:
+            return None
+        assert item.lease_owner is not None and item.lease_expires_at is not None
+        return Lease(owner=item.lease_owner, expires_at=item.lease_expires_at)
+
+    @strawberry.field(description="Every decision on this item, oldest first.")
+    async def decisions(self, info: Info[Context, None]) -> list[Decision]:
+        found = await info.context.loaders.item_decisions.load(self._item.id)
+        return [Decision.from_domain(d) for d in found]
+
+    @strawberry.field(description="The decision that stands: the latest one not superseded.")
+    async def current_decision(self, info: Info[Context, None]) -> Decision | None:
+        found = await info.context.loaders.item_decisions.load(self._item.id)
+        current = reads.effective_decision(found)
+        return Decision.from_domain(current) if current else None
+
+
+@strawberry.type
+class Decision:
+    _decision: strawberry.Private[model.Decision]
+    id: strawberry.ID
+    queue: str
+    verdict: Verdict = strawberry.field(  # type: ignore[valid-type]
+        description="What this row means for the subject; for an overturn, the reversed outcome."
+    )
+    is_overturn: bool
+    reason_code: str
+    note: str | None
+    reviewer: str
+    evidence_hash: str
+    decided_at: datetime
+
+    @classmethod
+    def from_domain(cls, decision: model.Decision) -> Decision:
+        return cls(
+            _decision=decision,
+            id=strawberry.ID(str(decision.id)),
+            queue=decision.queue,
+            verdict=decision.outcome,
+            is_overturn=decision.is_overturn,
+            reason_code=decision.reason_code,
+            note=decision.note,
+            reviewer=decision.reviewer,
+            evidence_hash=decision.evidence_hash,
+            decided_at=decision.decided_at,
+        )
+
+    @strawberry.field
+    async def item(self, info: Info[Context, None]) -> ReviewItem:
+        item = await info.context.loaders.item.load(self._decision.item_id)
+        assert item is not None, "a decision always has its item"
+        return ReviewItem.from_domain(item)
+
+    @strawberry.field
+    async def supersedes(self, info: Info[Context, None]) -> Decision | None:
+        return await _load_decision(info, self._decision.supersedes)
+
+    @strawberry.field
+    async def superseded_by(self, info: Info[Context, None]) -> Decision | None:
+        return await _load_decision(info, self._decision.superseded_by)
+
+
+async def _load_decision(info: Info[Context, None], decision_id: int | None) -> Decision | None:
+    if decision_id is None:
+        return None
+    found = await info.context.loaders.decision.load(decision_id)
+    return Decision.from_domain(found) if found else None
+
+
+@strawberry.type
+class ItemEdge:
+    cursor: str
+    node: ReviewItem
+
+
+@strawberry.type
+class ItemConnection:
+    edges: list[ItemEdge]
+    page_info: PageInfo
+
+
+@strawberry.type
+class DecisionEdge:
+    cursor: str
+    node: Decision
+
+
+@strawberry.type
+class DecisionConnection:
+    edges: list[DecisionEdge]
+    page_info: PageInfo
+
+
+@strawberry.type
+class Queue:
+    _queue: strawberry.Private[model.Queue]
+    name: str
+    lease_ttl_seconds: int
+    max_abandons: int
+    escalation_queue: str | None
+    escalation_priority_boost: int
+
+    @classmethod
+    def from_domain(cls, queue: model.Queue) -> Queue:
+        return cls(
+            _queue=queue,
+            name=queue.name,
+            lease_ttl_seconds=queue.lease_ttl_seconds,
+            max_abandons=queue.max_abandons,
+            escalation_queue=queue.escalation_queue,
+            escalation_priority_boost=queue.escalation_priority_boost,
+        )
+
+    @strawberry.field
+    async def reason_codes(self, info: Info[Context, None]) -> list[ReasonCode]:
+        found = await info.context.loaders.reason_codes.load(self.name)
+        return [ReasonCode.from_domain(r) for r in found]
+
+    @strawberry.field(description="The queue's items, oldest first.")
+    async def items(
+        self,
+        info: Info[Context, None],
+        state: ItemState | None = None,  # type: ignore[valid-type]
+        first: int = 50,
+        after: str | None = None,
+    ) -> ItemConnection:
+        size = page_size(first)
+        rows = await reads.items_page(
+            info.context.db, self.name, state, decode_cursor("item", after), size + 1
+        )
+        edges = [
+            ItemEdge(cursor=encode_cursor("item", item.id), node=ReviewItem.from_domain(item))
+            for item in rows[:size]
+        ]
+        return ItemConnection(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=len(rows) > size, end_cursor=edges[-1].cursor if edges else None
+            ),
+        )
+
+    @strawberry.field(description="Decisions made in this queue, oldest first.")
+    async def decisions(
+        self, info: Info[Context, None], first: int = 50, after: str | None = None
+    ) -> DecisionConnection:
+        size = page_size(first)
+        rows = await reads.decisions_page(
+            info.context.db, self.name, decode_cursor("decision", after), size + 1
+        )
+        edges = [
+            DecisionEdge(cursor=encode_cursor("decision", d.id), node=Decision.from_domain(d))
+            for d in rows[:size]
+        ]
+        return DecisionConnection(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=len(rows) > size, end_cursor=edges[-1].cursor if edges else None
+            ),
+        )
+
+
+@strawberry.type
+class Me:
+    user: str
+    role: str
+    queues: list[str]
