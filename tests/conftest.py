@@ -3,12 +3,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import asyncpg
 import pytest
 
-from server.domain.model import Principal, Role
+from server.domain.model import Principal, Role, Verdict
 from server.domain.queues import QueueSettings, configure_queue, define_reason_code
-from server.domain.model import Verdict
-from server.store.database import Database, create_pool
+from server.store.database import Database, connect, create_pool
 from server.store.queries import Queries
 from tests import pg
 
@@ -33,6 +33,8 @@ def queries() -> Queries:
 @dataclass(frozen=True)
 class TestDatabase:
     """One cloned database: DSNs for the owner and the application role."""
+
+    __test__ = False
 
     name: str
     owner_dsn: str
@@ -63,6 +65,16 @@ async def owner_db(test_database: TestDatabase, queries: Queries) -> AsyncIterat
         yield Database(pool, queries)
     finally:
         await pool.close()
+
+
+@pytest.fixture
+async def owner_conn(test_database: TestDatabase) -> AsyncIterator[asyncpg.Connection]:
+    """Raw SQL as the owner: for what the application may not do, like moving a lease back."""
+    conn = await connect(test_database.owner_dsn)
+    try:
+        yield conn
+    finally:
+        await conn.close()
 
 
 ADMIN = Principal("ada-admin", Role.ADMIN, frozenset())

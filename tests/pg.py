@@ -32,13 +32,18 @@ def server_dsn() -> str:
     return start_embedded(home)
 
 
-async def create_template(server: str) -> str:
-    name = f"casework_template_{uuid.uuid4().hex[:8]}"
+async def create_empty_database(server: str, prefix: str) -> str:
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(server)
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
+    return name
+
+
+async def create_template(server: str) -> str:
+    name = await create_empty_database(server, "casework_template")
     conn = await connect(with_database(server, name))
     try:
         await apply_migrations(conn, MIGRATIONS_DIR)

@@ -116,8 +116,18 @@ async def test_renew_and_release(gql: GraphQL, tokens: Tokens, kyc: str) -> None
     await enqueue(gql, tokens, "cust-1")
     claim = (await gql(tokens.reviewer, CLAIM, queue=kyc))["data"]["claimNext"]
     args = {"itemId": claim["item"]["id"], "leaseToken": claim["leaseToken"]}
-    renew = "mutation($itemId: ID!, $leaseToken: String!) { renewLease(itemId: $itemId, leaseToken: $leaseToken) { __typename ... on LeaseRenewed { leaseExpiresAt } } }"
-    release = "mutation($itemId: ID!, $leaseToken: String!) { releaseLease(itemId: $itemId, leaseToken: $leaseToken) { __typename ... on LeaseReleased { item { state } } } }"
+    renew = """
+    mutation($itemId: ID!, $leaseToken: String!) {
+      renewLease(itemId: $itemId, leaseToken: $leaseToken) {
+        __typename ... on LeaseRenewed { leaseExpiresAt }
+      }
+    }"""
+    release = """
+    mutation($itemId: ID!, $leaseToken: String!) {
+      releaseLease(itemId: $itemId, leaseToken: $leaseToken) {
+        __typename ... on LeaseReleased { item { state } }
+      }
+    }"""
     renewed = (await gql(tokens.reviewer, renew, **args))["data"]["renewLease"]
     assert renewed["__typename"] == "LeaseRenewed"
     assert renewed["leaseExpiresAt"] >= claim["leaseExpiresAt"]
