@@ -1,0 +1,63 @@
+"""`casework serve` as a real process, for tests that need one."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+STARTUP_SECONDS = 60
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def casework_serve(owner_dsn: str, *extra_args: str) -> AsyncIterator[str]:
+    """Yields the base URL once uvicorn reports that the application started."""
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server.cli",
+        "serve",
+        "--port",
+        str(port),
+        *extra_args,
+        env={**os.environ, "DATABASE_URL": owner_dsn},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    log: list[str] = []
+
+    async def wait_until_started() -> None:
+        assert process.stderr is not None
+        while line := (await process.stderr.readline()).decode():
+            log.append(line)
+            if "Application startup complete" in line:
+                return
+        raise RuntimeError("casework serve exited:\n" + "".join(log))
+
+    async def drain() -> None:
+        assert process.stderr is not None
+        while await process.stderr.readline():
+            pass
+
+    try:
+        await asyncio.wait_for(wait_until_started(), STARTUP_SECONDS)
+        draining = asyncio.create_task(drain())
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            await process.wait()
+        if "draining" in locals():
+            await draining

@@ -1,0 +1,122 @@
+"""32 claimers through the domain and 16 through HTTP on a live server share 5,000 items."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from server.domain.decisions import DecisionInput, submit_decision
+from server.domain.failures import QueueEmpty
+from server.domain.items import NewItem, enqueue_items
+from server.domain.leases import claim_next
+from server.domain.model import Claim, Decision, Principal, Role, Verdict
+from server.domain.tokens import create_token
+from server.store.database import Database
+from tests.api.live_server import casework_serve
+from tests.api.test_graphql_review_loop import CLAIM, DECIDE, decision_input
+from tests.conftest import INTEGRATION, TestDatabase, reviewer
+
+ITEMS = 5000
+DOMAIN_CLAIMERS = 32
+HTTP_CLAIMERS = 16
+
+
+class Ledger:
+    """What the claimers saw. An item held twice at once is a broken claim."""
+
+    def __init__(self) -> None:
+        self.held: set[int] = set()
+        self.double_holds: list[int] = []
+        self.decided: list[int] = []
+
+    def take(self, item_id: int) -> None:
+        if item_id in self.held:
+            self.double_holds.append(item_id)
+        self.held.add(item_id)
+
+    def done(self, item_id: int) -> None:
+        self.held.discard(item_id)
+        self.decided.append(item_id)
+
+
+async def domain_claimer(db: Database, who: Principal, ledger: Ledger) -> None:
+    while True:
+        claim = await claim_next(db, who, "kyc")
+        if isinstance(claim, QueueEmpty):
+            return
+        assert isinstance(claim, Claim), claim
+        ledger.take(claim.item.id)
+        decision = await submit_decision(
+            db,
+            who,
+            DecisionInput(
+                str(claim.item.id),
+                str(claim.lease_token),
+                Verdict.APPROVE,
+                "documents_ok",
+                claim.evidence_hash,
+            ),
+        )
+        assert isinstance(decision, Decision), decision
+        ledger.done(claim.item.id)
+
+
+async def http_claimer(client: httpx.AsyncClient, token: str, ledger: Ledger) -> None:
+    async def call(query: str, **variables: Any) -> dict[str, Any]:
+        response = await client.post(
+            "/graphql",
+            json={"query": query, "variables": variables},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code == 200, response.text
+        data: dict[str, Any] = response.json()["data"]
+        return data
+
+    while True:
+        claim = (await call(CLAIM, queue="kyc"))["claimNext"]
+        if claim["__typename"] == "QueueEmpty":
+            return
+        assert claim["__typename"] == "Claim", claim
+        item_id = int(claim["item"]["id"])
+        ledger.take(item_id)
+        decided = await call(DECIDE, input=decision_input(claim, "APPROVE", "documents_ok"))
+        assert decided["submitDecision"]["__typename"] == "DecisionRecorded", decided
+        ledger.done(item_id)
+
+
+async def test_mixed_claimers_decide_every_item_exactly_once(
+    db: Database, owner_db: Database, test_database: TestDatabase, kyc_queue: str
+) -> None:
+    enqueued: list[int] = []
+    for start in range(0, ITEMS, 1000):
+        batch = [NewItem(f"case-{n}", {"n": n}) for n in range(start, start + 1000)]
+        result = await enqueue_items(db, INTEGRATION, kyc_queue, batch)
+        assert isinstance(result, list)
+        enqueued += [entry.item.id for entry in result]
+    tokens = [
+        await create_token(owner_db, user=f"web-{n}", role=Role.REVIEWER, queues=["kyc"])
+        for n in range(HTTP_CLAIMERS)
+    ]
+    ledger = Ledger()
+    async with (
+        casework_serve(test_database.owner_dsn) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as client,
+    ):
+        await asyncio.gather(
+            *(domain_claimer(db, reviewer(f"svc-{n}"), ledger) for n in range(DOMAIN_CLAIMERS)),
+            *(http_claimer(client, token, ledger) for token in tokens),
+        )
+
+    assert ledger.double_holds == []
+    assert sorted(ledger.decided) == sorted(enqueued)
+    rows = await owner_db.fetch("decisions_page", kyc_queue, 0, ITEMS + 1)
+    per_item: dict[int, int] = {}
+    for row in rows:
+        per_item[row["item_id"]] = per_item.get(row["item_id"], 0) + 1
+    assert sorted(per_item) == sorted(enqueued)
+    assert set(per_item.values()) == {1}
+    reviewers = {row["reviewer"] for row in rows}
+    assert any(name.startswith("web-") for name in reviewers), "HTTP claimers did no work"
+    assert any(name.startswith("svc-") for name in reviewers), "domain claimers did no work"
