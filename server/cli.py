@@ -1,0 +1,257 @@
+"""The `casework` command: serve, migrate, token create."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from types import FrameType
+
+import asyncpg
+
+from server.config import Settings
+from server.demo import ESCALATIONS, ITEM_COUNT, KYC, seed_demo
+from server.domain.model import Role
+from server.domain.queues import QUEUE_NAME, get_queues
+from server.domain.tokens import create_token
+from server.runtime import (
+    Databases,
+    StartupError,
+    check_app_role,
+    connect_owner,
+    migrate,
+    migration_label,
+    resolve_databases,
+)
+from server.store.database import Database
+from server.store.migrate import Migration
+from server.store.queries import Queries
+
+# What argparse returns for a bad argument: a problem the operator fixes, then retries.
+OPERATOR_ERROR = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    # The embedded server stops from an atexit hook, which a default SIGTERM would skip,
+    # leaving PostgreSQL running and this process counted as one of its users forever.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    try:
+        code: int = args.run(args, Settings.from_env())
+    except StartupError as error:
+        print(f"casework: error: {error}", file=sys.stderr)
+        return OPERATOR_ERROR
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+    return code
+
+
+def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="casework",
+        description="Casework: hands review items to people and records what they decided.",
+    )
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the GraphQL API (migrates first)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+    serve.add_argument("--dev", action="store_true", help="development mode: GraphiQL and more")
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="seed demo queues, items and tokens, and print the tokens (implies --dev)",
+    )
+    serve.set_defaults(run=_serve)
+
+    migrate_command = commands.add_parser("migrate", help="apply pending database migrations")
+    migrate_command.set_defaults(run=_migrate)
+
+    token = commands.add_parser("token", help="manage bearer tokens")
+    token_commands = token.add_subparsers(title="token commands", required=True, metavar="ACTION")
+    create = token_commands.add_parser(
+        "create", help="create a bearer token; it is printed once, on the last line"
+    )
+    create.add_argument("--user", required=True, type=_user_name, help="who the token is for")
+    create.add_argument(
+        "--role", required=True, choices=[role.value for role in Role], help="what it may do"
+    )
+    create.add_argument(
+        "--queue",
+        action="append",
+        default=[],
+        type=_queue_name,
+        dest="queues",
+        metavar="QUEUE",
+        help="a queue the token covers; repeat for several. Required for reviewers; "
+        "for other roles, none means all queues",
+    )
+    create.add_argument(
+        "--expires-in-days", type=_expiry_days, metavar="N", help="default: never expires"
+    )
+    create.set_defaults(run=_token_create, parser=create)
+    return parser
+
+
+def _user_name(value: str) -> str:
+    if not 1 <= len(value.strip()) <= 200:
+        raise argparse.ArgumentTypeError("a user name is 1 to 200 characters")
+    return value.strip()
+
+
+def _queue_name(value: str) -> str:
+    if not QUEUE_NAME.match(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a queue name (a-z, 0-9, '_', '.', '-'; at most 63 characters)"
+        )
+    return value
+
+
+MAX_EXPIRY_DAYS = 3650
+
+
+def _expiry_days(value: str) -> int:
+    try:
+        days = int(value)
+    except ValueError:
+        days = 0
+    if not 1 <= days <= MAX_EXPIRY_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of days from 1 to {MAX_EXPIRY_DAYS}: {value!r} "
+            "(leave the option out for a token that never expires)"
+        )
+    return days
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    # Imported here so that migrate and token create start fast and keep working even if
+    # the web stack cannot be imported.
+    from server.app import create_app
+
+    dev: bool = args.dev or args.demo
+    databases = resolve_databases(settings)
+    asyncio.run(_prepare_service(databases, settings, demo=args.demo))
+    _print_banner(databases, args.host, args.port, dev=dev)
+    # Same process as the embedded server's handle, so PostgreSQL lives as long as we do.
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(databases.app_dsn, dev=dev), host=args.host, port=args.port, log_level="info"
+        )
+    )
+    server.run()
+    if not server.started:
+        print("casework: error: the service did not start; see the log above", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _prepare_service(databases: Databases, settings: Settings, *, demo: bool) -> None:
+    _print_migrations(await migrate(databases, settings.db_dir / "migrations"))
+    await check_app_role(databases)
+    if demo:
+        seed = await seed_demo(
+            databases.owner_dsn, databases.app_dsn, queries_dir=settings.db_dir / "queries"
+        )
+        print(
+            f"demo: queues {KYC} and {ESCALATIONS} are configured; {KYC} has {ITEM_COUNT} "
+            f"applications ({seed.items_created} new this run). Tokens, shown once:"
+        )
+        print("\n".join(seed.exports()), flush=True)
+
+
+def _print_banner(databases: Databases, host: str, port: int, *, dev: bool) -> None:
+    url = f"http://{host}:{port}"
+    database = databases.describe()
+    if databases.embedded_data_dir is not None:
+        database += " (stops when the last casework process using it exits)"
+    rows = [
+        ("GraphQL API", f"{url}/graphql" + (" (dev mode: GraphiQL in a browser)" if dev else "")),
+        ("health", f"{url}/healthz"),
+        ("database", database),
+        ("roles", f"service runs as {databases.app_user}, migrations as {databases.owner_user}"),
+    ]
+    print("Casework")
+    print("\n".join(f"  {label + ':':<13} {value}" for label, value in rows), flush=True)
+
+
+def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    databases = resolve_databases(settings)
+    _print_migrations(asyncio.run(migrate(databases, settings.db_dir / "migrations")))
+    return 0
+
+
+def _print_migrations(applied: list[Migration]) -> None:
+    if not applied:
+        print("migrations: up to date", flush=True)
+    for migration in applied:
+        print(f"migrations: applied {migration_label(migration)}", flush=True)
+
+
+def _token_create(args: argparse.Namespace, settings: Settings) -> int:
+    role = Role(args.role)
+    queues: list[str] = sorted(set(args.queues))
+    if role is Role.REVIEWER and not queues:
+        # Checked before touching the database: a reviewer with no queue could do nothing.
+        args.parser.error("a reviewer token must name at least one queue: add --queue NAME")
+    expires_at = None
+    if args.expires_in_days is not None:
+        expires_at = datetime.now(UTC) + timedelta(days=args.expires_in_days)
+    databases = resolve_databases(settings)
+    token, unknown_queues = asyncio.run(
+        _create_token(
+            databases, settings, user=args.user, role=role, queues=queues, expires_at=expires_at
+        )
+    )
+    for queue in unknown_queues:
+        print(
+            f"casework: warning: queue {queue!r} does not exist yet; the token covers it "
+            "once an admin configures it",
+            file=sys.stderr,
+        )
+    scope = ", ".join(queues) if queues else "all queues"
+    expiry = f"expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else "never expires"
+    print(
+        f"token for user {args.user!r}, role {role.value}, queues: {scope}; {expiry}. "
+        "It is shown once; store it now:"
+    )
+    print(token, flush=True)
+    return 0
+
+
+async def _create_token(
+    databases: Databases,
+    settings: Settings,
+    *,
+    user: str,
+    role: Role,
+    queues: list[str],
+    expires_at: datetime | None,
+) -> tuple[str, list[str]]:
+    conn = await connect_owner(databases)
+    try:
+        owner_db = Database(conn, Queries(settings.db_dir / "queries"))
+        known = await get_queues(owner_db, queues)
+        token = await create_token(
+            owner_db, user=user, role=role, queues=queues, expires_at=expires_at
+        )
+    except asyncpg.UndefinedTableError as error:
+        raise StartupError(
+            f"the database has no Casework schema yet ({error}); run `casework migrate` first"
+        ) from error
+    finally:
+        await conn.close()
+    return token, [queue for queue in queues if queue not in known]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

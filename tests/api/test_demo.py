@@ -1,0 +1,52 @@
+"""The demo seed can run on every `casework serve --demo` without piling up data."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from server.config import REPO_ROOT
+from server.demo import ESCALATIONS, ITEM_COUNT, KYC, seed_demo
+from server.domain.model import Role
+from server.domain.tokens import authenticate
+from server.store.database import Database
+from tests.conftest import TestDatabase
+
+QUERIES_DIR = REPO_ROOT / "db" / "queries"
+
+
+async def test_seeding_twice_adds_nothing_but_fresh_tokens(
+    test_database: TestDatabase, db: Database, owner_conn: asyncpg.Connection
+) -> None:
+    first = await seed_demo(test_database.owner_dsn, test_database.app_dsn, queries_dir=QUERIES_DIR)
+    second = await seed_demo(
+        test_database.owner_dsn, test_database.app_dsn, queries_dir=QUERIES_DIR
+    )
+
+    assert (first.items_created, second.items_created) == (ITEM_COUNT, 0)
+    assert await owner_conn.fetchval("SELECT count(*) FROM review_items") == ITEM_COUNT
+    assert (
+        await owner_conn.fetchval(
+            "SELECT count(*) FROM reason_codes WHERE queue = ANY($1::text[])", [KYC, ESCALATIONS]
+        )
+        == 10
+    )
+    assert set(first.tokens).isdisjoint(second.tokens)
+
+
+async def test_the_reviewer_token_comes_last_and_covers_both_queues(
+    test_database: TestDatabase, db: Database
+) -> None:
+    seed = await seed_demo(test_database.owner_dsn, test_database.app_dsn, queries_dir=QUERIES_DIR)
+
+    variable, token = seed.tokens[-1]
+    assert variable == "CASEWORK_REVIEWER_TOKEN"
+    reviewer = await authenticate(db, token)
+    assert reviewer is not None
+    assert (reviewer.role, reviewer.queues) == (Role.REVIEWER, frozenset({KYC, ESCALATIONS}))
+    roles = set()
+    for _, other in seed.tokens:
+        principal = await authenticate(db, other)
+        assert principal is not None
+        roles.add(principal.role)
+    assert roles == set(Role)
+    assert seed.exports()[-1] == f"export CASEWORK_REVIEWER_TOKEN={token}"
