@@ -108,7 +108,7 @@ def _user_name(value: str) -> str:
 
 
 def _queue_name(value: str) -> str:
-    if not QUEUE_NAME.match(value):
+    if not QUEUE_NAME.fullmatch(value):
         raise argparse.ArgumentTypeError(
             f"{value!r} is not a queue name (a-z, 0-9, '_', '.', '-'; at most 63 characters)"
         )

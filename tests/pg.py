@@ -29,7 +29,7 @@ def server_dsn() -> str:
     from server.store.embedded import start_embedded
 
     home = Path(tempfile.mkdtemp(prefix="casework-test-", dir="/tmp"))
-    return start_embedded(home)
+    return start_embedded(home, delete_on_exit=True)
 
 
 async def create_empty_database(server: str, prefix: str) -> str:

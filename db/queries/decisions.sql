@@ -2,10 +2,11 @@
 -- Records a verdict made under a lease, in one statement. Every condition of the fence
 -- sits in the WHERE clause of `target`: a live lease of the caller with this token on a
 -- pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
--- allows for this verdict. If any fails, nothing is written and no row comes back.
+-- allows for this verdict, in a queue the caller's token covers. If any fails, nothing is
+-- written and no row comes back.
 -- An escalation returns the item to `pending` in the escalation queue, priority boosted.
 -- $1 item id, $2 lease token, $3 reviewer, $4 reviewer role, $5 verdict, $6 reason code,
--- $7 evidence hash, $8 note
+-- $7 evidence hash, $8 note, $9 the queues of the caller's token
 WITH target AS (
     SELECT i.id, i.queue, coalesce(q.escalation_queue, q.name) AS escalation_queue,
            q.escalation_priority_boost
@@ -17,6 +18,7 @@ WITH target AS (
       AND i.state = 'pending'
       AND i.lease_expires_at > now()
       AND i.evidence_hash = $7
+      AND i.queue = ANY ($9::text[])
       AND EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = i.queue AND r.code = $6 AND $5 = ANY (r.verdicts))
     FOR UPDATE OF i

@@ -6,9 +6,11 @@
 INSERT INTO review_items AS i
     (origin_queue, queue, external_key, priority, payload, evidence_hash)
 SELECT $1, $1, t.external_key, t.priority, t.payload, t.evidence_hash
-FROM unnest($2::text[], $3::integer[], $4::jsonb[], $5::text[]) WITH ORDINALITY
-    AS t (external_key, priority, payload, evidence_hash, ord)
-ORDER BY t.ord
+FROM unnest($2::text[], $3::integer[], $4::jsonb[], $5::text[])
+    AS t (external_key, priority, payload, evidence_hash)
+-- Key order, not batch order: two batches that share keys lock them in the same order and
+-- so cannot deadlock.
+ORDER BY t.external_key
 ON CONFLICT (origin_queue, external_key) DO UPDATE
     SET payload = excluded.payload,
         evidence_hash = excluded.evidence_hash,

@@ -36,8 +36,9 @@ WHERE i.id = c.id
 RETURNING i.*, c.escalates AS escalated;
 
 -- name: lease_renew
--- Fence: the token must match a live lease of the caller on a pending item.
--- $1 item id, $2 lease token, $3 lease owner
+-- Fence: the token must match a live lease of the caller on a pending item, in a queue the
+-- caller's token covers.
+-- $1 item id, $2 lease token, $3 lease owner, $4 the queues of the caller's token
 UPDATE review_items AS i
 SET lease_expires_at = now() + make_interval(secs => q.lease_ttl_seconds),
     updated_at = now()
@@ -48,11 +49,12 @@ WHERE q.name = i.queue
   AND i.lease_owner = $3
   AND i.state = 'pending'
   AND i.lease_expires_at > now()
+  AND i.queue = ANY ($4::text[])
 RETURNING i.*;
 
 -- name: lease_release
 -- Fence as for renew. A released item is claimable at once and is not an abandonment.
--- $1 item id, $2 lease token, $3 lease owner
+-- $1 item id, $2 lease token, $3 lease owner, $4 the queues of the caller's token
 UPDATE review_items AS i
 SET lease_owner = NULL,
     lease_token = NULL,
@@ -63,4 +65,5 @@ WHERE i.id = $1
   AND i.lease_owner = $3
   AND i.state = 'pending'
   AND i.lease_expires_at > now()
+  AND i.queue = ANY ($4::text[])
 RETURNING i.*;

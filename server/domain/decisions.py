@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from uuid import UUID
 
 from server.domain.failures import (
     AlreadySuperseded,
@@ -54,7 +55,7 @@ async def submit_decision(
     token = parse_lease_token(decision.lease_token)
     if isinstance(token, InvalidInput):
         return token
-    if not _HASH.match(decision.evidence_hash):
+    if not _HASH.fullmatch(decision.evidence_hash):
         return InvalidInput(
             "evidenceHash is the 64-hex-digit hash the claim returned", "evidenceHash"
         )
@@ -73,6 +74,7 @@ async def submit_decision(
             decision.reason_code,
             decision.evidence_hash,
             decision.note,
+            sorted(principal.queues),
         )
     except IntegrityViolation as violation:
         # One verdict per lease: a second one lost the race for the row.
@@ -81,21 +83,23 @@ async def submit_decision(
         raise
     if row is not None:
         return Decision.from_row(row)
-    return await _why_not_recorded(db, principal, item_id, decision)
+    return await _why_not_recorded(db, principal, item_id, token, decision)
 
 
 async def _why_not_recorded(
-    db: Database, principal: Principal, item_id: int, decision: DecisionInput
-) -> StaleLease | EvidenceChanged | InvalidReasonCode | InvalidInput:
+    db: Database, principal: Principal, item_id: int, token: UUID, decision: DecisionInput
+) -> StaleLease | EvidenceChanged | InvalidReasonCode | NotPermitted | InvalidInput:
     """The fence refused the write; say which condition failed, in order of precedence."""
     verdict = decision.verdict.value
     state = await db.fetchrow("decision_submit_diagnose", item_id, decision.reason_code, verdict)
     if state is None:
         return InvalidInput(f"no item with id {item_id}", "itemId")
+    if not principal.works_in(state["queue"]):
+        return NotPermitted(f"your token does not cover queue {state['queue']!r}")
     lease_holds = (
         state["state"] == "pending"
         and state["lease_live"]
-        and str(state["lease_token"]) == decision.lease_token.lower()
+        and state["lease_token"] == token
         and state["lease_owner"] == principal.user
     )
     if not lease_holds:

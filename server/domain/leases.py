@@ -68,7 +68,11 @@ async def _fenced_lease_write(
     token = parse_lease_token(lease_token)
     if isinstance(token, InvalidInput):
         return token
-    row = await db.fetchrow(query, parsed_id, token, principal.user)
+    row = await db.fetchrow(query, parsed_id, token, principal.user, sorted(principal.queues))
     if row is None:
+        # The fence refused; a caller without the queue learns that, not that a lease lapsed.
+        current = await db.fetch("items_get_by_ids", [parsed_id])
+        if current and not principal.works_in(current[0]["queue"]):
+            return NotPermitted(f"your token does not cover queue {current[0]['queue']!r}")
         return StaleLease(parsed_id)
     return Item.from_row(row)

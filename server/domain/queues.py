@@ -24,7 +24,7 @@ class QueueSettings:
 
 
 def _check_settings(settings: QueueSettings) -> InvalidInput | None:
-    if not QUEUE_NAME.match(settings.name):
+    if not QUEUE_NAME.fullmatch(settings.name):
         return InvalidInput(
             "a queue name is 1 to 63 characters of a-z, 0-9, '_', '.', '-', "
             "starting with a letter or digit",
@@ -83,7 +83,7 @@ async def define_reason_code(
 ) -> ReasonCode | NotPermitted | InvalidInput:
     if principal.role is not Role.ADMIN:
         return NotPermitted("only an admin may change a reason-code catalogue")
-    if not REASON_CODE.match(code):
+    if not REASON_CODE.fullmatch(code):
         return InvalidInput(
             "a reason code is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
         )

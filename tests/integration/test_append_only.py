@@ -1,0 +1,61 @@
+"""The application role cannot rewrite history or mint tokens: PostgreSQL refuses, not our code."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from server.domain.model import Decision
+from server.store.database import Database
+from tests.conftest import TestDatabase, reviewer
+from tests.integration.helpers import claim, decide, enqueue_one
+
+INSUFFICIENT_PRIVILEGE = "42501"
+
+
+@pytest.fixture
+async def decision(db: Database, kyc_queue: str) -> Decision:
+    await enqueue_one(db, kyc_queue, "cust-1")
+    alice = reviewer("alice")
+    return await decide(db, alice, await claim(db, alice))
+
+
+@pytest.fixture
+async def app_conn(test_database: TestDatabase) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(test_database.app_dsn)
+    try:
+        assert await conn.fetchval("SELECT current_user") == "casework_app"
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE review_decisions SET outcome = 'reject' WHERE id = $1",
+        "DELETE FROM review_decisions WHERE id = $1",
+        "TRUNCATE review_decisions",
+        "INSERT INTO api_tokens (token_hash, user_name, role) "
+        "VALUES (repeat('a', 64), 'mallory', 'admin')",
+    ],
+    ids=["update", "delete", "truncate", "mint-token"],
+)
+async def test_application_role_is_refused(
+    decision: Decision,
+    app_conn: asyncpg.Connection,
+    owner_conn: asyncpg.Connection,
+    statement: str,
+) -> None:
+    args = [decision.id] if "$1" in statement else []
+
+    with pytest.raises(asyncpg.InsufficientPrivilegeError) as refused:
+        await app_conn.execute(statement, *args)
+
+    assert refused.value.sqlstate == INSUFFICIENT_PRIVILEGE
+    row = await owner_conn.fetchrow("SELECT * FROM review_decisions WHERE id = $1", decision.id)
+    assert row is not None
+    assert (row["outcome"], row["reviewer"]) == ("approve", "alice")
+    assert await owner_conn.fetchval("SELECT count(*) FROM api_tokens") == 0

@@ -1,0 +1,39 @@
+"""One lease token, fifty simultaneous submissions: one verdict is recorded, the rest are stale."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+
+from server.domain.decisions import submit_decision
+from server.domain.failures import StaleLease
+from server.domain.model import Decision
+from server.store.database import Database
+from tests.conftest import reviewer
+from tests.integration.helpers import claim, decision_rows, enqueue_one, item_row, verdict_for
+
+SUBMISSIONS = 50
+
+
+async def test_one_token_records_one_decision(
+    db: Database, kyc_queue: str, owner_conn: asyncpg.Connection
+) -> None:
+    item = await enqueue_one(db, kyc_queue, "cust-1")
+    alice = reviewer("alice")
+    held = await claim(db, alice)
+
+    results = await asyncio.gather(
+        *(submit_decision(db, alice, verdict_for(held)) for _ in range(SUBMISSIONS))
+    )
+
+    decisions = [r for r in results if isinstance(r, Decision)]
+    assert len(decisions) == 1, results
+    assert [r for r in results if not isinstance(r, Decision)] == [StaleLease(item.id)] * (
+        SUBMISSIONS - 1
+    )
+    rows = await decision_rows(owner_conn, item.id)
+    assert [(row["id"], row["lease_token"]) for row in rows] == [
+        (decisions[0].id, held.lease_token)
+    ]
+    assert (await item_row(owner_conn, item.id))["state"] == "decided"
