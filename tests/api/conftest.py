@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,14 +45,22 @@ async def tokens(owner_db: Database) -> Tokens:
     )
 
 
-@pytest.fixture
-async def client(test_database: TestDatabase) -> AsyncIterator[httpx.AsyncClient]:
+@asynccontextmanager
+async def in_process_client(
+    test_database: TestDatabase, *, dev: bool
+) -> AsyncIterator[httpx.AsyncClient]:
     """The real ASGI app, lifespan included, served in-process."""
-    app = create_app(test_database.app_dsn, dev=False, settings=Settings.from_env())
+    app = create_app(test_database.app_dsn, dev=dev, settings=Settings.from_env())
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://casework") as c,
     ):
+        yield c
+
+
+@pytest.fixture
+async def client(test_database: TestDatabase) -> AsyncIterator[httpx.AsyncClient]:
+    async with in_process_client(test_database, dev=False) as c:
         yield c
 
 

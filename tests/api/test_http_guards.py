@@ -8,13 +8,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from server.app import create_app
-from server.config import Settings
 from server.domain import leases
 from server.domain.model import Role
 from server.domain.tokens import create_token
 from server.store.database import Database
-from tests.api.conftest import GraphQL, Tokens
+from tests.api.conftest import GraphQL, Tokens, in_process_client
 from tests.conftest import TestDatabase
 
 CLAIM = 'mutation { claimNext(queue: "kyc") { __typename ... on Error { message } } }'
@@ -45,11 +43,7 @@ async def test_introspection_is_off_outside_dev(gql: GraphQL, tokens: Tokens) ->
 
 @pytest.fixture
 async def dev_client(test_database: TestDatabase) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(test_database.app_dsn, dev=True, settings=Settings.from_env())
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://casework") as c,
-    ):
+    async with in_process_client(test_database, dev=True) as c:
         yield c
 
 
