@@ -5,7 +5,9 @@ A template database is migrated once per session; every test gets its own clone 
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -29,6 +31,9 @@ def server_dsn() -> str:
     from server.store.embedded import start_embedded
 
     home = Path(tempfile.mkdtemp(prefix="casework-test-", dir="/tmp"))
+    # atexit runs last-registered first: registered before the server's own stop hook,
+    # this removal runs after PostgreSQL has stopped.
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
     return start_embedded(home, delete_on_exit=True)
 
 
