@@ -16,7 +16,8 @@ from server.config import Settings
 from server.demo import ESCALATIONS, ITEM_COUNT, KYC, seed_demo
 from server.domain.model import Role
 from server.domain.queues import QUEUE_NAME, get_queues
-from server.domain.tokens import create_token
+from server.domain.tokens import create_token, revoke_tokens
+from server.identity import CACHE_SECONDS as TOKEN_CACHE_SECONDS
 from server.runtime import (
     Databases,
     StartupError,
@@ -98,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
         "--expires-in-days", type=_expiry_days, metavar="N", help="default: never expires"
     )
     create.set_defaults(run=_token_create, parser=create)
+    revoke = token_commands.add_parser("revoke", help="revoke every token of a user")
+    revoke.add_argument("--user", required=True, type=_user_name, help="whose tokens")
+    revoke.set_defaults(run=_token_revoke)
     return parser
 
 
@@ -251,6 +255,26 @@ async def _create_token(
     finally:
         await conn.close()
     return token, [queue for queue in queues if queue not in known]
+
+
+def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    databases = resolve_databases(settings)
+
+    async def revoke() -> int:
+        conn = await connect_owner(databases)
+        try:
+            return await revoke_tokens(
+                Database(conn, Queries(settings.db_dir / "queries")), args.user
+            )
+        finally:
+            await conn.close()
+
+    count = asyncio.run(revoke())
+    print(
+        f"revoked {count} token(s) of user {args.user!r}; running services refuse them "
+        f"within {TOKEN_CACHE_SECONDS:g} seconds"
+    )
+    return 0
 
 
 if __name__ == "__main__":

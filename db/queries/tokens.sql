@@ -14,3 +14,10 @@ WHERE t.token_hash = $1
 
 -- name: health_check
 SELECT 1 AS ok;
+
+-- name: tokens_revoke_for_user
+-- $1 user name
+UPDATE api_tokens
+SET revoked_at = now()
+WHERE user_name = $1 AND revoked_at IS NULL
+RETURNING id;

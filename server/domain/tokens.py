@@ -42,3 +42,8 @@ async def authenticate(db: Database, token: str) -> Principal | None:
     if row is None:
         return None
     return Principal(user=row["user_name"], role=Role(row["role"]), queues=frozenset(row["queues"]))
+
+
+async def revoke_tokens(owner_db: Database, user: str) -> int:
+    """Revokes every live token of a user; returns how many. Needs the owner connection."""
+    return len(await owner_db.fetch("tokens_revoke_for_user", user))

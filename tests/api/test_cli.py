@@ -104,3 +104,18 @@ async def test_an_unreachable_database_is_an_error_message_not_a_traceback(
     assert run.code == 2
     assert run.stderr.startswith("casework: error: cannot reach PostgreSQL at 127.0.0.1:1/casework")
     assert "Traceback" not in run.stderr
+
+
+async def test_token_revoke_stops_every_token_of_the_user(
+    test_database: TestDatabase, tmp_path: Path, db: Database
+) -> None:
+    first = await casework(test_database, tmp_path, "token create --user rita --role manager")
+    second = await casework(test_database, tmp_path, "token create --user rita --role manager")
+    other = await casework(test_database, tmp_path, "token create --user rob --role manager")
+    tokens = [run.stdout.splitlines()[-1] for run in (first, second, other)]
+
+    run = await casework(test_database, tmp_path, "token revoke --user rita")
+
+    assert run.code == 0, run.stderr
+    assert "revoked 2 token(s)" in run.stdout
+    assert [await authenticate(db, token) is not None for token in tokens] == [False, False, True]
