@@ -1,0 +1,150 @@
+"""Shared helpers of the benchmarks: scratch databases, seeding, statistics.
+
+Every database a benchmark creates is named `casework_bench_*` and dropped when it ends.
+Only local servers are accepted: 127.0.0.1, localhost, ::1 or a unix socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import random
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+import asyncpg
+
+from server.config import REPO_ROOT
+from server.domain.failures import is_failure
+from server.domain.items import MAX_BATCH, NewItem, enqueue_items
+from server.domain.model import Principal, Role, Verdict
+from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.store.database import Database, connect
+from server.store.dsn import APP_ROLE, with_database, with_user
+from server.store.migrate import apply_migrations
+from server.store.queries import Queries
+
+DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+MIGRATIONS_DIR = REPO_ROOT / "db" / "migrations"
+QUERIES_DIR = REPO_ROOT / "db" / "queries"
+
+QUEUE = "bench"
+REASON_CODE = "bench_ok"
+ADMIN = Principal("bench-admin", Role.ADMIN, frozenset())
+INTEGRATION = Principal("bench-integration", Role.INTEGRATION, frozenset())
+
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+T = TypeVar("T")
+
+
+def database_url_from_env() -> str:
+    return os.environ.get("BENCH_DATABASE_URL") or DEFAULT_DATABASE_URL
+
+
+def require_local(url: str) -> str:
+    """The benchmarks talk to this machine only: refuse any other host."""
+    parts = urlsplit(url)
+    socket_dir = parse_qs(parts.query).get("host", [""])[0]
+    host = parts.hostname
+    if host is None and (socket_dir == "" or socket_dir.startswith("/")):
+        return url
+    if host in _LOCAL_HOSTS and (socket_dir == "" or socket_dir.startswith("/")):
+        return url
+    raise SystemExit(f"refusing {host or socket_dir!r}: benchmarks only use a local PostgreSQL")
+
+
+def owner_dsn(server: str, name: str) -> str:
+    return with_database(server, name)
+
+
+def app_dsn(server: str, name: str) -> str:
+    return with_user(with_database(server, name), APP_ROLE)
+
+
+def new_name(kind: str) -> str:
+    return f"casework_bench_{kind}_{uuid.uuid4().hex[:10]}"
+
+
+async def create_database(server: str, name: str, *, template: str | None = None) -> None:
+    admin = await asyncpg.connect(server)
+    try:
+        clause = f' TEMPLATE "{template}"' if template else ""
+        await admin.execute(f'CREATE DATABASE "{name}"{clause}')
+    finally:
+        await admin.close()
+
+
+async def drop_database(server: str, name: str) -> None:
+    admin = await asyncpg.connect(server)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+async def create_migrated(server: str, name: str) -> None:
+    await create_database(server, name)
+    conn = await connect(owner_dsn(server, name))
+    try:
+        await apply_migrations(conn, MIGRATIONS_DIR)
+    finally:
+        await conn.close()
+
+
+def check(result: object, what: str) -> None:
+    if is_failure(result):
+        raise RuntimeError(f"{what} failed: {result}")
+
+
+async def seed_queue(db: Database) -> None:
+    """The queue `bench` with one reason code per verdict, through the domain as an admin."""
+    check(await configure_queue(db, ADMIN, QueueSettings(QUEUE, lease_ttl_seconds=600)), "queue")
+    for code, verdict in ((REASON_CODE, Verdict.APPROVE), ("bench_escalate", Verdict.ESCALATE)):
+        check(
+            await define_reason_code(
+                db, ADMIN, queue=QUEUE, code=code, label=code, verdicts=[verdict]
+            ),
+            "reason code",
+        )
+
+
+def new_item(key: str, rng: random.Random) -> NewItem:
+    payload = {
+        "applicant": {"name": f"Applicant {key}", "country": rng.choice(["DE", "FR", "NL"])},
+        "score": rng.randint(0, 1000),
+        "documents": ["passport", "utility_bill"],
+    }
+    return NewItem(key, payload, rng.randint(0, 9))
+
+
+async def enqueue(db: Database, keys: list[str], rng: random.Random) -> None:
+    """Enqueues through the domain as an integration, in batches of the largest size."""
+    for start in range(0, len(keys), MAX_BATCH):
+        batch = [new_item(key, rng) for key in keys[start : start + MAX_BATCH]]
+        check(await enqueue_items(db, INTEGRATION, QUEUE, batch), "enqueue")
+
+
+def load_queries() -> Queries:
+    return Queries(QUERIES_DIR)
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of values sorted ascending."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(fraction * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Runs on uvloop, the loop uvicorn picks for the server, so both sides use the same one."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvicorn[standard] installs it
+        return asyncio.run(main())
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main())

@@ -1,0 +1,618 @@
+"""Claim+decide cycles per second: GraphQL over HTTP against raw SQL, side by side.
+
+For each concurrency N and each path, a fresh clone of one seeded template database is
+used (queue `bench`, --items pending items, one reviewer token per worker), so both paths
+start from the same rows:
+
+  graphql  N workers share one httpx.AsyncClient (HTTP/1.1 keep-alive, N connections; or
+           one client each with --client-per-worker) and drive a real uvicorn process
+           (bench/app_factory.py, create_app(dsn, dev=False)) whose pool has N connections:
+           claimNext, then submitDecision, per cycle.
+  raw      N workers on an asyncpg pool of N connections as the application role (the
+           service's create_pool, so the same JSON codecs) run the same two named queries,
+           item_claim_next then decision_submit, with the arguments the domain passes.
+
+Each worker first does a few untimed warm-up cycles; then the workers share a fixed budget
+of timed cycles. Each cell is run --repeats times, alternating which path goes first, and
+pooled (total cycles over total seconds). After each run the decision rows are counted
+against the cycles done. CPU seconds of this process, the uvicorn process and the
+database's PostgreSQL backends are read from /proc around the timed window, with the
+machine's busy and stolen CPU, to show where the time goes: everything shares 2 cores.
+
+    .venv/bin/python bench/claim_bench.py [--database-url URL] [--concurrency 1 8 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import os
+import random
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import benchlib
+import httpx
+
+from server.domain.model import Role
+from server.domain.tokens import create_token
+from server.store.database import Database, create_pool
+
+BENCH_DIR = Path(__file__).resolve().parent
+
+CLAIM = (
+    "mutation($q:String!){ claimNext(queue:$q){ __typename "
+    "... on Claim { leaseToken evidenceHash item { id } } } }"
+)
+DECIDE = "mutation($i:SubmitDecisionInput!){ submitDecision(input:$i){ __typename } }"
+
+HEALTH_ATTEMPTS = 200
+HEALTH_INTERVAL_SECONDS = 0.05
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Config:
+    server: str
+    concurrency: list[int]
+    items: int
+    cycles: int
+    warmup: int
+    repeats: int
+    client_per_worker: bool
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """CPU seconds over the timed window, and what the whole machine did meanwhile."""
+
+    client: float  # this process: the workers and their client library
+    server: float  # the uvicorn process (GraphQL path only)
+    postgres: float  # the backends connected to the database under test
+    machine_busy: float  # all processes, every core: user + system + irq
+    machine_steal: float  # taken by the hypervisor for other guests
+
+    def __add__(self, other: CpuUse) -> CpuUse:
+        return CpuUse(
+            self.client + other.client,
+            self.server + other.server,
+            self.postgres + other.postgres,
+            self.machine_busy + other.machine_busy,
+            self.machine_steal + other.machine_steal,
+        )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    cycles: int
+    seconds: float
+    warmup_cycles: int
+    decisions: int
+    cpu: CpuUse
+
+    @property
+    def rate(self) -> float:
+        return self.cycles / self.seconds
+
+    def cpu_ms_per_cycle(self, seconds: float) -> float:
+        return 1000 * seconds / self.cycles
+
+    def __add__(self, other: Measurement) -> Measurement:
+        """Pools repeats: total cycles over total seconds."""
+        return Measurement(
+            self.cycles + other.cycles,
+            self.seconds + other.seconds,
+            self.warmup_cycles + other.warmup_cycles,
+            self.decisions + other.decisions,
+            self.cpu + other.cpu,
+        )
+
+
+class Tickets:
+    """The timed cycles the workers share; taking one is synchronous, so no lock is needed."""
+
+    def __init__(self, count: int) -> None:
+        self.remaining = count
+
+    def take(self) -> bool:
+        if self.remaining <= 0:
+            return False
+        self.remaining -= 1
+        return True
+
+
+# --- CPU accounting ------------------------------------------------------------------------
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process, 0 if it is gone or /proc is not there."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rpartition(")")[2].split()
+    # Fields 14 and 15 of stat(5); the first two fields (pid, comm) were cut off above.
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def self_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def machine_cpu() -> tuple[float, float]:
+    """Busy and stolen CPU seconds of the whole machine, summed over cores, from /proc/stat."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
+
+
+async def backend_pids(owner: asyncpg.Connection, database: str) -> list[int]:
+    rows = await owner.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+        database,
+    )
+    return [row["pid"] for row in rows]
+
+
+class CpuWindow:
+    """CPU seconds of this process, one server process and a database's backends."""
+
+    def __init__(self, owner: asyncpg.Connection, database: str, server_pid: int | None) -> None:
+        self._owner = owner
+        self._database = database
+        self._server_pid = server_pid
+        self._start: tuple[float, float, dict[int, float], tuple[float, float]] = (
+            0.0,
+            0.0,
+            {},
+            (0.0, 0.0),
+        )
+
+    def _server(self) -> float:
+        return process_cpu(self._server_pid) if self._server_pid else 0.0
+
+    async def start(self) -> None:
+        pids = await backend_pids(self._owner, self._database)
+        backends = {pid: process_cpu(pid) for pid in pids}
+        self._start = (self_cpu(), self._server(), backends, machine_cpu())
+
+    async def stop(self) -> CpuUse:
+        client, server, (busy, steal) = self_cpu(), self._server(), machine_cpu()
+        pids = await backend_pids(self._owner, self._database)
+        start_client, start_server, start_backends, (start_busy, start_steal) = self._start
+        backends = sum(process_cpu(pid) - start_backends.get(pid, 0.0) for pid in pids)
+        return CpuUse(
+            client - start_client,
+            server - start_server,
+            backends,
+            busy - start_busy,
+            steal - start_steal,
+        )
+
+
+# --- the two paths -------------------------------------------------------------------------
+
+Worker = Callable[[int, Tickets | None, int], Awaitable[int]]
+
+
+async def drive(
+    worker: Worker,
+    concurrency: int,
+    cycles: int,
+    warmup: int,
+    cpu: CpuWindow,
+) -> tuple[int, int, float, CpuUse]:
+    """Warm-up cycles per worker, then the timed budget shared by all workers."""
+    warmed = await asyncio.gather(*(worker(index, None, warmup) for index in range(concurrency)))
+    tickets = Tickets(cycles)
+    await cpu.start()
+    started = time.perf_counter()
+    done = await asyncio.gather(*(worker(index, tickets, 0) for index in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    used = await cpu.stop()
+    return sum(warmed), sum(done), elapsed, used
+
+
+async def graphql_post(
+    client: httpx.AsyncClient, token: str, query: str, variables: dict[str, Any]
+) -> dict[str, Any]:
+    response = await client.post(
+        "/graphql",
+        json={"query": query, "variables": variables},
+        headers={"authorization": f"Bearer {token}"},
+    )
+    if response.status_code != 200:
+        raise RuntimeError(f"GraphQL call failed ({response.status_code}): {response.text}")
+    body: dict[str, Any] = response.json()
+    if body.get("errors"):
+        raise RuntimeError(f"GraphQL call failed: {body}")
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+def graphql_worker(clients: list[httpx.AsyncClient], tokens: list[str]) -> Worker:
+    async def work(index: int, tickets: Tickets | None, count: int) -> int:
+        token = tokens[index]
+        client = clients[index % len(clients)]
+        done = 0
+        while tickets.take() if tickets else done < count:
+            claim = (await graphql_post(client, token, CLAIM, {"q": benchlib.QUEUE}))["claimNext"]
+            if claim["__typename"] != "Claim":
+                raise RuntimeError(f"claim returned {claim}; is --items large enough?")
+            decision = {
+                "itemId": claim["item"]["id"],
+                "leaseToken": claim["leaseToken"],
+                "verdict": "APPROVE",
+                "reasonCode": benchlib.REASON_CODE,
+                "evidenceHash": claim["evidenceHash"],
+            }
+            result = (await graphql_post(client, token, DECIDE, {"i": decision}))["submitDecision"]
+            if result["__typename"] != "DecisionRecorded":
+                raise RuntimeError(f"decision returned {result}")
+            done += 1
+        return done
+
+    return work
+
+
+def raw_worker(pool: asyncpg.Pool, claim_sql: str, decide_sql: str) -> Worker:
+    async def work(index: int, tickets: Tickets | None, count: int) -> int:
+        user = reviewer_name(index)
+        done = 0
+        while tickets.take() if tickets else done < count:
+            row = await pool.fetchrow(claim_sql, benchlib.QUEUE, user)
+            if row is None or row["escalated"]:
+                raise RuntimeError(f"claim returned {row}; is --items large enough?")
+            decided = await pool.fetchrow(
+                decide_sql,
+                row["id"],
+                row["lease_token"],
+                user,
+                Role.REVIEWER.value,
+                "approve",
+                benchlib.REASON_CODE,
+                row["evidence_hash"],
+                None,
+                [benchlib.QUEUE],
+            )
+            if decided is None:
+                raise RuntimeError(f"decision on item {row['id']} was refused")
+            done += 1
+        return done
+
+    return work
+
+
+def reviewer_name(index: int) -> str:
+    return f"bench-reviewer-{index:02d}"
+
+
+# --- the server process --------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class Server:
+    base_url: str
+    pid: int
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_server(app_dsn: str, pool_size: int) -> AsyncIterator[Server]:
+    """A uvicorn process serving bench/app_factory.py on 127.0.0.1, stopped on exit."""
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        CASEWORK_BENCH_APP_DSN=app_dsn,
+        CASEWORK_POOL_MIN=str(pool_size),
+        CASEWORK_POOL_MAX=str(pool_size),
+    )
+    with tempfile.TemporaryFile() as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "--app-dir",
+            str(BENCH_DIR),
+            "app_factory:create",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+        try:
+            server = Server(f"http://127.0.0.1:{port}", process.pid)
+            if not await wait_healthy(server.base_url, process):
+                log.seek(0)
+                output = log.read().decode(errors="replace")[-4000:]
+                raise RuntimeError(f"the server did not become healthy:\n{output}")
+            yield server
+        finally:
+            if process.returncode is None:
+                process.terminate()
+                try:
+                    await asyncio.wait_for(process.wait(), timeout=10)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
+
+
+async def wait_healthy(base_url: str, process: asyncio.subprocess.Process) -> bool:
+    """Polls GET /healthz until it answers 200, a bounded number of times."""
+    async with httpx.AsyncClient(base_url=base_url, trust_env=False) as client:
+        for _ in range(HEALTH_ATTEMPTS):
+            if process.returncode is not None:
+                return False
+            try:
+                if (await client.get("/healthz", timeout=1.0)).status_code == 200:
+                    return True
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(HEALTH_INTERVAL_SECONDS)
+    return False
+
+
+# --- one measurement -----------------------------------------------------------------------
+
+
+async def count_decisions(owner: asyncpg.Connection) -> int:
+    count: int = await owner.fetchval("SELECT count(*) FROM review_decisions")
+    return count
+
+
+async def measure_graphql(
+    config: Config, database: str, concurrency: int, tokens: list[str]
+) -> Measurement:
+    owner = await asyncpg.connect(benchlib.owner_dsn(config.server, database))
+    try:
+        app_dsn = benchlib.app_dsn(config.server, database)
+        async with (
+            uvicorn_server(app_dsn, concurrency) as server,
+            contextlib.AsyncExitStack() as stack,
+        ):
+            cpu = CpuWindow(owner, database, server.pid)
+            # One client with N connections, or (--client-per-worker) N clients of one each.
+            count, size = (concurrency, 1) if config.client_per_worker else (1, concurrency)
+            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+            clients = [
+                await stack.enter_async_context(
+                    httpx.AsyncClient(
+                        base_url=server.base_url, limits=limits, timeout=60.0, trust_env=False
+                    )
+                )
+                for _ in range(count)
+            ]
+            warmed, done, elapsed, used = await drive(
+                graphql_worker(clients, tokens), concurrency, config.cycles, config.warmup, cpu
+            )
+        return Measurement(done, elapsed, warmed, await count_decisions(owner), used)
+    finally:
+        await owner.close()
+
+
+async def measure_raw(config: Config, database: str, concurrency: int) -> Measurement:
+    owner = await asyncpg.connect(benchlib.owner_dsn(config.server, database))
+    queries = benchlib.load_queries()
+    # The service's own pool factory (same JSON codecs), used without the Database wrapper.
+    pool = await create_pool(
+        benchlib.app_dsn(config.server, database), min_size=concurrency, max_size=concurrency
+    )
+    try:
+        cpu = CpuWindow(owner, database, None)
+        worker = raw_worker(pool, queries["item_claim_next"], queries["decision_submit"])
+        warmed, done, elapsed, used = await drive(
+            worker, concurrency, config.cycles, config.warmup, cpu
+        )
+        await pool.close()
+        return Measurement(done, elapsed, warmed, await count_decisions(owner), used)
+    finally:
+        pool.terminate()
+        await owner.close()
+
+
+# --- setup and report ----------------------------------------------------------------------
+
+
+async def build_template(config: Config, name: str) -> list[str]:
+    """Migrates, seeds the queue and --items items, and mints one token per worker."""
+    await benchlib.create_migrated(config.server, name)
+    queries = benchlib.load_queries()
+    app_pool = await create_pool(benchlib.app_dsn(config.server, name), min_size=1, max_size=2)
+    owner_pool = await create_pool(benchlib.owner_dsn(config.server, name), min_size=1, max_size=1)
+    try:
+        db = Database(app_pool, queries)
+        await benchlib.seed_queue(db)
+        rng = random.Random(20240601)
+        await benchlib.enqueue(db, [f"item-{n:06d}" for n in range(config.items)], rng)
+        owner_db = Database(owner_pool, queries)
+        tokens = [
+            await create_token(
+                owner_db, user=reviewer_name(index), role=Role.REVIEWER, queues=[benchlib.QUEUE]
+            )
+            for index in range(max(config.concurrency))
+        ]
+        async with owner_pool.acquire() as conn:
+            await conn.execute("VACUUM ANALYZE")
+        return tokens
+    finally:
+        await app_pool.close()
+        await owner_pool.close()
+
+
+async def one_run(
+    config: Config, template: str, mode: str, concurrency: int, tokens: list[str]
+) -> Measurement:
+    name = benchlib.new_name(f"{mode}{concurrency}")
+    await benchlib.create_database(config.server, name, template=template)
+    try:
+        if mode == "graphql":
+            result = await measure_graphql(config, name, concurrency, tokens)
+        else:
+            result = await measure_raw(config, name, concurrency)
+    finally:
+        await benchlib.drop_database(config.server, name)
+    expected = result.warmup_cycles + result.cycles
+    verdict = "ok" if result.decisions == expected else "MISMATCH"
+    print(
+        f"  c={concurrency:<3} {mode:<8} {result.cycles} timed + {result.warmup_cycles} warm-up "
+        f"cycles in {result.seconds:.2f} s; decision rows {result.decisions} "
+        f"(expected {expected}): {verdict}",
+        flush=True,
+    )
+    return result
+
+
+def report(results: dict[int, dict[str, Measurement]], repeats: int) -> None:
+    pooled = f", pooled over {repeats} runs per cell" if repeats > 1 else ""
+    print()
+    print(f"Throughput (claim+decide cycles per second{pooled})")
+    print(f"{'concurrency':>11} | {'GraphQL/s':>9} | {'raw SQL/s':>9} | {'GraphQL/raw':>11}")
+    print(f"{'-' * 11}-+-{'-' * 9}-+-{'-' * 9}-+-{'-' * 11}")
+    for concurrency, pair in results.items():
+        graphql, raw = pair["graphql"], pair["raw"]
+        print(
+            f"{concurrency:>11} | {graphql.rate:>9.0f} | {raw.rate:>9.0f} | "
+            f"{graphql.rate / raw.rate:>11.2f}"
+        )
+    print()
+    print(
+        f"CPU ms per cycle in the timed window; machine = cores busy on average "
+        f"(all processes, of {os.cpu_count()})"
+    )
+    print(
+        f"{'concurrency':>11} | {'path':<7} | {'bench client':>12} | {'uvicorn':>7} | "
+        f"{'postgres':>8} | {'sum':>5} | {'machine':>7} | {'steal':>5}"
+    )
+    print(
+        f"{'-' * 11}-+-{'-' * 7}-+-{'-' * 12}-+-{'-' * 7}-+-{'-' * 8}-+-{'-' * 5}-+-"
+        f"{'-' * 7}-+-{'-' * 5}"
+    )
+    for concurrency, pair in results.items():
+        for mode, m in pair.items():
+            parts = (m.cpu.client, m.cpu.server, m.cpu.postgres)
+            client, server, postgres = (m.cpu_ms_per_cycle(p) for p in parts)
+            server_text = f"{server:>7.2f}" if mode == "graphql" else f"{'-':>7}"
+            print(
+                f"{concurrency:>11} | {mode:<7} | {client:>12.2f} | {server_text} | "
+                f"{postgres:>8.2f} | {client + server + postgres:>5.2f} | "
+                f"{m.cpu.machine_busy / m.seconds:>7.2f} | {m.cpu.machine_steal / m.seconds:>5.2f}"
+            )
+
+
+def skip_failed_sniffio_import() -> None:
+    """httpcore tries `import sniffio` on every request; without sniffio installed (anyio 4
+    no longer needs it) each try walks sys.path and fails, which costs this client about a
+    millisecond per cycle. A None entry in sys.modules makes that import fail at once, and
+    httpcore then assumes asyncio, which is what runs here."""
+    if importlib.util.find_spec("sniffio") is None:
+        sys.modules["sniffio"] = None  # type: ignore[assignment]
+
+
+async def main(config: Config) -> None:
+    template = benchlib.new_name("template")
+    started = time.perf_counter()
+    print(
+        f"claim_bench: {config.items} items per database, {config.cycles} timed cycles per run "
+        f"after {config.warmup} warm-up cycles per worker; concurrency {config.concurrency}; "
+        f"{config.repeats} run(s) per path and concurrency; GraphQL client: "
+        f"{'one per worker' if config.client_per_worker else 'one shared'}; "
+        f"{os.cpu_count()} CPUs",
+        flush=True,
+    )
+    skip_failed_sniffio_import()
+    results: dict[int, dict[str, Measurement]] = {}
+    try:
+        tokens = await build_template(config, template)
+        position = 0
+        for concurrency in config.concurrency:
+            runs: dict[str, list[Measurement]] = {"graphql": [], "raw": []}
+            for _ in range(config.repeats):
+                # Alternate which path goes first, so a drift of the machine hits both.
+                modes = ("graphql", "raw") if position % 2 == 0 else ("raw", "graphql")
+                position += 1
+                for mode in modes:
+                    runs[mode].append(await one_run(config, template, mode, concurrency, tokens))
+            results[concurrency] = {mode: sum_runs(found) for mode, found in runs.items()}
+    finally:
+        await benchlib.drop_database(config.server, template)
+    report(results, config.repeats)
+    print(f"\ntotal time {time.perf_counter() - started:.0f} s")
+
+
+def sum_runs(runs: list[Measurement]) -> Measurement:
+    total = runs[0]
+    for run in runs[1:]:
+        total = total + run
+    return total
+
+
+def parse_args(argv: list[str] | None = None) -> Config:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument(
+        "--database-url",
+        default=benchlib.database_url_from_env(),
+        help="owner DSN of a local server to create scratch databases on "
+        "(default: $BENCH_DATABASE_URL or %(default)s)",
+    )
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--items", type=int, default=3000, help="items per database")
+    parser.add_argument("--cycles", type=int, default=2000, help="timed cycles per run")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed cycles per worker")
+    parser.add_argument(
+        "--repeats", type=int, default=2, help="runs per path and concurrency, pooled"
+    )
+    parser.add_argument(
+        "--client-per-worker",
+        action="store_true",
+        help="give each GraphQL worker its own httpx client with one connection, instead of "
+        "one shared client with N connections (httpcore scans every pooled connection on "
+        "each request, which costs the shared client ~3 ms per cycle at N=32)",
+    )
+    args = parser.parse_args(argv)
+    config = Config(
+        server=benchlib.require_local(args.database_url),
+        concurrency=args.concurrency,
+        items=args.items,
+        cycles=args.cycles,
+        warmup=args.warmup,
+        repeats=args.repeats,
+        client_per_worker=args.client_per_worker,
+    )
+    needed = config.cycles + config.warmup * max(config.concurrency)
+    if min(config.concurrency) < 1 or config.repeats < 1:
+        parser.error("--concurrency and --repeats must be positive")
+    if config.items < needed:
+        parser.error(f"--items must be at least --cycles + --warmup * concurrency = {needed}")
+    return config
+
+
+if __name__ == "__main__":
+    benchlib.run(lambda: main(parse_args()))
