@@ -5,16 +5,20 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from typing import cast
 
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import (
+    AddValidationRules,
     DisableIntrospection,
     MaskErrors,
     MaxAliasesLimiter,
     MaxTokensLimiter,
+    ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
+    ValidationCache,
 )
 from strawberry.types import ExecutionContext
 
@@ -48,11 +52,32 @@ class CaseworkSchema(strawberry.Schema):
                 log.info("client error: %s", error.message)
 
 
+def _with_shared_rules(
+    extension: type[AddValidationRules], **options: int
+) -> Callable[[], SchemaExtension]:
+    """A factory of fresh extension instances that all share one set of rule classes.
+
+    The limiters build new rule classes in every constructor, and validation is cached on
+    the rule classes among other things: a per-request class would never hit the cache.
+    """
+    rules = cast(Callable[..., AddValidationRules], extension)(**options).validation_rules
+
+    def build() -> SchemaExtension:
+        fresh = extension.__new__(extension)
+        AddValidationRules.__init__(fresh, rules)
+        return fresh
+
+    return build
+
+
 def build_schema(*, dev: bool = False) -> CaseworkSchema:
     extensions: list[Callable[[], SchemaExtension]] = [
-        functools.partial(QueryDepthLimiter, max_depth=MAX_DEPTH),
-        functools.partial(MaxAliasesLimiter, max_alias_count=MAX_ALIASES),
+        # Bounded caches: distinct query texts cannot grow memory without limit.
+        ParserCache,
+        _with_shared_rules(QueryDepthLimiter, max_depth=MAX_DEPTH),
+        _with_shared_rules(MaxAliasesLimiter, max_alias_count=MAX_ALIASES),
         functools.partial(MaxTokensLimiter, max_token_count=MAX_TOKENS),
+        ValidationCache,
         functools.partial(MaskErrors, should_mask_error=is_unexpected),
     ]
     if not dev:

@@ -219,3 +219,26 @@ async def test_unexpected_errors_are_masked_and_logged(
     assert body["errors"][0]["message"] == "Unexpected error."
     assert "secret" not in str(body)
     assert any("secret" in str(record.exc_info) for record in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (
+            '{ queue(name: "kyc") { decisions { edges { node { item { decisions { item {'
+            " decisions { item { decisions { item { id } } } } } } } } } } } }",
+            "exceeds maximum operation depth",
+        ),
+        ("{ " + " ".join(f"a{n}: me {{ user }}" for n in range(40)) + " }", "aliases"),
+        ("{ me { " + "user " * 3000 + "} }", "token"),
+    ],
+    ids=["depth", "aliases", "tokens"],
+)
+async def test_guards_refuse_expensive_documents_every_time(
+    gql: GraphQL, tokens: Tokens, query: str, expected: str
+) -> None:
+    # Twice: the second answer comes through the parser and validation caches.
+    for _ in range(2):
+        body = await gql(tokens.manager, query)
+        assert body.get("data") is None, body
+        assert expected in body["errors"][0]["message"].lower()
