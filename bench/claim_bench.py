@@ -4,8 +4,8 @@ For each concurrency N and each path, a fresh clone of one seeded template datab
 used (queue `bench`, --items pending items, one reviewer token per worker), so both paths
 start from the same rows:
 
-  graphql  N workers share one httpx.AsyncClient (HTTP/1.1 keep-alive, N connections; or
-           one client each with --client-per-worker) and drive a real uvicorn process
+  graphql  N workers, each on its own HTTP/1.1 keep-alive connection (bench/http1.py, a
+           client lean enough not to measure itself), drive a real uvicorn process
            (bench/app_factory.py, create_app(dsn, dev=False)) whose pool has N connections:
            claimNext, then submitDecision, per cycle.
   raw      N workers on an asyncpg pool of N connections as the application role (the
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import os
 import random
 import socket
@@ -42,6 +41,7 @@ from typing import Any
 import asyncpg
 import benchlib
 import httpx
+from http1 import KeepAliveConnection
 
 from server.domain.model import Role
 from server.domain.tokens import create_token
@@ -68,7 +68,6 @@ class Config:
     cycles: int
     warmup: int
     repeats: int
-    client_per_worker: bool
 
 
 @dataclass(frozen=True)
@@ -228,26 +227,23 @@ async def drive(
 
 
 async def graphql_post(
-    client: httpx.AsyncClient, token: str, query: str, variables: dict[str, Any]
+    connection: KeepAliveConnection, token: str, query: str, variables: dict[str, Any]
 ) -> dict[str, Any]:
-    response = await client.post(
+    body = await connection.post_json(
         "/graphql",
-        json={"query": query, "variables": variables},
-        headers={"authorization": f"Bearer {token}"},
+        {"query": query, "variables": variables},
+        {"authorization": f"Bearer {token}"},
     )
-    if response.status_code != 200:
-        raise RuntimeError(f"GraphQL call failed ({response.status_code}): {response.text}")
-    body: dict[str, Any] = response.json()
     if body.get("errors"):
         raise RuntimeError(f"GraphQL call failed: {body}")
     data: dict[str, Any] = body["data"]
     return data
 
 
-def graphql_worker(clients: list[httpx.AsyncClient], tokens: list[str]) -> Worker:
+def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) -> Worker:
     async def work(index: int, tickets: Tickets | None, count: int) -> int:
         token = tokens[index]
-        client = clients[index % len(clients)]
+        client = connections[index]
         done = 0
         while tickets.take() if tickets else done < count:
             claim = (await graphql_post(client, token, CLAIM, {"q": benchlib.QUEUE}))["claimNext"]
@@ -399,19 +395,13 @@ async def measure_graphql(
             contextlib.AsyncExitStack() as stack,
         ):
             cpu = CpuWindow(owner, database, server.pid)
-            # One client with N connections, or (--client-per-worker) N clients of one each.
-            count, size = (concurrency, 1) if config.client_per_worker else (1, concurrency)
-            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-            clients = [
-                await stack.enter_async_context(
-                    httpx.AsyncClient(
-                        base_url=server.base_url, limits=limits, timeout=60.0, trust_env=False
-                    )
-                )
-                for _ in range(count)
+            host, port = server.base_url.removeprefix("http://").split(":")
+            connections = [
+                await stack.enter_async_context(KeepAliveConnection(host, int(port)))
+                for _ in range(concurrency)
             ]
             warmed, done, elapsed, used = await drive(
-                graphql_worker(clients, tokens), concurrency, config.cycles, config.warmup, cpu
+                graphql_worker(connections, tokens), concurrency, config.cycles, config.warmup, cpu
             )
         return Measurement(done, elapsed, warmed, await count_decisions(owner), used)
     finally:
@@ -527,27 +517,15 @@ def report(results: dict[int, dict[str, Measurement]], repeats: int) -> None:
             )
 
 
-def skip_failed_sniffio_import() -> None:
-    """httpcore tries `import sniffio` on every request; without sniffio installed (anyio 4
-    no longer needs it) each try walks sys.path and fails, which costs this client about a
-    millisecond per cycle. A None entry in sys.modules makes that import fail at once, and
-    httpcore then assumes asyncio, which is what runs here."""
-    if importlib.util.find_spec("sniffio") is None:
-        sys.modules["sniffio"] = None  # type: ignore[assignment]
-
-
 async def main(config: Config) -> None:
     template = benchlib.new_name("template")
     started = time.perf_counter()
     print(
         f"claim_bench: {config.items} items per database, {config.cycles} timed cycles per run "
         f"after {config.warmup} warm-up cycles per worker; concurrency {config.concurrency}; "
-        f"{config.repeats} run(s) per path and concurrency; GraphQL client: "
-        f"{'one per worker' if config.client_per_worker else 'one shared'}; "
-        f"{os.cpu_count()} CPUs",
+        f"{config.repeats} run(s) per path and concurrency; {os.cpu_count()} CPUs",
         flush=True,
     )
-    skip_failed_sniffio_import()
     results: dict[int, dict[str, Measurement]] = {}
     try:
         tokens = await build_template(config, template)
@@ -589,13 +567,6 @@ def parse_args(argv: list[str] | None = None) -> Config:
     parser.add_argument(
         "--repeats", type=int, default=2, help="runs per path and concurrency, pooled"
     )
-    parser.add_argument(
-        "--client-per-worker",
-        action="store_true",
-        help="give each GraphQL worker its own httpx client with one connection, instead of "
-        "one shared client with N connections (httpcore scans every pooled connection on "
-        "each request, which costs the shared client ~3 ms per cycle at N=32)",
-    )
     args = parser.parse_args(argv)
     config = Config(
         server=benchlib.require_local(args.database_url),
@@ -604,7 +575,6 @@ def parse_args(argv: list[str] | None = None) -> Config:
         cycles=args.cycles,
         warmup=args.warmup,
         repeats=args.repeats,
-        client_per_worker=args.client_per_worker,
     )
     needed = config.cycles + config.warmup * max(config.concurrency)
     if min(config.concurrency) < 1 or config.repeats < 1:

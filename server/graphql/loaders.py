@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Mapping
+from functools import cached_property
 from typing import TypeVar
 
 from strawberry.dataloader import DataLoader
@@ -26,13 +27,27 @@ def _loader(
 
 
 class Loaders:
+    """Built on first use: most mutations read nothing nested and need none of them."""
+
     def __init__(self, db: Database) -> None:
-        self.item: DataLoader[int, Item | None] = _loader(db, reads.items_by_ids, None)
-        self.decision: DataLoader[int, Decision | None] = _loader(db, reads.decisions_by_ids, None)
-        self.item_decisions: DataLoader[int, list[Decision]] = _loader(
-            db, reads.decisions_by_item_ids, []
-        )
-        self.queue: DataLoader[str, Queue | None] = _loader(db, queues.get_queues, None)
-        self.reason_codes: DataLoader[str, list[ReasonCode]] = _loader(
-            db, queues.get_reason_codes, []
-        )
+        self._db = db
+
+    @cached_property
+    def item(self) -> DataLoader[int, Item | None]:
+        return _loader(self._db, reads.items_by_ids, None)
+
+    @cached_property
+    def decision(self) -> DataLoader[int, Decision | None]:
+        return _loader(self._db, reads.decisions_by_ids, None)
+
+    @cached_property
+    def item_decisions(self) -> DataLoader[int, list[Decision]]:
+        return _loader(self._db, reads.decisions_by_item_ids, [])
+
+    @cached_property
+    def queue(self) -> DataLoader[str, Queue | None]:
+        return _loader(self._db, queues.get_queues, None)
+
+    @cached_property
+    def reason_codes(self) -> DataLoader[str, list[ReasonCode]]:
+        return _loader(self._db, queues.get_reason_codes, [])
