@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -20,7 +19,7 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def casework_serve(owner_dsn: str, *extra_args: str) -> AsyncIterator[str]:
+async def casework_serve(env: dict[str, str], *extra_args: str) -> AsyncIterator[str]:
     """Yields the base URL once uvicorn reports that the application started."""
     port = free_port()
     process = await asyncio.create_subprocess_exec(
@@ -31,7 +30,7 @@ async def casework_serve(owner_dsn: str, *extra_args: str) -> AsyncIterator[str]
         "--port",
         str(port),
         *extra_args,
-        env={**os.environ, "DATABASE_URL": owner_dsn},
+        env=env,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )

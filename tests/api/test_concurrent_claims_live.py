@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import httpx
@@ -101,7 +102,7 @@ async def test_mixed_claimers_decide_every_item_exactly_once(
     ]
     ledger = Ledger()
     async with (
-        casework_serve(test_database.owner_dsn) as base_url,
+        casework_serve({**os.environ, "DATABASE_URL": test_database.owner_dsn}) as base_url,
         httpx.AsyncClient(base_url=base_url, timeout=60) as client,
     ):
         await asyncio.gather(
