@@ -1,4 +1,4 @@
-"""`casework serve` as a real process, for tests that need one."""
+"""The `casework` command as real processes: one-shot commands, and `serve`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,35 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from server.config import REPO_ROOT
 
 STARTUP_SECONDS = 60
+COMMAND_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+async def run_casework(env: dict[str, str], *args: str) -> Run:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server.cli",
+        *args,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=COMMAND_SECONDS)
+    assert process.returncode is not None
+    return Run(process.returncode, stdout.decode(), stderr.decode())
 
 
 def free_port() -> int:

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
 
-from server.config import REPO_ROOT
 from server.domain.model import Principal, Role
 from server.domain.tokens import authenticate, hash_token
 from server.store.database import Database
+from tests.api.live_server import Run, run_casework
 from tests.conftest import TestDatabase
-
-
-@dataclass(frozen=True)
-class Run:
-    code: int
-    stdout: str
-    stderr: str
 
 
 async def casework(test_database: TestDatabase, home: Path, command_line: str) -> Run:
@@ -34,19 +24,7 @@ async def casework(test_database: TestDatabase, home: Path, command_line: str) -
         "CASEWORK_HOME": str(home),
     }
     env.pop("CASEWORK_APP_DATABASE_URL", None)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        *shlex.split(command_line),
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
-    assert process.returncode is not None
-    return Run(process.returncode, stdout.decode(), stderr.decode())
+    return await run_casework(env, *shlex.split(command_line))
 
 
 async def test_migrate_on_a_migrated_database_is_up_to_date(

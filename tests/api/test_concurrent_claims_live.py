@@ -8,16 +8,16 @@ from typing import Any
 
 import httpx
 
-from server.domain.decisions import DecisionInput, submit_decision
 from server.domain.failures import QueueEmpty
 from server.domain.items import NewItem, enqueue_items
 from server.domain.leases import claim_next
-from server.domain.model import Claim, Decision, Principal, Role, Verdict
+from server.domain.model import Claim, Principal, Role
 from server.domain.tokens import create_token
 from server.store.database import Database
 from tests.api.live_server import casework_serve
 from tests.api.test_graphql_review_loop import CLAIM, DECIDE, decision_input
 from tests.conftest import INTEGRATION, TestDatabase, reviewer
+from tests.integration.helpers import decide
 
 ITEMS = 5000
 DOMAIN_CLAIMERS = 32
@@ -49,18 +49,7 @@ async def domain_claimer(db: Database, who: Principal, ledger: Ledger) -> None:
             return
         assert isinstance(claim, Claim), claim
         ledger.take(claim.item.id)
-        decision = await submit_decision(
-            db,
-            who,
-            DecisionInput(
-                str(claim.item.id),
-                str(claim.lease_token),
-                Verdict.APPROVE,
-                "documents_ok",
-                claim.evidence_hash,
-            ),
-        )
-        assert isinstance(decision, Decision), decision
+        await decide(db, who, claim)
         ledger.done(claim.item.id)
 
 
