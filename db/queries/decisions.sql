@@ -37,13 +37,22 @@ moved AS (
     FROM target AS t
     WHERE i.id = t.id
     RETURNING i.id
+),
+recorded AS (
+    INSERT INTO review_decisions
+        (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
+         evidence_hash, lease_token)
+    SELECT t.id, t.queue, $5, $5, $6, $8, $3, $4, $7, $2
+    FROM target AS t JOIN moved AS m ON m.id = t.id
+    RETURNING *
 )
-INSERT INTO review_decisions
-    (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-     evidence_hash, lease_token)
-SELECT t.id, t.queue, $5, $5, $6, $8, $3, $4, $7, $2
-FROM target AS t JOIN moved AS m ON m.id = t.id
-RETURNING *;
+SELECT r.*
+FROM recorded AS r
+JOIN target AS t ON t.id = r.item_id,
+     pg_notify('casework_events', json_build_object(
+         'k', CASE WHEN $5 = 'escalate' THEN 'escalated' ELSE 'decided' END,
+         'q', CASE WHEN $5 = 'escalate' THEN t.escalation_queue ELSE r.queue END,
+         'i', r.item_id, 'd', r.id, 'from', r.queue)::text);
 
 -- name: decision_submit_diagnose
 -- Read-only: why did decision_submit write nothing? Runs only on that failure path.
@@ -70,12 +79,18 @@ WITH target AS (
     WHERE d.id = $1
       AND d.outcome IN ('approve', 'reject')
       AND NOT EXISTS (SELECT 1 FROM review_decisions AS s WHERE s.supersedes = d.id)
+),
+recorded AS (
+    INSERT INTO review_decisions
+        (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
+         evidence_hash, supersedes)
+    SELECT t.item_id, t.queue, 'overturn', t.outcome, $4, $5, $2, $3, t.evidence_hash, t.id
+    FROM target AS t
+    WHERE EXISTS (SELECT 1 FROM reason_codes AS r
+                  WHERE r.queue = t.queue AND r.code = $4 AND t.outcome = ANY (r.verdicts))
+    RETURNING *
 )
-INSERT INTO review_decisions
-    (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-     evidence_hash, supersedes)
-SELECT t.item_id, t.queue, 'overturn', t.outcome, $4, $5, $2, $3, t.evidence_hash, t.id
-FROM target AS t
-WHERE EXISTS (SELECT 1 FROM reason_codes AS r
-              WHERE r.queue = t.queue AND r.code = $4 AND t.outcome = ANY (r.verdicts))
-RETURNING *;
+SELECT r.*
+FROM recorded AS r,
+     pg_notify('casework_events', json_build_object(
+         'k', 'overturned', 'q', r.queue, 'i', r.item_id, 'd', r.id)::text);

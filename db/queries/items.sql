@@ -3,20 +3,36 @@
 -- item is still pending and the payload differs, the payload is replaced (a re-upload) and
 -- any decision under the current lease will be refused with EvidenceChanged.
 -- $1 queue, $2 external keys, $3 priorities, $4 payloads, $5 evidence hashes
-INSERT INTO review_items AS i
-    (origin_queue, queue, external_key, priority, payload, evidence_hash)
-SELECT $1, $1, t.external_key, t.priority, t.payload, t.evidence_hash
-FROM unnest($2::text[], $3::integer[], $4::jsonb[], $5::text[])
-    AS t (external_key, priority, payload, evidence_hash)
--- Key order, not batch order: two batches that share keys lock them in the same order and
--- so cannot deadlock.
-ORDER BY t.external_key
-ON CONFLICT (origin_queue, external_key) DO UPDATE
-    SET payload = excluded.payload,
-        evidence_hash = excluded.evidence_hash,
-        updated_at = now()
-    WHERE i.state = 'pending' AND i.evidence_hash <> excluded.evidence_hash
-RETURNING i.external_key, (i.xmax = 0) AS created;
+WITH upserted AS (
+    INSERT INTO review_items AS i
+        (origin_queue, queue, external_key, priority, payload, evidence_hash)
+    SELECT $1, $1, t.external_key, t.priority, t.payload, t.evidence_hash
+    FROM unnest($2::text[], $3::integer[], $4::jsonb[], $5::text[])
+        AS t (external_key, priority, payload, evidence_hash)
+    -- Key order, not batch order: two batches that share keys lock them in the same order and
+    -- so cannot deadlock.
+    ORDER BY t.external_key
+    ON CONFLICT (origin_queue, external_key) DO UPDATE
+        SET payload = excluded.payload,
+            evidence_hash = excluded.evidence_hash,
+            updated_at = now()
+        WHERE i.state = 'pending' AND i.evidence_hash <> excluded.evidence_hash
+    RETURNING i.id, i.external_key, (i.xmax = 0) AS created
+),
+-- One notification per batch, with the ids whose evidence changed (bounded: the
+-- listener treats `more` as "re-read everything of this queue").
+notified AS (
+    SELECT pg_notify('casework_events', json_build_object(
+        'k', 'enqueued', 'q', $1::text,
+        'n', count(*) FILTER (WHERE u.created),
+        'e', (array_agg(u.id ORDER BY u.id) FILTER (WHERE NOT u.created))[1:100],
+        'more', count(*) FILTER (WHERE NOT u.created) > 100)::text)
+    FROM upserted AS u
+    HAVING count(*) > 0
+)
+SELECT u.external_key, u.created
+FROM upserted AS u
+LEFT JOIN notified ON true;
 
 -- name: items_get_by_external_keys
 -- $1 origin queue, $2 external keys

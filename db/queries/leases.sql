@@ -2,6 +2,7 @@
 -- Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 -- as an abandonment; the abandonment that reaches max_abandons escalates the item instead
 -- of leasing it (`escalated` is then true and the caller claims again).
+-- Sends one notification: `claimed`, or `escalated` with the queue the item left.
 -- $1 queue, $2 lease owner
 WITH candidate AS (
     SELECT i.id,
@@ -18,7 +19,8 @@ WITH candidate AS (
     ORDER BY i.priority DESC, i.created_at
     LIMIT 1
     FOR UPDATE OF i SKIP LOCKED
-)
+),
+claimed AS (
 UPDATE review_items AS i
 SET queue            = CASE WHEN c.escalates THEN c.escalation_queue ELSE i.queue END,
     priority         = CASE WHEN c.escalates THEN i.priority + c.escalation_priority_boost
@@ -33,12 +35,19 @@ SET queue            = CASE WHEN c.escalates THEN c.escalation_queue ELSE i.queu
     updated_at       = now()
 FROM candidate AS c
 WHERE i.id = c.id
-RETURNING i.*, c.escalates AS escalated;
+RETURNING i.*, c.escalates AS escalated
+)
+SELECT claimed.*
+FROM claimed,
+     pg_notify('casework_events', json_build_object(
+         'k', CASE WHEN claimed.escalated THEN 'escalated' ELSE 'claimed' END,
+         'q', claimed.queue, 'i', claimed.id, 'from', $1::text)::text);
 
 -- name: lease_renew
 -- Fence: the token must match a live lease of the caller on a pending item, in a queue the
 -- caller's token covers.
 -- $1 item id, $2 lease token, $3 lease owner, $4 the queues of the caller's token
+WITH renewed AS (
 UPDATE review_items AS i
 SET lease_expires_at = now() + make_interval(secs => q.lease_ttl_seconds),
     updated_at = now()
@@ -50,11 +59,17 @@ WHERE q.name = i.queue
   AND i.state = 'pending'
   AND i.lease_expires_at > now()
   AND i.queue = ANY ($4::text[])
-RETURNING i.*;
+RETURNING i.*
+)
+SELECT renewed.*
+FROM renewed,
+     pg_notify('casework_events', json_build_object(
+         'k', 'renewed', 'q', renewed.queue, 'i', renewed.id)::text);
 
 -- name: lease_release
 -- Fence as for renew. A released item is claimable at once and is not an abandonment.
 -- $1 item id, $2 lease token, $3 lease owner, $4 the queues of the caller's token
+WITH released AS (
 UPDATE review_items AS i
 SET lease_owner = NULL,
     lease_token = NULL,
@@ -66,4 +81,9 @@ WHERE i.id = $1
   AND i.state = 'pending'
   AND i.lease_expires_at > now()
   AND i.queue = ANY ($4::text[])
-RETURNING i.*;
+RETURNING i.*
+)
+SELECT released.*
+FROM released,
+     pg_notify('casework_events', json_build_object(
+         'k', 'released', 'q', released.queue, 'i', released.id)::text);
