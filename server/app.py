@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import cast
 
 from cross_web import HTTPException
 from starlette.applications import Starlette
@@ -13,10 +16,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types.unset import UNSET, UnsetType
 
 from server.config import Settings
-from server.graphql.context import Context
+from server.events.listener import PostgresListener
+from server.events.live import LiveUpdates
+from server.events.transport import MemoryTransport, Transport
+from server.graphql.context import NOBODY, Context
 from server.graphql.loaders import Loaders
 from server.graphql.schema import build_schema
 from server.identity import TokenResolver
@@ -24,6 +32,8 @@ from server.store.database import Database, create_pool
 from server.store.queries import Queries
 
 log = logging.getLogger("casework")
+
+MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
 
 
 class Runtime:
@@ -34,6 +44,7 @@ class Runtime:
         self._settings = settings
         self._db: Database | None = None
         self._tokens: TokenResolver | None = None
+        self._live: LiveUpdates | None = None
 
     @property
     def db(self) -> Database:
@@ -47,6 +58,12 @@ class Runtime:
             raise RuntimeError("the application has not started")
         return self._tokens
 
+    @property
+    def live(self) -> LiveUpdates:
+        if self._live is None:
+            raise RuntimeError("the application has not started")
+        return self._live
+
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         settings = self._settings
@@ -55,18 +72,52 @@ class Runtime:
         )
         self._db = Database(pool, Queries(settings.db_dir / "queries"))
         self._tokens = TokenResolver(self._db)
+        self._live = LiveUpdates(self._db, self._transport())
+        await self._live.start()
         try:
             yield
         finally:
-            self._db = self._tokens = None
+            await self._live.stop()
+            self._db = self._tokens = self._live = None
             await pool.close()
 
-    async def healthz(self, request: Request) -> JSONResponse:
-        database_ok = False
+    def _transport(self) -> Transport:
+        if self._settings.events_transport == "memory":
+            return MemoryTransport()
+        return PostgresListener(self._app_dsn)
+
+    async def _database_ok(self) -> bool:
         with contextlib.suppress(Exception):
-            database_ok = await self.db.fetchrow("health_check") is not None
-        body = {"status": "ok" if database_ok else "degraded", "database": database_ok}
-        return JSONResponse(body, status_code=200 if database_ok else 503)
+            return await asyncio.wait_for(self.db.fetchrow("health_check"), 2) is not None
+        return False
+
+    async def healthz(self, request: Request) -> JSONResponse:
+        """Always answers: what works and what does not, for a person or a dashboard."""
+        status = self.live.status()
+        database_ok = await self._database_ok()
+        body = {
+            "status": "ok" if database_ok and status.transport.connected else "degraded",
+            "database": database_ok,
+            "listener": {
+                "transport": status.transport.name,
+                "connected": status.transport.connected,
+                "reconnects": status.transport.reconnects,
+                "last_error": status.transport.last_error,
+            },
+            "subscribers": status.subscribers,
+            "events_dispatched": status.events_dispatched,
+        }
+        return JSONResponse(body)
+
+    async def readyz(self, request: Request) -> JSONResponse:
+        """503 while the database or the listener is down: take this process out of rotation."""
+        database_ok = await self._database_ok()
+        listener_ok = self.live.status().transport.connected
+        ready = database_ok and listener_ok
+        return JSONResponse(
+            {"ready": ready, "database": database_ok, "listener": listener_ok},
+            status_code=200 if ready else 503,
+        )
 
 
 class CaseworkGraphQL(GraphQL[Context, None]):
@@ -76,19 +127,50 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             graphql_ide="graphiql" if dev else None,
             allow_queries_via_get=False,
             subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
+            max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_CONNECTION,
+            connection_init_wait_timeout=timedelta(seconds=10),
         )
         self.runtime = runtime
 
     async def get_context(  # type: ignore[override]
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context | None:
-        principal = await self.runtime.tokens.resolve(request.headers.get("authorization"))
+        runtime = self.runtime
+        if isinstance(request, WebSocket):
+            # The token arrives later, in connection_init: see on_ws_connect.
+            return Context(
+                runtime.db,
+                NOBODY,
+                Loaders(runtime.db),
+                runtime.live,
+                runtime.tokens,
+                socket=request,
+            )
+        authorization = request.headers.get("authorization")
+        principal = await runtime.tokens.resolve(authorization)
         if principal is not None:
-            return Context(self.runtime.db, principal, Loaders(self.runtime.db))
-        if request.scope["type"] == "http" and request.scope.get("method") == "GET":
+            return Context(
+                runtime.db,
+                principal,
+                Loaders(runtime.db),
+                runtime.live,
+                runtime.tokens,
+                authorization=authorization,
+            )
+        if request.scope.get("method") == "GET":
             # GraphiQL's page carries no token; the operations it sends do.
             return None
         raise HTTPException(401, "a valid bearer token is required: Authorization: Bearer <token>")
+
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        """connection_init: the token rides in its payload, as `authorization`."""
+        value = context.connection_params.get("authorization")
+        authorization = value if isinstance(value, str) else None
+        principal = await self.runtime.tokens.resolve(authorization)
+        if principal is None:
+            raise ConnectionRejectionError({"reason": "a valid bearer token is required"})
+        context.principal, context.authorization = principal, authorization
+        return cast(UnsetType, UNSET)
 
 
 def create_app(app_dsn: str, *, dev: bool, settings: Settings | None = None) -> Starlette:
@@ -99,6 +181,7 @@ def create_app(app_dsn: str, *, dev: bool, settings: Settings | None = None) -> 
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", runtime.healthz),
+            Route("/readyz", runtime.readyz),
         ],
         lifespan=runtime.lifespan,
     )

@@ -20,6 +20,8 @@ class Settings:
     db_dir: Path
     pool_min_size: int
     pool_max_size: int
+    # "postgres" (LISTEN/NOTIFY) or "memory" (in-process only, for tests).
+    events_transport: str
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -31,4 +33,5 @@ class Settings:
             db_dir=Path(env.get("CASEWORK_DB_DIR") or REPO_ROOT / "db").resolve(),
             pool_min_size=int(env.get("CASEWORK_POOL_MIN", "2")),
             pool_max_size=int(env.get("CASEWORK_POOL_MAX", "20")),
+            events_transport=env.get("CASEWORK_EVENTS_TRANSPORT", "postgres"),
         )

@@ -25,6 +25,7 @@ from strawberry.types import ExecutionContext
 from server.graphql.errors import Error
 from server.graphql.mutations import Mutation
 from server.graphql.queries import Query
+from server.graphql.subscriptions import Subscription
 from server.graphql.types import ClientError
 
 MAX_DEPTH = 10
@@ -82,4 +83,10 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     ]
     if not dev:
         extensions.append(DisableIntrospection)
-    return CaseworkSchema(query=Query, mutation=Mutation, types=[Error], extensions=extensions)
+    return CaseworkSchema(
+        query=Query,
+        mutation=Mutation,
+        subscription=Subscription,
+        types=[Error],
+        extensions=extensions,
+    )

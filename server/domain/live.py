@@ -1,0 +1,84 @@
+"""Reads behind the live updates. None of them writes: NOTIFY is a hint, tables the truth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from server.domain.failures import InvalidInput
+from server.domain.model import Decision
+from server.domain.parsing import parse_id
+from server.store.database import Database
+
+
+@dataclass(frozen=True)
+class Backlog:
+    queue: str
+    pending: int
+    leased: int
+    oldest_pending_age_seconds: float | None
+
+
+async def queue_backlog(db: Database, queue: str) -> Backlog:
+    row = await db.fetchrow("queue_backlog", queue)
+    assert row is not None, "an aggregate always returns a row"
+    age = row["oldest_pending_age_seconds"]
+    return Backlog(queue, row["pending"], row["leased"], None if age is None else float(age))
+
+
+@dataclass(frozen=True)
+class ExpiredLease:
+    item_id: int
+    queue: str
+    owner: str
+    expired_at: datetime
+
+
+async def next_lease_expiry(db: Database, queues: list[str], after: datetime) -> datetime | None:
+    row = await db.fetchrow("lease_next_expiry", queues, after)
+    return None if row is None else row["next_expiry"]
+
+
+async def leases_expired_between(
+    db: Database, queues: list[str], after: datetime, until: datetime
+) -> list[ExpiredLease]:
+    rows = await db.fetch("leases_expired_between", queues, after, until)
+    return [
+        ExpiredLease(row["id"], row["queue"], row["lease_owner"], row["lease_expires_at"])
+        for row in rows
+    ]
+
+
+@dataclass(frozen=True, order=True)
+class StreamPosition:
+    """A place in a queue's decision stream, in commit-safe order."""
+
+    txid: int
+    decision_id: int
+
+
+async def stream_start(
+    db: Database, queue: str, after: str | None
+) -> StreamPosition | InvalidInput:
+    """After the decision `after` (the last one a client saw), or from now if None."""
+    if after is None:
+        row = await db.fetchrow("decision_stream_horizon")
+        assert row is not None
+        # Everything below the horizon is past; anything at or above it is still to come.
+        return StreamPosition(row["horizon"] - 1, 2**63 - 1)
+    decision_id = parse_id(after, "after")
+    if isinstance(decision_id, InvalidInput):
+        return decision_id
+    row = await db.fetchrow("decision_position", decision_id)
+    if row is None or row["queue"] != queue:
+        return InvalidInput(f"no decision {decision_id} in queue {queue!r}", "after")
+    return StreamPosition(row["txid"], row["id"])
+
+
+async def decisions_after(
+    db: Database, queue: str, position: StreamPosition, limit: int
+) -> list[tuple[StreamPosition, Decision]]:
+    rows = await db.fetch(
+        "decisions_after_position", queue, position.txid, position.decision_id, limit
+    )
+    return [(StreamPosition(row["txid"], row["id"]), Decision.from_row(row)) for row in rows]

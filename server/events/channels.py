@@ -1,0 +1,62 @@
+"""The notification channel and its payload. NOTIFY is a hint: ids only, never state.
+
+The SQL in db/queries builds every payload with json_build_object; `parse_event` is the
+one place that reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+CHANNEL = "casework_events"
+# PostgreSQL refuses a NOTIFY payload of 8000 bytes or more.
+MAX_PAYLOAD_BYTES = 7999
+
+KINDS = frozenset(
+    {"enqueued", "claimed", "renewed", "released", "decided", "escalated", "overturned"}
+)
+# Made by this process only, never by the database: see server/events/expiry.py.
+EXPIRED = "expired"
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    queue: str
+    item_id: int | None = None
+    decision_id: int | None = None
+    # The queue an escalated item left.
+    from_queue: str | None = None
+    # Items whose payload changed (a re-upload); `more` means the list was cut short.
+    evidence_changed: tuple[int, ...] = field(default=())
+    more: bool = False
+    owner: str | None = None
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        if self.from_queue and self.from_queue != self.queue:
+            return (self.queue, self.from_queue)
+        return (self.queue,)
+
+
+def parse_event(payload: str) -> Event | None:
+    """None for anything this process cannot trust: it resyncs instead of guessing."""
+    if len(payload.encode()) > MAX_PAYLOAD_BYTES:
+        return None
+    try:
+        data = json.loads(payload)
+        kind, queue = data["k"], data["q"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if kind not in KINDS or not isinstance(queue, str):
+        return None
+    return Event(
+        kind=kind,
+        queue=queue,
+        item_id=data.get("i"),
+        decision_id=data.get("d"),
+        from_queue=data.get("from"),
+        evidence_changed=tuple(data.get("e") or ()),
+        more=bool(data.get("more")),
+    )

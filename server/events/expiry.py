@@ -1,0 +1,88 @@
+"""Lease expiry, announced without a database event.
+
+Nothing is written when a lease runs out, so nothing is notified. Each process keeps one
+timer for the next expiry in the queues its own subscribers watch, and at that moment
+reads which leases ran out and tells its own subscribers. It mutates nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import UTC, datetime, timedelta
+
+from server.domain import live
+from server.events.channels import EXPIRED, Event
+from server.events.hub import Hub
+from server.store.database import Database
+
+log = logging.getLogger("casework.events.expiry")
+
+LEASE_EVENTS = frozenset({"claimed", "renewed"})
+RETRY_SECONDS = 1.0
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class LeaseExpiryTimer:
+    def __init__(self, db: Database, hub: Hub) -> None:
+        self._db = db
+        self._hub = hub
+        self._changed = asyncio.Event()
+        self._deadline: datetime | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="casework-lease-expiry")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def notice(self, event: Event) -> None:
+        """A new or longer lease, or new watchers: the next expiry may have moved."""
+        if event.kind in LEASE_EVENTS and event.queue in self._hub.watched_queues():
+            self._changed.set()
+
+    def watchers_changed(self) -> None:
+        self._changed.set()
+
+    async def _run(self) -> None:
+        checked_until = _now()
+        while True:
+            queues = sorted(self._hub.watched_queues())
+            try:
+                next_expiry = (
+                    await live.next_lease_expiry(self._db, queues, checked_until)
+                    if queues
+                    else None
+                )
+            except Exception:
+                log.warning("lease expiry: query failed; retrying", exc_info=True)
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            timeout = None
+            if next_expiry is not None:
+                timeout = max(0.0, (next_expiry - _now()).total_seconds())
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+                # A claim or renewal can only add later expiries, unless a queue has a
+                # shorter TTL than the one we wait for: recompute, but never postpone.
+                if next_expiry is None or next_expiry > _now() + timedelta(milliseconds=5):
+                    continue
+            until = _now()
+            try:
+                expired = await live.leases_expired_between(self._db, queues, checked_until, until)
+            except Exception:
+                log.warning("lease expiry: query failed; retrying", exc_info=True)
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            for lease in expired:
+                self._hub.dispatch(Event(EXPIRED, lease.queue, lease.item_id, owner=lease.owner))
+            checked_until = until

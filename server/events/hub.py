@@ -1,0 +1,161 @@
+"""Fan-out inside one process: from the transport to per-subscriber inboxes and feeds.
+
+Dispatch never waits on a subscriber. Inboxes are bounded and backlog figures coalesce
+into one latest value per watcher, so memory stays fixed whatever a consumer does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+from server.domain import live
+from server.events.channels import Event
+from server.events.subscriber import Inbox, LatestValue, Resync
+from server.store.database import Database
+
+log = logging.getLogger("casework.events")
+
+# A backlog figure goes out at most this often per queue; changes in between coalesce.
+BACKLOG_INTERVAL_SECONDS = 0.25
+RETRY_SECONDS = 1.0
+
+K = TypeVar("K")
+
+
+@dataclass(frozen=True)
+class BacklogUpdate:
+    backlog: live.Backlog
+    resync: bool
+
+
+class BacklogFeed:
+    """Recomputes one queue's figures when it changes and hands them to every watcher."""
+
+    def __init__(self, db: Database, queue: str) -> None:
+        self._db = db
+        self._queue = queue
+        self.watchers: set[LatestValue[BacklogUpdate]] = set()
+        self._dirty = asyncio.Event()
+        self._resync = False
+        self._task = asyncio.create_task(self._run(), name=f"backlog:{queue}")
+
+    def mark_dirty(self, *, resync: bool = False) -> None:
+        self._resync = self._resync or resync
+        self._dirty.set()
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            resync, self._resync = self._resync, False
+            try:
+                backlog = await live.queue_backlog(self._db, self._queue)
+            except Exception:
+                log.warning("backlog of %s: query failed; retrying", self._queue, exc_info=True)
+                self.mark_dirty(resync=True)
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            update = BacklogUpdate(backlog, resync)
+            for watcher in self.watchers:
+                watcher.set(update)
+            await asyncio.sleep(BACKLOG_INTERVAL_SECONDS)
+
+
+class Hub:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._by_queue: dict[str, set[Inbox]] = defaultdict(set)
+        self._by_item: dict[int, set[Inbox]] = defaultdict(set)
+        self._feeds: dict[str, BacklogFeed] = {}
+        self.dispatched = 0
+
+    @contextlib.contextmanager
+    def subscribe(
+        self, *, queues: tuple[str, ...] = (), items: tuple[int, ...] = (), inbox: Inbox
+    ) -> Iterator[Inbox]:
+        for queue in queues:
+            self._by_queue[queue].add(inbox)
+        for item in items:
+            self._by_item[item].add(inbox)
+        try:
+            yield inbox
+        finally:
+            for queue in queues:
+                _discard(self._by_queue, queue, inbox)
+            for item in items:
+                _discard(self._by_item, item, inbox)
+
+    @contextlib.asynccontextmanager
+    async def watch_backlog(self, queue: str) -> AsyncIterator[LatestValue[BacklogUpdate]]:
+        watcher: LatestValue[BacklogUpdate] = LatestValue()
+        watcher.set(BacklogUpdate(await live.queue_backlog(self._db, queue), resync=False))
+        feed = self._feeds.get(queue)
+        if feed is None:
+            feed = self._feeds[queue] = BacklogFeed(self._db, queue)
+        feed.watchers.add(watcher)
+        try:
+            yield watcher
+        finally:
+            feed.watchers.discard(watcher)
+            if not feed.watchers and self._feeds.get(queue) is feed:
+                del self._feeds[queue]
+                await feed.close()
+
+    def dispatch(self, event: Event) -> None:
+        self.dispatched += 1
+        targets: set[Inbox] = set()
+        for queue in event.queues:
+            targets |= self._by_queue.get(queue, set())
+            if queue in self._feeds:
+                self._feeds[queue].mark_dirty()
+        for item in (event.item_id, *event.evidence_changed):
+            if item is not None:
+                targets |= self._by_item.get(item, set())
+        if event.more:
+            # The id list was cut short: every item watcher may be concerned.
+            for inboxes in self._by_item.values():
+                targets |= inboxes
+        for inbox in targets:
+            inbox.offer(event)
+
+    def resync_all(self, reason: str) -> None:
+        everyone: set[Inbox] = set()
+        for inboxes in (*self._by_queue.values(), *self._by_item.values()):
+            everyone |= inboxes
+        for inbox in everyone:
+            inbox.offer(Resync(reason))
+        for feed in self._feeds.values():
+            feed.mark_dirty(resync=True)
+
+    def watched_queues(self) -> set[str]:
+        return set(self._by_queue) | set(self._feeds)
+
+    def subscriber_count(self) -> int:
+        inboxes: set[Inbox] = set()
+        for group in (*self._by_queue.values(), *self._by_item.values()):
+            inboxes |= group
+        return len(inboxes) + sum(len(feed.watchers) for feed in self._feeds.values())
+
+    async def close(self) -> None:
+        for feed in list(self._feeds.values()):
+            await feed.close()
+        self._feeds.clear()
+
+
+def _discard(index: dict[K, set[Inbox]], key: K, inbox: Inbox) -> None:
+    group = index.get(key)
+    if group is not None:
+        group.discard(inbox)
+        if not group:
+            del index[key]

@@ -1,0 +1,45 @@
+"""The live-update machinery of one process: transport, hub and lease-expiry timer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server.events.channels import Event
+from server.events.expiry import LeaseExpiryTimer
+from server.events.hub import Hub
+from server.events.transport import Transport, TransportStatus
+from server.store.database import Database
+
+
+@dataclass(frozen=True)
+class LiveStatus:
+    transport: TransportStatus
+    subscribers: int
+    events_dispatched: int
+
+
+class LiveUpdates:
+    def __init__(self, db: Database, transport: Transport) -> None:
+        self.hub = Hub(db)
+        self.timer = LeaseExpiryTimer(db, self.hub)
+        self.transport = transport
+
+    async def start(self) -> None:
+        self.timer.start()
+        await self.transport.start(self._on_event, self._on_reconnect)
+
+    async def stop(self) -> None:
+        await self.transport.stop()
+        await self.timer.stop()
+        await self.hub.close()
+
+    def status(self) -> LiveStatus:
+        return LiveStatus(self.transport.status(), self.hub.subscriber_count(), self.hub.dispatched)
+
+    def _on_event(self, event: Event) -> None:
+        self.hub.dispatch(event)
+        self.timer.notice(event)
+
+    def _on_reconnect(self) -> None:
+        self.hub.resync_all("the event stream reconnected")
+        self.timer.watchers_changed()

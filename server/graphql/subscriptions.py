@@ -1,0 +1,226 @@
+"""Subscriptions (graphql-transport-ws only). The tables are the truth: an event only says
+where to look, and every resync re-reads."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+from collections.abc import AsyncGenerator
+from datetime import UTC, datetime
+
+import strawberry
+from strawberry.types import Info
+
+from server.domain import live
+from server.domain.failures import InvalidInput
+from server.domain.model import Item
+from server.domain.parsing import parse_id
+from server.events.channels import EXPIRED, Event
+from server.events.subscriber import Inbox, Resync
+from server.graphql.context import Context
+from server.graphql.types import ClientError, Decision, ReviewItem
+
+DECISION_PAGE = 100
+# The decision stream waits for a hint, but looks again at least this often: a row held
+# back by the horizon becomes deliverable when an unrelated transaction ends, which no
+# notification announces.
+DECISION_RECHECK_SECONDS = 1.0
+
+
+@strawberry.type
+class QueueBacklog:
+    queue: str
+    pending: int
+    leased: int
+    oldest_pending_age_seconds: float | None
+    resync: bool = strawberry.field(
+        description="True after the server lost its event stream: this is a fresh snapshot."
+    )
+
+
+@strawberry.enum
+class LeaseEventKind(enum.Enum):
+    CLAIMED = "claimed"
+    RENEWED = "renewed"
+    RELEASED = "released"
+    DECIDED = "decided"
+    ESCALATED = "escalated"
+    EXPIRED = "expired"
+    RESYNC = "resync"
+
+
+@strawberry.type
+class LeaseEvent:
+    kind: LeaseEventKind
+    queue: str
+    item_id: strawberry.ID | None
+    owner: str | None = strawberry.field(description="For EXPIRED: who held the lease.")
+    at: datetime
+
+
+@strawberry.enum
+class ItemUpdateKind(enum.Enum):
+    LEASE_LOST = "lease_lost"
+    EVIDENCE_CHANGED = "evidence_changed"
+    DECIDED = "decided"
+    DECISION_CHANGED = "decision_changed"
+    ESCALATED = "escalated"
+    RELEASED = "released"
+    RESYNC = "resync"
+
+
+@strawberry.type
+class ItemUpdate:
+    kind: ItemUpdateKind
+    item: ReviewItem
+
+
+def _require_queue(info: Info[Context, None], queue: str) -> None:
+    if not info.context.principal.works_in(queue):
+        raise ClientError(f"your token does not cover queue {queue!r}")
+
+
+def _lease_kind(message: Event | Resync) -> LeaseEventKind | None:
+    if isinstance(message, Resync):
+        return LeaseEventKind.RESYNC
+    try:
+        return LeaseEventKind(message.kind)
+    except ValueError:
+        return None
+
+
+def _item_kind(message: Event | Resync, item: Item, me: str) -> ItemUpdateKind | None:
+    if isinstance(message, Resync):
+        return ItemUpdateKind.RESYNC
+    if message.kind == EXPIRED:
+        return ItemUpdateKind.LEASE_LOST
+    if message.kind == "claimed":
+        return ItemUpdateKind.LEASE_LOST if item.lease_owner != me else None
+    if message.kind == "enqueued":
+        return ItemUpdateKind.EVIDENCE_CHANGED
+    if message.kind == "overturned":
+        return ItemUpdateKind.DECISION_CHANGED
+    if message.kind in {"decided", "escalated", "released"}:
+        return ItemUpdateKind(message.kind)
+    return None
+
+
+@strawberry.type
+class Subscription:
+    @strawberry.subscription(description="A snapshot first, then each change (at most 4/s).")
+    async def queue_backlog(
+        self, info: Info[Context, None], queue: str
+    ) -> AsyncGenerator[QueueBacklog, None]:
+        _require_queue(info, queue)
+        async with info.context.live.hub.watch_backlog(queue) as figures:
+            while True:
+                update = await figures.next()
+                if not await info.context.still_authorized():
+                    return
+                backlog = update.backlog
+                yield QueueBacklog(
+                    queue=queue,
+                    pending=backlog.pending,
+                    leased=backlog.leased,
+                    oldest_pending_age_seconds=backlog.oldest_pending_age_seconds,
+                    resync=update.resync,
+                )
+
+    @strawberry.subscription(description="Claimed, renewed, released, decided, expired.")
+    async def lease_events(
+        self, info: Info[Context, None], queue: str
+    ) -> AsyncGenerator[LeaseEvent, None]:
+        _require_queue(info, queue)
+        live_updates = info.context.live
+        inbox = Inbox(accepts=lambda event: event.kind != "enqueued")
+        with live_updates.hub.subscribe(queues=(queue,), inbox=inbox):
+            live_updates.timer.watchers_changed()
+            while True:
+                message = await inbox.next()
+                if not await info.context.still_authorized():
+                    return
+                kind = _lease_kind(message)
+                if kind is None:
+                    continue
+                event = message if isinstance(message, Event) else None
+                if event is not None and event.kind == "escalated" and event.queue != queue:
+                    kind = LeaseEventKind.ESCALATED
+                yield LeaseEvent(
+                    kind=kind,
+                    queue=queue,
+                    item_id=strawberry.ID(str(event.item_id)) if event and event.item_id else None,
+                    owner=event.owner if event else None,
+                    at=datetime.now(UTC),
+                )
+
+    @strawberry.subscription(
+        description="For an open console: its lease was lost, the evidence changed, or the "
+        "item was decided."
+    )
+    async def item_updates(
+        self, info: Info[Context, None], item_id: strawberry.ID
+    ) -> AsyncGenerator[ItemUpdate, None]:
+        ctx = info.context
+        parsed = parse_id(item_id, "itemId")
+        if isinstance(parsed, InvalidInput):
+            raise ClientError(parsed.message)
+        first = await ctx.loaders.item.load(parsed)
+        if first is None or not ctx.principal.works_in(first.queue):
+            raise ClientError(f"no item {parsed} that your token covers")
+        inbox = Inbox(accepts=lambda event: True)
+        with ctx.live.hub.subscribe(items=(parsed,), queues=(first.queue,), inbox=inbox):
+            ctx.live.timer.watchers_changed()
+            while True:
+                message = await inbox.next()
+                if (
+                    isinstance(message, Event)
+                    and parsed
+                    not in (
+                        message.item_id,
+                        *message.evidence_changed,
+                    )
+                    and not message.more
+                ):
+                    continue
+                if not await ctx.still_authorized():
+                    return
+                # Re-read: the event only says where to look.
+                found = await _reload_item(ctx, parsed)
+                kind = _item_kind(message, found, ctx.principal.user)
+                if kind is not None:
+                    yield ItemUpdate(kind=kind, item=ReviewItem.from_domain(found))
+
+    @strawberry.subscription(
+        description="Every decision of a queue in commit order, resumable: pass the id of the "
+        "last decision you processed as `after`; without it the stream starts now."
+    )
+    async def decision_events(
+        self, info: Info[Context, None], queue: str, after: strawberry.ID | None = None
+    ) -> AsyncGenerator[Decision, None]:
+        _require_queue(info, queue)
+        ctx = info.context
+        inbox = Inbox(accepts=lambda event: event.kind in {"decided", "escalated", "overturned"})
+        # Listen before reading, so nothing committed in between is missed.
+        with ctx.live.hub.subscribe(queues=(queue,), inbox=inbox):
+            position = await live.stream_start(ctx.db, queue, after)
+            if isinstance(position, InvalidInput):
+                raise ClientError(position.message)
+            while True:
+                page = await live.decisions_after(ctx.db, queue, position, DECISION_PAGE)
+                for reached, decision in page:
+                    yield Decision.from_domain(decision)
+                    position = reached
+                if len(page) == DECISION_PAGE:
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(inbox.next(), DECISION_RECHECK_SECONDS)
+                if not await ctx.still_authorized():
+                    return
+
+
+async def _reload_item(ctx: Context, item_id: int) -> Item:
+    ctx.loaders.item.clear(item_id)
+    found = await ctx.loaders.item.load(item_id)
+    assert found is not None, "items are never deleted"
+    return found
