@@ -1,0 +1,91 @@
+"""A graphql-transport-ws client for tests: real websockets, messages awaited, never slept on."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+PROTOCOL = "graphql-transport-ws"
+WAIT_SECONDS = 10.0
+
+
+class Closed(Exception):
+    def __init__(self, code: int | None, reason: str) -> None:
+        super().__init__(f"socket closed: {code} {reason}")
+        self.code = code
+        self.reason = reason
+
+
+class GraphQLSocket:
+    """One connection; each subscription's messages arrive in its own queue."""
+
+    def __init__(self, connection: ClientConnection) -> None:
+        self.connection = connection
+        self._ids = itertools.count(1)
+        self._streams: dict[str, asyncio.Queue[dict[str, Any]]] = defaultdict(asyncio.Queue)
+        self._reader = asyncio.create_task(self._read())
+        self.closed: Closed | None = None
+
+    async def _read(self) -> None:
+        try:
+            async for raw in self.connection:
+                message = json.loads(raw)
+                if message.get("type") == "ping":
+                    await self.connection.send(json.dumps({"type": "pong"}))
+                elif "id" in message:
+                    self._streams[message["id"]].put_nowait(message)
+        except websockets.ConnectionClosed:
+            pass
+        self.closed = Closed(self.connection.close_code, self.connection.close_reason or "")
+        for stream in self._streams.values():
+            stream.put_nowait({"type": "closed"})
+
+    async def subscribe(self, query: str, **variables: Any) -> str:
+        operation = str(next(self._ids))
+        payload = {"query": query, "variables": variables}
+        await self.connection.send(
+            json.dumps({"id": operation, "type": "subscribe", "payload": payload})
+        )
+        return operation
+
+    async def next(self, operation: str) -> dict[str, Any]:
+        """The data of the next `next` message of a subscription; raises on error or close.
+
+        Bounded by WAIT_SECONDS so a missing message fails the test instead of hanging it.
+        """
+        message = await asyncio.wait_for(self._streams[operation].get(), WAIT_SECONDS)
+        if message["type"] == "next":
+            data: dict[str, Any] = message["payload"]["data"]
+            return data
+        if message["type"] == "closed":
+            raise self.closed or Closed(None, "")
+        raise AssertionError(f"subscription {operation}: {message}")
+
+    async def close(self) -> None:
+        await self.connection.close()
+        await self._reader
+
+
+@asynccontextmanager
+async def graphql_socket(
+    base_url: str, token: str | None, *, subprotocol: str = PROTOCOL
+) -> AsyncIterator[GraphQLSocket]:
+    url = base_url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=[subprotocol]) as connection:  # type: ignore[list-item]
+        payload = {"authorization": f"Bearer {token}"} if token else {}
+        await connection.send(json.dumps({"type": "connection_init", "payload": payload}))
+        ack = json.loads(await asyncio.wait_for(connection.recv(), WAIT_SECONDS))
+        assert ack["type"] == "connection_ack", ack
+        socket = GraphQLSocket(connection)
+        try:
+            yield socket
+        finally:
+            await socket.close()
