@@ -1,0 +1,91 @@
+"""Fan-out rules that need no database: routing, bounds, coalescing, resync."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.events.channels import Event, parse_event
+from server.events.hub import Hub
+from server.events.subscriber import Inbox, LatestValue, Resync
+from server.store.database import Database
+
+
+@pytest.fixture
+def hub() -> Hub:
+    # Routing never touches the database; only backlog feeds do.
+    return Hub(db=Database.__new__(Database))
+
+
+def everything(event: Event) -> bool:
+    return True
+
+
+async def test_events_reach_the_queue_and_item_subscribers_only(hub: Hub) -> None:
+    kyc, payouts, item_7 = Inbox(everything), Inbox(everything), Inbox(everything)
+    with (
+        hub.subscribe(queues=("kyc",), inbox=kyc),
+        hub.subscribe(queues=("payouts",), inbox=payouts),
+        hub.subscribe(items=(7,), inbox=item_7),
+    ):
+        claimed = Event("claimed", "kyc", item_id=7)
+        hub.dispatch(claimed)
+        hub.dispatch(Event("claimed", "kyc", item_id=8))
+        assert (kyc.pending(), payouts.pending(), item_7.pending()) == (2, 0, 1)
+        assert await item_7.next() == claimed
+    assert hub.subscriber_count() == 0
+
+
+async def test_an_escalation_reaches_both_queues(hub: Hub) -> None:
+    left, joined = Inbox(everything), Inbox(everything)
+    with (
+        hub.subscribe(queues=("kyc",), inbox=left),
+        hub.subscribe(queues=("senior",), inbox=joined),
+    ):
+        hub.dispatch(Event("escalated", "senior", item_id=1, from_queue="kyc"))
+        assert (left.pending(), joined.pending()) == (1, 1)
+
+
+async def test_a_subscriber_that_stops_reading_is_bounded_and_told_to_resync(hub: Hub) -> None:
+    stuck, reader = Inbox(everything, limit=10), Inbox(everything, limit=10)
+    with hub.subscribe(queues=("kyc",), inbox=stuck), hub.subscribe(queues=("kyc",), inbox=reader):
+        for n in range(1, 1001):
+            hub.dispatch(Event("claimed", "kyc", item_id=n))
+            assert await reader.next() == Event("claimed", "kyc", item_id=n)
+        assert stuck.pending() <= 10
+        assert stuck.overflows > 0
+        messages = [await stuck.next() for _ in range(stuck.pending())]
+        assert Resync("subscriber fell behind") in messages
+
+
+async def test_resync_reaches_every_subscriber(hub: Hub) -> None:
+    inboxes = [Inbox(everything) for _ in range(3)]
+    with (
+        hub.subscribe(queues=("a",), inbox=inboxes[0]),
+        hub.subscribe(queues=("b",), inbox=inboxes[1]),
+        hub.subscribe(items=(1,), inbox=inboxes[2]),
+    ):
+        hub.resync_all("the event stream reconnected")
+        for inbox in inboxes:
+            assert await inbox.next() == Resync("the event stream reconnected")
+
+
+async def test_a_cut_short_evidence_list_reaches_every_item_watcher(hub: Hub) -> None:
+    watcher = Inbox(everything)
+    with hub.subscribe(items=(500,), inbox=watcher):
+        hub.dispatch(Event("enqueued", "kyc", evidence_changed=(1, 2), more=True))
+        assert watcher.pending() == 1
+
+
+async def test_latest_value_keeps_only_the_newest() -> None:
+    figures: LatestValue[int] = LatestValue()
+    for n in range(100):
+        figures.set(n)
+    assert await figures.next() == 99
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ["not json", '{"k": "claimed"}', '{"k": "dropped", "q": "kyc"}', "x" * 9000, "[1]"],
+)
+def test_unreadable_payloads_are_refused(payload: str) -> None:
+    assert parse_event(payload) is None
