@@ -36,6 +36,11 @@ class Context:
     # One clock per request, so every item in a response is judged against the same instant.
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
 
+    def forget_reads(self) -> None:
+        """A socket's context lives as long as the socket: each event reads afresh."""
+        self.loaders = Loaders(self.db)
+        self.now = datetime.now(UTC)
+
     async def still_authorized(self) -> bool:
         """Re-resolves the token (cached briefly); closes the socket if it is no longer valid."""
         principal = await self.tokens.resolve(self.authorization)

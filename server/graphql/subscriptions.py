@@ -186,7 +186,9 @@ class Subscription:
                 if not await ctx.still_authorized():
                     return
                 # Re-read: the event only says where to look.
-                found = await _reload_item(ctx, parsed)
+                ctx.forget_reads()
+                found = await ctx.loaders.item.load(parsed)
+                assert found is not None, "items are never deleted"
                 kind = _item_kind(message, found, ctx.principal.user)
                 if kind is not None:
                     yield ItemUpdate(kind=kind, item=ReviewItem.from_domain(found))
@@ -208,6 +210,7 @@ class Subscription:
                 raise ClientError(position.message)
             while True:
                 page = await live.decisions_after(ctx.db, queue, position, DECISION_PAGE)
+                ctx.forget_reads()
                 for reached, decision in page:
                     yield Decision.from_domain(decision)
                     position = reached
@@ -217,10 +220,3 @@ class Subscription:
                     await asyncio.wait_for(inbox.next(), DECISION_RECHECK_SECONDS)
                 if not await ctx.still_authorized():
                     return
-
-
-async def _reload_item(ctx: Context, item_id: int) -> Item:
-    ctx.loaders.item.clear(item_id)
-    found = await ctx.loaders.item.load(item_id)
-    assert found is not None, "items are never deleted"
-    return found
