@@ -15,9 +15,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
+from starlette.websockets import WebSocketDisconnected as StarletteWebSocketDisconnected
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+)
 from strawberry.types.unset import UNSET, UnsetType
 
 from server.config import Settings
@@ -71,7 +76,7 @@ class Runtime:
             self._app_dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size
         )
         self._db = Database(pool, Queries(settings.db_dir / "queries"))
-        self._tokens = TokenResolver(self._db)
+        self._tokens = TokenResolver(self._db, ttl=settings.token_cache_seconds)
         self._live = LiveUpdates(self._db, self._transport())
         await self._live.start()
         try:
@@ -103,9 +108,11 @@ class Runtime:
                 "connected": status.transport.connected,
                 "reconnects": status.transport.reconnects,
                 "last_error": status.transport.last_error,
+                "backend_pid": status.transport.backend_pid,
             },
             "subscribers": status.subscribers,
             "events_dispatched": status.events_dispatched,
+            "inbox_overflows": status.inbox_overflows,
         }
         return JSONResponse(body)
 
@@ -120,7 +127,24 @@ class Runtime:
         )
 
 
+class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    """Strawberry's graphql-transport-ws handler, quiet about sockets that are gone.
+
+    A client that drops its connection, or a socket a resolver closed (a revoked token),
+    makes the next send of each of its operations fail. That ends the operation, as it
+    should; strawberry would also log it as "Exception in worker task" with tracebacks.
+    """
+
+    async def handle_task_exception(self, error: Exception) -> None:
+        if isinstance(error, WebSocketDisconnected | StarletteWebSocketDisconnected):
+            log.debug("subscription ended: its socket is closed")
+            return
+        await super().handle_task_exception(error)
+
+
 class CaseworkGraphQL(GraphQL[Context, None]):
+    graphql_transport_ws_handler_class = TransportWSHandler
+
     def __init__(self, runtime: Runtime, *, dev: bool) -> None:
         super().__init__(
             build_schema(dev=dev),

@@ -17,7 +17,6 @@ from server.demo import ESCALATIONS, ITEM_COUNT, KYC, seed_demo
 from server.domain.model import Role
 from server.domain.queues import QUEUE_NAME, get_queues
 from server.domain.tokens import create_token, revoke_tokens
-from server.identity import CACHE_SECONDS as TOKEN_CACHE_SECONDS
 from server.runtime import (
     Databases,
     StartupError,
@@ -272,7 +271,7 @@ def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
     count = asyncio.run(revoke())
     print(
         f"revoked {count} token(s) of user {args.user!r}; running services refuse them "
-        f"within {TOKEN_CACHE_SECONDS:g} seconds"
+        f"within {settings.token_cache_seconds:g} seconds"
     )
     return 0
 

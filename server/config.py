@@ -8,6 +8,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# A revoked token keeps working on a process for at most this long.
+DEFAULT_TOKEN_CACHE_SECONDS = 5.0
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -22,6 +25,9 @@ class Settings:
     pool_max_size: int
     # "postgres" (LISTEN/NOTIFY) or "memory" (in-process only, for tests).
     events_transport: str
+    # How long a resolved bearer token is trusted before it is looked up again: a revoked
+    # token keeps working on a process for at most this long. 0 looks up on every use.
+    token_cache_seconds: float = DEFAULT_TOKEN_CACHE_SECONDS
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -34,4 +40,7 @@ class Settings:
             pool_min_size=int(env.get("CASEWORK_POOL_MIN", "2")),
             pool_max_size=int(env.get("CASEWORK_POOL_MAX", "20")),
             events_transport=env.get("CASEWORK_EVENTS_TRANSPORT", "postgres"),
+            token_cache_seconds=float(
+                env.get("CASEWORK_TOKEN_CACHE_SECONDS") or DEFAULT_TOKEN_CACHE_SECONDS
+            ),
         )

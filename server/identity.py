@@ -8,13 +8,12 @@ from server.domain.model import Principal
 from server.domain.tokens import authenticate
 from server.store.database import Database
 
-# A revoked token keeps working on a process for at most this long.
-CACHE_SECONDS = 5.0
 CACHE_LIMIT = 10_000
 
 
 class TokenResolver:
-    def __init__(self, db: Database, *, ttl: float = CACHE_SECONDS) -> None:
+    def __init__(self, db: Database, *, ttl: float) -> None:
+        """ttl: how long a resolved token is trusted; a revoked one works that long at most."""
         self._db = db
         self._ttl = ttl
         self._cache: dict[str, tuple[float, Principal]] = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 
 CHANNEL = "casework_events"
 # PostgreSQL refuses a NOTIFY payload of 8000 bytes or more.
@@ -32,6 +33,8 @@ class Event:
     evidence_changed: tuple[int, ...] = field(default=())
     more: bool = False
     owner: str | None = None
+    # For EXPIRED: when the lease ran out.
+    expired_at: datetime | None = None
 
     @property
     def queues(self) -> tuple[str, ...]:

@@ -84,5 +84,13 @@ class LeaseExpiryTimer:
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
             for lease in expired:
-                self._hub.dispatch(Event(EXPIRED, lease.queue, lease.item_id, owner=lease.owner))
+                self._hub.dispatch(
+                    Event(
+                        EXPIRED,
+                        lease.queue,
+                        lease.item_id,
+                        owner=lease.owner,
+                        expired_at=lease.expired_at,
+                    )
+                )
             checked_until = until

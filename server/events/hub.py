@@ -79,6 +79,8 @@ class Hub:
         self._by_item: dict[int, set[Inbox]] = defaultdict(set)
         self._feeds: dict[str, BacklogFeed] = {}
         self.dispatched = 0
+        # Times a subscriber fell so far behind that its inbox was dropped for a Resync.
+        self.overflows = 0
 
     @contextlib.contextmanager
     def subscribe(
@@ -99,12 +101,16 @@ class Hub:
     @contextlib.asynccontextmanager
     async def watch_backlog(self, queue: str) -> AsyncIterator[LatestValue[BacklogUpdate]]:
         watcher: LatestValue[BacklogUpdate] = LatestValue()
-        watcher.set(BacklogUpdate(await live.queue_backlog(self._db, queue), resync=False))
         feed = self._feeds.get(queue)
         if feed is None:
             feed = self._feeds[queue] = BacklogFeed(self._db, queue)
+        # Join before reading, so a change committed after the snapshot's read reaches this
+        # watcher too. A figure the feed delivered meanwhile is as new: keep it.
         feed.watchers.add(watcher)
         try:
+            snapshot = await live.queue_backlog(self._db, queue)
+            if not watcher.has_value():
+                watcher.set(BacklogUpdate(snapshot, resync=False))
             yield watcher
         finally:
             feed.watchers.discard(watcher)
@@ -127,14 +133,14 @@ class Hub:
             for inboxes in self._by_item.values():
                 targets |= inboxes
         for inbox in targets:
-            inbox.offer(event)
+            self.overflows += inbox.offer(event)
 
     def resync_all(self, reason: str) -> None:
         everyone: set[Inbox] = set()
         for inboxes in (*self._by_queue.values(), *self._by_item.values()):
             everyone |= inboxes
         for inbox in everyone:
-            inbox.offer(Resync(reason))
+            self.overflows += inbox.offer(Resync(reason))
         for feed in self._feeds.values():
             feed.mark_dirty(resync=True)
 

@@ -61,8 +61,13 @@ class PostgresListener:
                 await self._task
 
     def status(self) -> TransportStatus:
+        connected = self._connected.is_set()
         return TransportStatus(
-            "postgres", self._connected.is_set(), self.reconnects, self.last_error
+            "postgres",
+            connected,
+            self.reconnects,
+            self.last_error,
+            self.backend_pid if connected else None,
         )
 
     async def _run(self) -> None:
@@ -70,16 +75,21 @@ class PostgresListener:
         ever_connected = False
         while True:
             try:
+                # It only ever returns by raising: when the connection is lost or refused.
                 await self._listen_until_lost(first=not ever_connected)
-                ever_connected = True
-                failures = 0
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 self.last_error = f"{type(error).__name__}: {error}"
                 log.warning("listener: %s; reconnecting", self.last_error)
-                failures += 1
             finally:
+                # A connection that got as far as listening ends a run of failures, and
+                # makes every later one a reconnect, after which subscribers resync.
+                if self._connected.is_set():
+                    ever_connected = True
+                    failures = 0
+                else:
+                    failures += 1
                 self._connected.clear()
                 await self._close()
             delay = min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2**failures)

@@ -16,6 +16,7 @@ class LiveStatus:
     transport: TransportStatus
     subscribers: int
     events_dispatched: int
+    inbox_overflows: int
 
 
 class LiveUpdates:
@@ -34,7 +35,12 @@ class LiveUpdates:
         await self.hub.close()
 
     def status(self) -> LiveStatus:
-        return LiveStatus(self.transport.status(), self.hub.subscriber_count(), self.hub.dispatched)
+        return LiveStatus(
+            self.transport.status(),
+            self.hub.subscriber_count(),
+            self.hub.dispatched,
+            self.hub.overflows,
+        )
 
     def _on_event(self, event: Event) -> None:
         self.hub.dispatch(event)

@@ -30,20 +30,26 @@ class Inbox:
         self._messages: asyncio.Queue[Message] = asyncio.Queue(maxsize=limit)
         self.overflows = 0
 
-    def offer(self, message: Message) -> None:
+    def offer(self, message: Message) -> bool:
+        """Queues the message; True if the inbox overflowed and was replaced by a Resync."""
         if isinstance(message, Event) and not self.accepts(message):
-            return
+            return False
         try:
             self._messages.put_nowait(message)
         except asyncio.QueueFull:
             # Too far behind: drop what is queued and tell the consumer to re-read instead.
             self.overflows += 1
-            while not self._messages.empty():
-                self._messages.get_nowait()
+            self.discard_pending()
             self._messages.put_nowait(Resync("subscriber fell behind"))
+            return True
+        return False
 
     async def next(self) -> Message:
         return await self._messages.get()
+
+    def discard_pending(self) -> None:
+        while not self._messages.empty():
+            self._messages.get_nowait()
 
     def pending(self) -> int:
         return self._messages.qsize()
@@ -59,6 +65,9 @@ class LatestValue(Generic[T]):
     def set(self, value: T) -> None:
         self._value = value
         self._changed.set()
+
+    def has_value(self) -> bool:
+        return self._value is not None
 
     async def next(self) -> T:
         await self._changed.wait()

@@ -22,6 +22,8 @@ class TransportStatus:
     connected: bool
     reconnects: int
     last_error: str | None
+    # The PostgreSQL backend of the listener connection while connected, for operators.
+    backend_pid: int | None = None
 
 
 class Transport(Protocol):

@@ -81,6 +81,12 @@ def _require_queue(info: Info[Context, None], queue: str) -> None:
         raise ClientError(f"your token does not cover queue {queue!r}")
 
 
+def _expired_before(event: Event, since: datetime) -> bool:
+    """A lease that ran out before the subscription began. The expiry timer may look back
+    further than that (to its last check), but it is not news to this subscriber."""
+    return event.kind == EXPIRED and event.expired_at is not None and event.expired_at <= since
+
+
 def _lease_kind(message: Event | Resync) -> LeaseEventKind | None:
     if isinstance(message, Resync):
         return LeaseEventKind.RESYNC
@@ -133,7 +139,10 @@ class Subscription:
     ) -> AsyncGenerator[LeaseEvent, None]:
         _require_queue(info, queue)
         live_updates = info.context.live
-        inbox = Inbox(accepts=lambda event: event.kind != "enqueued")
+        since = datetime.now(UTC)
+        inbox = Inbox(
+            accepts=lambda event: event.kind != "enqueued" and not _expired_before(event, since)
+        )
         with live_updates.hub.subscribe(queues=(queue,), inbox=inbox):
             live_updates.timer.watchers_changed()
             while True:
@@ -168,7 +177,8 @@ class Subscription:
         first = await ctx.loaders.item.load(parsed)
         if first is None or not ctx.principal.works_in(first.queue):
             raise ClientError(f"no item {parsed} that your token covers")
-        inbox = Inbox(accepts=lambda event: True)
+        since = datetime.now(UTC)
+        inbox = Inbox(accepts=lambda event: not _expired_before(event, since))
         with ctx.live.hub.subscribe(items=(parsed,), queues=(first.queue,), inbox=inbox):
             ctx.live.timer.watchers_changed()
             while True:
@@ -218,5 +228,7 @@ class Subscription:
                     continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(inbox.next(), DECISION_RECHECK_SECONDS)
+                # One read answers every hint that arrived meanwhile.
+                inbox.discard_pending()
                 if not await ctx.still_authorized():
                     return

@@ -45,9 +45,30 @@ def free_port() -> int:
         return port
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running `casework serve`: where it answers, and its process (for pid and RSS)."""
+
+    url: str
+    process: asyncio.subprocess.Process
+    # What it wrote to stderr so far, for failure messages.
+    log: list[str]
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
 @asynccontextmanager
 async def casework_serve(env: dict[str, str], *extra_args: str) -> AsyncIterator[str]:
     """Yields the base URL once uvicorn reports that the application started."""
+    async with casework_serve_process(env, *extra_args) as served:
+        yield served.url
+
+
+@asynccontextmanager
+async def casework_serve_process(env: dict[str, str], *extra_args: str) -> AsyncIterator[Served]:
+    """As casework_serve, but yields the process too."""
     port = free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -74,13 +95,13 @@ async def casework_serve(env: dict[str, str], *extra_args: str) -> AsyncIterator
 
     async def drain() -> None:
         assert process.stderr is not None
-        while await process.stderr.readline():
-            pass
+        while line := (await process.stderr.readline()).decode():
+            log.append(line)
 
     try:
         await asyncio.wait_for(wait_until_started(), STARTUP_SECONDS)
         draining = asyncio.create_task(drain())
-        yield f"http://127.0.0.1:{port}"
+        yield Served(f"http://127.0.0.1:{port}", process, log)
     finally:
         if process.returncode is None:
             process.terminate()

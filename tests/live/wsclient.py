@@ -56,12 +56,16 @@ class GraphQLSocket:
         )
         return operation
 
-    async def next(self, operation: str) -> dict[str, Any]:
+    async def message(self, operation: str, wait: float = WAIT_SECONDS) -> dict[str, Any]:
+        """The next raw message of a subscription (next, error, complete, or `closed`)."""
+        return await asyncio.wait_for(self._streams[operation].get(), wait)
+
+    async def next(self, operation: str, wait: float = WAIT_SECONDS) -> dict[str, Any]:
         """The data of the next `next` message of a subscription; raises on error or close.
 
-        Bounded by WAIT_SECONDS so a missing message fails the test instead of hanging it.
+        Bounded by `wait` so a missing message fails the test instead of hanging it.
         """
-        message = await asyncio.wait_for(self._streams[operation].get(), WAIT_SECONDS)
+        message = await self.message(operation, wait)
         if message["type"] == "next":
             data: dict[str, Any] = message["payload"]["data"]
             return data
@@ -69,9 +73,42 @@ class GraphQLSocket:
             raise self.closed or Closed(None, "")
         raise AssertionError(f"subscription {operation}: {message}")
 
+    async def complete(self, operation: str) -> None:
+        """Ends one subscription, as a client that navigates away does."""
+        await self.connection.send(json.dumps({"id": operation, "type": "complete"}))
+
+    async def abort(self) -> None:
+        """Drops the TCP connection without a close frame, as a crashed client or a cut
+        network does; what was received but not yet read is lost with it."""
+        self.connection.transport.abort()
+        await self._reader
+
+    async def wait_closed(self, wait: float = WAIT_SECONDS) -> Closed:
+        """Until the server closes the socket (bounded); returns its code and reason."""
+        await asyncio.wait_for(asyncio.shield(self._reader), wait)
+        assert self.closed is not None
+        return self.closed
+
     async def close(self) -> None:
         await self.connection.close()
         await self._reader
+
+
+async def refusal(
+    base_url: str, init_payload: dict[str, Any], *, subprotocol: str = PROTOCOL
+) -> Closed:
+    """Connects and sends connection_init; returns how the server closed the socket.
+
+    Fails if the server acknowledges the connection instead.
+    """
+    url = base_url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=[subprotocol]) as connection:  # type: ignore[list-item]
+        try:
+            await connection.send(json.dumps({"type": "connection_init", "payload": init_payload}))
+            reply = await asyncio.wait_for(connection.recv(), WAIT_SECONDS)
+        except websockets.ConnectionClosed:
+            return Closed(connection.close_code, connection.close_reason or "")
+        raise AssertionError(f"the server answered instead of refusing: {reply!r}")
 
 
 @asynccontextmanager

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from typing import cast
+
 import pytest
 
 from server.events.channels import Event, parse_event
@@ -89,3 +93,42 @@ async def test_latest_value_keeps_only_the_newest() -> None:
 )
 def test_unreadable_payloads_are_refused(payload: str) -> None:
     assert parse_event(payload) is None
+
+
+class HeldBacklogRead:
+    """Stands in for the database: answers queue_backlog with the figure of the moment, and
+    holds the first read (a subscriber's snapshot) until told to go on."""
+
+    def __init__(self, pending: int) -> None:
+        self.pending = pending
+        self.snapshot_read = asyncio.Event()
+        self.go_on = asyncio.Event()
+        self._first = True
+
+    async def fetchrow(self, query: str, queue: str) -> dict[str, object]:
+        assert query == "queue_backlog"
+        figure = self.pending
+        if self._first:
+            self._first = False
+            self.snapshot_read.set()
+            await self.go_on.wait()
+        return {"pending": figure, "leased": 0, "oldest_pending_age_seconds": None}
+
+
+async def test_a_change_committed_while_the_snapshot_is_read_still_arrives() -> None:
+    db = HeldBacklogRead(pending=5)
+    hub = Hub(db=cast(Database, db))
+    async with contextlib.AsyncExitStack() as stack:
+        joining = asyncio.create_task(stack.enter_async_context(hub.watch_backlog("kyc")))
+        await db.snapshot_read.wait()
+        # A claim commits after the snapshot was read, and its notification arrives before
+        # the snapshot reaches the subscriber.
+        db.pending = 4
+        hub.dispatch(Event("claimed", "kyc", item_id=1))
+        db.go_on.set()
+        figures = await joining
+        seen = [(await asyncio.wait_for(figures.next(), 2)).backlog.pending]
+        while seen[-1] != 4:
+            # Without the fix the figure stays 5 until some later change: a silent stale.
+            seen.append((await asyncio.wait_for(figures.next(), 2)).backlog.pending)
+    await hub.close()
