@@ -139,7 +139,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     # Imported here so that migrate and token create start fast and keep working even if
     # the web stack cannot be imported.
-    from server.app import create_app
+    from server.app import WS_PER_MESSAGE_DEFLATE, create_app
 
     dev: bool = args.dev or args.demo
     databases = resolve_databases(settings)
@@ -148,7 +148,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     # Same process as the embedded server's handle, so PostgreSQL lives as long as we do.
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(databases.app_dsn, dev=dev), host=args.host, port=args.port, log_level="info"
+            create_app(databases.app_dsn, dev=dev),
+            host=args.host,
+            port=args.port,
+            log_level="info",
+            ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
         )
     )
     server.run()
