@@ -29,6 +29,7 @@ from strawberry.types.unset import UNSET, UnsetType
 from server.config import Settings
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
+from server.events.redis import RedisTransport
 from server.events.transport import MemoryTransport, Transport
 from server.graphql.context import NOBODY, Context
 from server.graphql.loaders import Loaders
@@ -80,12 +81,22 @@ class Runtime:
         # thresholds a full collection (~200 ms at 1,000 subscribers) lands in a fan-out
         # every few seconds. Rarer young collections make full ones rare too.
         gc.set_threshold(*GC_THRESHOLDS)
+        transport = self._transport()
+        publish_hints = transport.publish if isinstance(transport, RedisTransport) else None
         pool = await create_pool(
-            self._app_dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size
+            self._app_dsn,
+            min_size=settings.pool_min_size,
+            max_size=settings.pool_max_size,
+            # Writes then return their hint instead of sending a NOTIFY (migration 0003).
+            server_settings={"casework.events": "app"} if publish_hints else None,
         )
-        self._db = Database(pool, Queries(settings.db_dir / "queries"))
+        self._db = Database(
+            pool,
+            Queries(settings.db_dir / "queries"),
+            publish_hints=publish_hints,
+        )
         self._tokens = TokenResolver(self._db, ttl=settings.token_cache_seconds)
-        self._live = LiveUpdates(self._db, self._transport())
+        self._live = LiveUpdates(self._db, transport)
         await self._live.start()
         try:
             yield
@@ -94,9 +105,12 @@ class Runtime:
             self._db = self._tokens = self._live = None
             await pool.close()
 
-    def _transport(self) -> Transport:
-        if self._settings.events_transport == "memory":
+    def _transport(self) -> Transport | RedisTransport:
+        settings = self._settings
+        if settings.events_transport == "memory":
             return MemoryTransport()
+        if settings.events_transport == "redis":
+            return RedisTransport(settings.redis_url, channel=settings.redis_channel)
         return PostgresListener(self._app_dsn)
 
     async def _database_ok(self) -> bool:

@@ -12,7 +12,7 @@ from types import FrameType
 
 import asyncpg
 
-from server.config import Settings
+from server.config import ConfigError, Settings
 from server.demo import ESCALATIONS, ITEM_COUNT, KYC, seed_demo
 from server.domain.model import Role
 from server.domain.queues import QUEUE_NAME, get_queues
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         code: int = args.run(args, Settings.from_env())
-    except StartupError as error:
+    except (StartupError, ConfigError) as error:
         print(f"casework: error: {error}", file=sys.stderr)
         return OPERATOR_ERROR
     except KeyboardInterrupt:

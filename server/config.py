@@ -23,11 +23,15 @@ class Settings:
     db_dir: Path
     pool_min_size: int
     pool_max_size: int
-    # "postgres" (LISTEN/NOTIFY) or "memory" (in-process only, for tests).
+    # "postgres" (LISTEN/NOTIFY), "redis" (pub/sub, for many replicas) or "memory"
+    # (in-process only, for tests).
     events_transport: str
     # How long a resolved bearer token is trusted before it is looked up again: a revoked
     # token keeps working on a process for at most this long. 0 looks up on every use.
     token_cache_seconds: float = DEFAULT_TOKEN_CACHE_SECONDS
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    # One channel per deployment: deployments sharing a Redis must not share hints.
+    redis_channel: str = "casework_events"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -39,8 +43,24 @@ class Settings:
             db_dir=Path(env.get("CASEWORK_DB_DIR") or REPO_ROOT / "db").resolve(),
             pool_min_size=int(env.get("CASEWORK_POOL_MIN", "2")),
             pool_max_size=int(env.get("CASEWORK_POOL_MAX", "20")),
-            events_transport=env.get("CASEWORK_EVENTS_TRANSPORT", "postgres"),
+            events_transport=_one_of(
+                "CASEWORK_EVENTS_TRANSPORT",
+                env.get("CASEWORK_EVENTS_TRANSPORT", "postgres"),
+                ("postgres", "redis", "memory"),
+            ),
+            redis_url=env.get("CASEWORK_REDIS_URL") or "redis://127.0.0.1:6379/0",
+            redis_channel=env.get("CASEWORK_REDIS_CHANNEL") or "casework_events",
             token_cache_seconds=float(
                 env.get("CASEWORK_TOKEN_CACHE_SECONDS") or DEFAULT_TOKEN_CACHE_SECONDS
             ),
         )
+
+
+class ConfigError(ValueError):
+    """A setting in the environment that cannot work; the CLI prints it, not a traceback."""
+
+
+def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ConfigError(f"{name}={value!r}: expected one of {', '.join(allowed)}")
+    return value

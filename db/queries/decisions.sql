@@ -46,13 +46,13 @@ recorded AS (
     FROM target AS t JOIN moved AS m ON m.id = t.id
     RETURNING *
 )
-SELECT r.*
+SELECT r.*, hint.notification
 FROM recorded AS r
 JOIN target AS t ON t.id = r.item_id,
-     pg_notify('casework_events', json_build_object(
+     casework_notify(json_build_object(
          'k', CASE WHEN $5 = 'escalate' THEN 'escalated' ELSE 'decided' END,
          'q', CASE WHEN $5 = 'escalate' THEN t.escalation_queue ELSE r.queue END,
-         'i', r.item_id, 'd', r.id, 'from', r.queue)::text);
+         'i', r.item_id, 'd', r.id, 'from', r.queue)::text) AS hint (notification);
 
 -- name: decision_submit_diagnose
 -- Read-only: why did decision_submit write nothing? Runs only on that failure path.
@@ -90,7 +90,7 @@ recorded AS (
                   WHERE r.queue = t.queue AND r.code = $4 AND t.outcome = ANY (r.verdicts))
     RETURNING *
 )
-SELECT r.*
+SELECT r.*, hint.notification
 FROM recorded AS r,
-     pg_notify('casework_events', json_build_object(
-         'k', 'overturned', 'q', r.queue, 'i', r.item_id, 'd', r.id)::text);
+     casework_notify(json_build_object(
+         'k', 'overturned', 'q', r.queue, 'i', r.item_id, 'd', r.id)::text) AS hint (notification);

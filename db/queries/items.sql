@@ -22,15 +22,15 @@ WITH upserted AS (
 -- One notification per batch, with the ids whose evidence changed (bounded: the
 -- listener treats `more` as "re-read everything of this queue").
 notified AS (
-    SELECT pg_notify('casework_events', json_build_object(
+    SELECT casework_notify(json_build_object(
         'k', 'enqueued', 'q', $1::text,
         'n', count(*) FILTER (WHERE u.created),
         'e', (array_agg(u.id ORDER BY u.id) FILTER (WHERE NOT u.created))[1:100],
-        'more', count(*) FILTER (WHERE NOT u.created) > 100)::text)
+        'more', count(*) FILTER (WHERE NOT u.created) > 100)::text) AS notification
     FROM upserted AS u
     HAVING count(*) > 0
 )
-SELECT u.external_key, u.created
+SELECT u.external_key, u.created, notified.notification
 FROM upserted AS u
 LEFT JOIN notified ON true;
 

@@ -2,7 +2,7 @@
 -- Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 -- as an abandonment; the abandonment that reaches max_abandons escalates the item instead
 -- of leasing it (`escalated` is then true and the caller claims again).
--- Sends one notification: `claimed`, or `escalated` with the queue the item left.
+-- Sends one hint (casework_notify): `claimed`, or `escalated` with the queue the item left.
 -- $1 queue, $2 lease owner
 WITH candidate AS (
     SELECT i.id,
@@ -37,11 +37,11 @@ FROM candidate AS c
 WHERE i.id = c.id
 RETURNING i.*, c.escalates AS escalated
 )
-SELECT claimed.*
+SELECT claimed.*, hint.notification
 FROM claimed,
-     pg_notify('casework_events', json_build_object(
+     casework_notify(json_build_object(
          'k', CASE WHEN claimed.escalated THEN 'escalated' ELSE 'claimed' END,
-         'q', claimed.queue, 'i', claimed.id, 'from', $1::text)::text);
+         'q', claimed.queue, 'i', claimed.id, 'from', $1::text)::text) AS hint (notification);
 
 -- name: lease_renew
 -- Fence: the token must match a live lease of the caller on a pending item, in a queue the
@@ -61,10 +61,10 @@ WHERE q.name = i.queue
   AND i.queue = ANY ($4::text[])
 RETURNING i.*
 )
-SELECT renewed.*
+SELECT renewed.*, hint.notification
 FROM renewed,
-     pg_notify('casework_events', json_build_object(
-         'k', 'renewed', 'q', renewed.queue, 'i', renewed.id)::text);
+     casework_notify(json_build_object(
+         'k', 'renewed', 'q', renewed.queue, 'i', renewed.id)::text) AS hint (notification);
 
 -- name: lease_release
 -- Fence as for renew. A released item is claimable at once and is not an abandonment.
@@ -83,7 +83,7 @@ WHERE i.id = $1
   AND i.queue = ANY ($4::text[])
 RETURNING i.*
 )
-SELECT released.*
+SELECT released.*, hint.notification
 FROM released,
-     pg_notify('casework_events', json_build_object(
-         'k', 'released', 'q', released.queue, 'i', released.id)::text);
+     casework_notify(json_build_object(
+         'k', 'released', 'q', released.queue, 'i', released.id)::text) AS hint (notification);

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -40,9 +40,20 @@ async def _reset_connection(conn: asyncpg.Connection) -> None:
         await conn.execute("ROLLBACK")
 
 
-async def create_pool(dsn: str, *, min_size: int = 2, max_size: int = 20) -> asyncpg.Pool:
+async def create_pool(
+    dsn: str,
+    *,
+    min_size: int = 2,
+    max_size: int = 20,
+    server_settings: dict[str, str] | None = None,
+) -> asyncpg.Pool:
     pool: asyncpg.Pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, init=_init_connection, reset=_reset_connection
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        init=_init_connection,
+        reset=_reset_connection,
+        server_settings=server_settings,
     )
     return pool
 
@@ -53,18 +64,33 @@ async def connect(dsn: str) -> asyncpg.Connection:
     return conn
 
 
+# Sends a write's hint (the `notification` column the write queries return) elsewhere than
+# NOTIFY, once the write is committed. See db/migrations/0003_event_hint_routing.sql.
+HintPublisher = Callable[[str], Awaitable[None]]
+
+
 class Database:
     """Runs named queries on a pool, or on one connection inside a transaction."""
 
-    def __init__(self, executor: asyncpg.Pool | asyncpg.Connection, queries: Queries) -> None:
+    def __init__(
+        self,
+        executor: asyncpg.Pool | asyncpg.Connection,
+        queries: Queries,
+        *,
+        publish_hints: HintPublisher | None = None,
+    ) -> None:
         self._executor = executor
         self.queries = queries
+        self._publish_hints = publish_hints
+        # Inside a transaction: hints wait here for the commit, and die with a rollback.
+        self._held_hints: list[str] | None = None
 
     async def fetch(self, query: str, *args: Any) -> list[Row]:
         try:
             rows: list[Row] = await self._executor.fetch(self.queries[query], *args)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
+        await self._route_hints(rows)
         return rows
 
     async def fetchrow(self, query: str, *args: Any) -> Row | None:
@@ -72,16 +98,37 @@ class Database:
             row: Row | None = await self._executor.fetchrow(self.queries[query], *args)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
+        if row is not None:
+            await self._route_hints([row])
         return row
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Database]:
-        if isinstance(self._executor, asyncpg.Pool):
-            async with self._executor.acquire() as conn, conn.transaction():
-                yield Database(conn, self.queries)
-        else:
+        if not isinstance(self._executor, asyncpg.Pool):
             async with self._executor.transaction():
                 yield self
+            return
+        async with self._executor.acquire() as conn:
+            inner = Database(conn, self.queries, publish_hints=self._publish_hints)
+            inner._held_hints = []
+            async with conn.transaction():
+                yield inner
+            for hint in dict.fromkeys(inner._held_hints):
+                await self._send_hint(hint)
+
+    async def _route_hints(self, rows: list[Row]) -> None:
+        if self._publish_hints is None or not rows or "notification" not in rows[0]:
+            return
+        # A statement sends one hint, repeated on each row it returns.
+        for hint in dict.fromkeys(row["notification"] for row in rows if row["notification"]):
+            if self._held_hints is not None:
+                self._held_hints.append(hint)
+            else:
+                await self._send_hint(hint)
+
+    async def _send_hint(self, hint: str) -> None:
+        assert self._publish_hints is not None
+        await self._publish_hints(hint)
 
 
 def _integrity_violation(error: Exception) -> IntegrityViolation:

@@ -1,0 +1,137 @@
+"""Many replicas: hints travel through Redis, writes send no NOTIFY, and a lost Redis
+connection resyncs the subscribers like a lost LISTEN connection does."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+
+from server.events.channels import CHANNEL
+from server.store.database import Database, connect
+from tests.conftest import TestDatabase
+from tests.live.helpers import (
+    DECISION_EVENTS,
+    LEASE_EVENTS,
+    QUEUE_BACKLOG,
+    create_live_tokens,
+    next_where,
+    serve_casework,
+    subscriptions_started,
+    wait_for_health,
+)
+from tests.live.wsclient import graphql_socket
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+async def redis_channel() -> str:
+    """A channel of this test's own, on the machine's Redis (skipped where there is none)."""
+    client = aioredis.from_url(REDIS_URL, socket_timeout=2)
+    try:
+        await client.ping()
+    except Exception as error:
+        pytest.skip(f"no Redis at {REDIS_URL} ({error}); set TEST_REDIS_URL")
+    finally:
+        await client.aclose()
+    return f"casework-test-{uuid.uuid4().hex[:12]}"
+
+
+def redis_env(channel: str) -> dict[str, str]:
+    return {
+        "CASEWORK_EVENTS_TRANSPORT": "redis",
+        "CASEWORK_REDIS_URL": REDIS_URL,
+        "CASEWORK_REDIS_CHANNEL": channel,
+    }
+
+
+async def test_hints_cross_processes_through_redis_and_not_through_notify(
+    test_database: TestDatabase, owner_db: Database, redis_channel: str
+) -> None:
+    tokens = await create_live_tokens(owner_db)
+    notified: list[str] = []
+    pg_listener = await connect(test_database.owner_dsn)
+    await pg_listener.add_listener(CHANNEL, lambda *args: notified.append(args[3]))
+    try:
+        async with (
+            serve_casework(test_database, **redis_env(redis_channel)) as process_a,
+            serve_casework(test_database, **redis_env(redis_channel)) as process_b,
+            httpx.AsyncClient(base_url=process_b.url) as client_b,
+        ):
+            health = await wait_for_health(client_b, lambda body: True, within=5)
+            assert health["listener"]["transport"] == "redis"
+            await process_a.api.configure_queue(tokens.admin, "kyc")
+            await process_a.api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}})
+
+            async with graphql_socket(process_b.url, tokens.integration) as socket:
+                leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
+                decisions = await socket.subscribe(DECISION_EVENTS, queue="kyc")
+                await subscriptions_started(socket, "kyc")
+
+                claim = await process_a.api.claim(tokens.rita, "kyc")
+                decision_id = await process_a.api.decide(tokens.rita, claim)
+
+                kinds = [(await socket.next(leases))["leaseEvents"]["kind"] for _ in range(2)]
+                assert kinds == ["CLAIMED", "DECIDED"]
+                delivered = (await socket.next(decisions))["decisionEvents"]
+                assert delivered["id"] == decision_id
+
+        # Everything committed before this marker has been delivered to the listener.
+        await owner_db.fetchrow("health_check")
+        await pg_listener.execute("SELECT pg_notify($1, 'marker')", CHANNEL)
+        async with asyncio.timeout(10):
+            while "marker" not in notified:
+                await pg_listener.execute("SELECT 1")
+        assert notified == ["marker"], "a write sent a NOTIFY although Redis carries the hints"
+    finally:
+        await pg_listener.close()
+    process_a.assert_no_traceback()
+    process_b.assert_no_traceback()
+
+
+async def test_a_lost_redis_connection_resyncs_the_subscribers(
+    test_database: TestDatabase, owner_db: Database, redis_channel: str
+) -> None:
+    tokens = await create_live_tokens(owner_db)
+    async with (
+        serve_casework(test_database, **redis_env(redis_channel)) as served,
+        httpx.AsyncClient(base_url=served.url) as client,
+    ):
+        await served.api.configure_queue(tokens.admin, "kyc")
+        await served.api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}})
+        async with graphql_socket(served.url, tokens.integration) as socket:
+            backlog = await socket.subscribe(QUEUE_BACKLOG, queue="kyc")
+            assert (await socket.next(backlog))["queueBacklog"]["resync"] is False
+            leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
+            await subscriptions_started(socket, "kyc")
+
+            admin = aioredis.from_url(REDIS_URL)
+            try:
+                killed = await admin.execute_command(  # type: ignore[no-untyped-call]
+                    "CLIENT", "KILL", "TYPE", "pubsub"
+                )
+            finally:
+                await admin.aclose()
+            assert killed >= 1
+
+            resynced, _ = await next_where(
+                socket, backlog, lambda data: data["queueBacklog"]["resync"] is True
+            )
+            assert resynced["queueBacklog"]["pending"] == 1
+            await next_where(socket, leases, lambda data: data["leaseEvents"]["kind"] == "RESYNC")
+            body = await wait_for_health(
+                client, lambda body: body["listener"]["reconnects"] >= 1, within=10
+            )
+            assert body["listener"]["connected"] is True
+
+            claim = await served.api.claim(tokens.rita, "kyc")
+            claimed, _ = await next_where(
+                socket, leases, lambda data: data["leaseEvents"]["kind"] == "CLAIMED"
+            )
+            assert claimed["leaseEvents"]["itemId"] == claim["item"]["id"]
+    served.assert_no_traceback()
