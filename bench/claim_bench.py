@@ -41,6 +41,7 @@ from typing import Any
 import asyncpg
 import benchlib
 import httpx
+import redis.asyncio as aioredis
 from http1 import KeepAliveConnection
 
 from server.domain.model import Role
@@ -58,6 +59,7 @@ DECIDE = "mutation($i:SubmitDecisionInput!){ submitDecision(input:$i){ __typenam
 HEALTH_ATTEMPTS = 200
 HEALTH_INTERVAL_SECONDS = 0.05
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+REDIS_CHANNEL = "casework-claim-bench"
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,10 @@ class Config:
     cycles: int
     warmup: int
     repeats: int
+    # "notify": hints by NOTIFY (the default service). "redis": the service's Redis
+    # transport, and the raw path publishes each hint to Redis after its commit too.
+    hints: str
+    redis_url: str
 
 
 @dataclass(frozen=True)
@@ -265,7 +271,14 @@ def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) ->
     return work
 
 
-def raw_worker(pool: asyncpg.Pool, claim_sql: str, decide_sql: str) -> Worker:
+def raw_worker(
+    pool: asyncpg.Pool, claim_sql: str, decide_sql: str, redis: aioredis.Redis | None
+) -> Worker:
+    async def publish(row: asyncpg.Record) -> None:
+        # What the service does with the Redis transport: publish the hint after commit.
+        if redis is not None:
+            await redis.publish(REDIS_CHANNEL, row["notification"])
+
     async def work(index: int, tickets: Tickets | None, count: int) -> int:
         user = reviewer_name(index)
         done = 0
@@ -273,6 +286,7 @@ def raw_worker(pool: asyncpg.Pool, claim_sql: str, decide_sql: str) -> Worker:
             row = await pool.fetchrow(claim_sql, benchlib.QUEUE, user)
             if row is None or row["escalated"]:
                 raise RuntimeError(f"claim returned {row}; is --items large enough?")
+            await publish(row)
             decided = await pool.fetchrow(
                 decide_sql,
                 row["id"],
@@ -287,6 +301,7 @@ def raw_worker(pool: asyncpg.Pool, claim_sql: str, decide_sql: str) -> Worker:
             )
             if decided is None:
                 raise RuntimeError(f"decision on item {row['id']} was refused")
+            await publish(decided)
             done += 1
         return done
 
@@ -314,7 +329,7 @@ class Server:
 
 
 @contextlib.asynccontextmanager
-async def uvicorn_server(app_dsn: str, pool_size: int) -> AsyncIterator[Server]:
+async def uvicorn_server(config: Config, app_dsn: str, pool_size: int) -> AsyncIterator[Server]:
     """A uvicorn process serving bench/app_factory.py on 127.0.0.1, stopped on exit."""
     port = free_port()
     env = dict(os.environ)
@@ -323,6 +338,12 @@ async def uvicorn_server(app_dsn: str, pool_size: int) -> AsyncIterator[Server]:
         CASEWORK_POOL_MIN=str(pool_size),
         CASEWORK_POOL_MAX=str(pool_size),
     )
+    if config.hints == "redis":
+        env.update(
+            CASEWORK_EVENTS_TRANSPORT="redis",
+            CASEWORK_REDIS_URL=config.redis_url,
+            CASEWORK_REDIS_CHANNEL=REDIS_CHANNEL,
+        )
     with tempfile.TemporaryFile() as log:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -391,7 +412,7 @@ async def measure_graphql(
     try:
         app_dsn = benchlib.app_dsn(config.server, database)
         async with (
-            uvicorn_server(app_dsn, concurrency) as server,
+            uvicorn_server(config, app_dsn, concurrency) as server,
             contextlib.AsyncExitStack() as stack,
         ):
             cpu = CpuWindow(owner, database, server.pid)
@@ -412,12 +433,17 @@ async def measure_raw(config: Config, database: str, concurrency: int) -> Measur
     owner = await asyncpg.connect(benchlib.owner_dsn(config.server, database))
     queries = benchlib.load_queries()
     # The service's own pool factory (same JSON codecs), used without the Database wrapper.
+    via_redis = config.hints == "redis"
     pool = await create_pool(
-        benchlib.app_dsn(config.server, database), min_size=concurrency, max_size=concurrency
+        benchlib.app_dsn(config.server, database),
+        min_size=concurrency,
+        max_size=concurrency,
+        server_settings={"casework.events": "app"} if via_redis else None,
     )
+    redis = aioredis.from_url(config.redis_url) if via_redis else None
     try:
         cpu = CpuWindow(owner, database, None)
-        worker = raw_worker(pool, queries["item_claim_next"], queries["decision_submit"])
+        worker = raw_worker(pool, queries["item_claim_next"], queries["decision_submit"], redis)
         warmed, done, elapsed, used = await drive(
             worker, concurrency, config.cycles, config.warmup, cpu
         )
@@ -426,6 +452,8 @@ async def measure_raw(config: Config, database: str, concurrency: int) -> Measur
     finally:
         pool.terminate()
         await owner.close()
+        if redis is not None:
+            await redis.aclose()
 
 
 # --- setup and report ----------------------------------------------------------------------
@@ -523,7 +551,8 @@ async def main(config: Config) -> None:
     print(
         f"claim_bench: {config.items} items per database, {config.cycles} timed cycles per run "
         f"after {config.warmup} warm-up cycles per worker; concurrency {config.concurrency}; "
-        f"{config.repeats} run(s) per path and concurrency; {os.cpu_count()} CPUs",
+        f"{config.repeats} run(s) per path and concurrency; hints via {config.hints}; "
+        f"{os.cpu_count()} CPUs",
         flush=True,
     )
     results: dict[int, dict[str, Measurement]] = {}
@@ -567,6 +596,14 @@ def parse_args(argv: list[str] | None = None) -> Config:
     parser.add_argument(
         "--repeats", type=int, default=2, help="runs per path and concurrency, pooled"
     )
+    parser.add_argument(
+        "--hints",
+        choices=["notify", "redis"],
+        default="notify",
+        help="how writes send their live-update hint: NOTIFY (default service) or the Redis "
+        "transport (no NOTIFY; published after commit, by the raw path too)",
+    )
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     args = parser.parse_args(argv)
     config = Config(
         server=benchlib.require_local(args.database_url),
@@ -575,6 +612,8 @@ def parse_args(argv: list[str] | None = None) -> Config:
         cycles=args.cycles,
         warmup=args.warmup,
         repeats=args.repeats,
+        hints=args.hints,
+        redis_url=args.redis_url,
     )
     needed = config.cycles + config.warmup * max(config.concurrency)
     if min(config.concurrency) < 1 or config.repeats < 1:
