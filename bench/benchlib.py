@@ -7,16 +7,23 @@ Only local servers are accepted: 127.0.0.1, localhost, ::1 or a unix socket.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import random
+import socket
+import sys
+import tempfile
 import uuid
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
+from typing import IO, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
+import httpx
 
+from server.app import WS_PER_MESSAGE_DEFLATE
 from server.config import REPO_ROOT
 from server.domain.failures import is_failure
 from server.domain.items import MAX_BATCH, NewItem, enqueue_items
@@ -148,3 +155,102 @@ def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return asyncio.run(main())
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(main())
+
+
+# --- the server process under measurement ---------------------------------------------------
+
+BENCH_DIR = REPO_ROOT / "bench"
+HEALTH_ATTEMPTS = 200
+HEALTH_INTERVAL_SECONDS = 0.05
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    base_url: str
+    pid: int
+    log: IO[bytes]
+
+    @property
+    def ws_url(self) -> str:
+        return self.base_url.replace("http://", "ws://") + "/graphql"
+
+    def log_tail(self, limit: int = 4000) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-limit:]
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_server(
+    app_dsn: str, *, pool_min: int, pool_max: int, env: dict[str, str], ws: str = "auto"
+) -> AsyncIterator[Server]:
+    """A uvicorn process serving bench/app_factory.py on 127.0.0.1 with the settings of
+    `casework serve`, stopped on exit."""
+    port = free_port()
+    environment = {
+        **os.environ,
+        "CASEWORK_BENCH_APP_DSN": app_dsn,
+        "CASEWORK_POOL_MIN": str(pool_min),
+        "CASEWORK_POOL_MAX": str(pool_max),
+        **env,
+    }
+    with tempfile.TemporaryFile() as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "--app-dir",
+            str(BENCH_DIR),
+            "app_factory:create",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--ws",
+            ws,
+            "--ws-per-message-deflate",
+            "false" if not WS_PER_MESSAGE_DEFLATE else "true",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            env=environment,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+        server = Server(f"http://127.0.0.1:{port}", process.pid, log)
+        try:
+            if not await _wait_healthy(server.base_url, process):
+                raise RuntimeError(f"the server did not become healthy:\n{server.log_tail()}")
+            yield server
+        finally:
+            if process.returncode is None:
+                process.terminate()
+                try:
+                    await asyncio.wait_for(process.wait(), timeout=10)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
+
+
+async def _wait_healthy(base_url: str, process: asyncio.subprocess.Process) -> bool:
+    """Polls GET /healthz until it answers 200, a bounded number of times."""
+    async with httpx.AsyncClient(base_url=base_url, trust_env=False) as client:
+        for _ in range(HEALTH_ATTEMPTS):
+            if process.returncode is not None:
+                return False
+            try:
+                if (await client.get("/healthz", timeout=1.0)).status_code == 200:
+                    return True
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(HEALTH_INTERVAL_SECONDS)
+    return False

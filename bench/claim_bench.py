@@ -29,18 +29,14 @@ import asyncio
 import contextlib
 import os
 import random
-import socket
-import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import benchlib
-import httpx
 import redis.asyncio as aioredis
 from http1 import KeepAliveConnection
 
@@ -48,16 +44,12 @@ from server.domain.model import Role
 from server.domain.tokens import create_token
 from server.store.database import Database, create_pool
 
-BENCH_DIR = Path(__file__).resolve().parent
-
 CLAIM = (
     "mutation($q:String!){ claimNext(queue:$q){ __typename "
     "... on Claim { leaseToken evidenceHash item { id } } } }"
 )
 DECIDE = "mutation($i:SubmitDecisionInput!){ submitDecision(input:$i){ __typename } }"
 
-HEALTH_ATTEMPTS = 200
-HEALTH_INTERVAL_SECONDS = 0.05
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 REDIS_CHANNEL = "casework-claim-bench"
 
@@ -315,86 +307,14 @@ def reviewer_name(index: int) -> str:
 # --- the server process --------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@dataclass(frozen=True)
-class Server:
-    base_url: str
-    pid: int
-
-
-@contextlib.asynccontextmanager
-async def uvicorn_server(config: Config, app_dsn: str, pool_size: int) -> AsyncIterator[Server]:
-    """A uvicorn process serving bench/app_factory.py on 127.0.0.1, stopped on exit."""
-    port = free_port()
-    env = dict(os.environ)
-    env.update(
-        CASEWORK_BENCH_APP_DSN=app_dsn,
-        CASEWORK_POOL_MIN=str(pool_size),
-        CASEWORK_POOL_MAX=str(pool_size),
-    )
-    if config.hints == "redis":
-        env.update(
-            CASEWORK_EVENTS_TRANSPORT="redis",
-            CASEWORK_REDIS_URL=config.redis_url,
-            CASEWORK_REDIS_CHANNEL=REDIS_CHANNEL,
-        )
-    with tempfile.TemporaryFile() as log:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "--app-dir",
-            str(BENCH_DIR),
-            "app_factory:create",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--no-access-log",
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-        )
-        try:
-            server = Server(f"http://127.0.0.1:{port}", process.pid)
-            if not await wait_healthy(server.base_url, process):
-                log.seek(0)
-                output = log.read().decode(errors="replace")[-4000:]
-                raise RuntimeError(f"the server did not become healthy:\n{output}")
-            yield server
-        finally:
-            if process.returncode is None:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), timeout=10)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
-
-
-async def wait_healthy(base_url: str, process: asyncio.subprocess.Process) -> bool:
-    """Polls GET /healthz until it answers 200, a bounded number of times."""
-    async with httpx.AsyncClient(base_url=base_url, trust_env=False) as client:
-        for _ in range(HEALTH_ATTEMPTS):
-            if process.returncode is not None:
-                return False
-            try:
-                if (await client.get("/healthz", timeout=1.0)).status_code == 200:
-                    return True
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(HEALTH_INTERVAL_SECONDS)
-    return False
+def server_env(config: Config) -> dict[str, str]:
+    if config.hints != "redis":
+        return {}
+    return {
+        "CASEWORK_EVENTS_TRANSPORT": "redis",
+        "CASEWORK_REDIS_URL": config.redis_url,
+        "CASEWORK_REDIS_CHANNEL": REDIS_CHANNEL,
+    }
 
 
 # --- one measurement -----------------------------------------------------------------------
@@ -412,7 +332,9 @@ async def measure_graphql(
     try:
         app_dsn = benchlib.app_dsn(config.server, database)
         async with (
-            uvicorn_server(config, app_dsn, concurrency) as server,
+            benchlib.uvicorn_server(
+                app_dsn, pool_min=concurrency, pool_max=concurrency, env=server_env(config)
+            ) as server,
             contextlib.AsyncExitStack() as stack,
         ):
             cpu = CpuWindow(owner, database, server.pid)

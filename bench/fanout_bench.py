@@ -35,27 +35,18 @@ import json
 import os
 import random
 import resource
-import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import benchlib
 import httpx
 import websockets
-from claim_bench import (
-    backend_pids,
-    free_port,
-    machine_cpu,
-    process_cpu,
-    self_cpu,
-    wait_healthy,
-)
+from claim_bench import backend_pids, machine_cpu, process_cpu, self_cpu
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
@@ -65,7 +56,6 @@ from server.domain.tokens import create_token
 from server.events.hub import BACKLOG_INTERVAL_SECONDS
 from server.store.database import Database, create_pool
 
-BENCH_DIR = Path(__file__).resolve().parent
 PROTOCOL = Subprotocol("graphql-transport-ws")
 BACKLOG = (
     "subscription($q:String!){ queueBacklog(queue:$q){ "
@@ -258,74 +248,6 @@ async def in_batches(items: list[T], size: int, action: Callable[[T], Awaitable[
 # --- the server process --------------------------------------------------------------------
 
 
-@dataclass
-class Server:
-    base_url: str
-    pid: int
-    log: IO[bytes]
-
-    @property
-    def ws_url(self) -> str:
-        return self.base_url.replace("http://", "ws://") + "/graphql"
-
-    def log_tail(self, limit: int = 4000) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")[-limit:]
-
-
-@contextlib.asynccontextmanager
-async def uvicorn_server(config: Config, app_dsn: str) -> AsyncIterator[Server]:
-    """A uvicorn process serving bench/app_factory.py on 127.0.0.1, stopped on exit."""
-    port = free_port()
-    env = dict(os.environ)
-    env.update(
-        CASEWORK_BENCH_APP_DSN=app_dsn,
-        CASEWORK_POOL_MIN=str(config.pool_min),
-        CASEWORK_POOL_MAX=str(config.pool_max),
-        CASEWORK_EVENTS_TRANSPORT="postgres",
-    )
-    with tempfile.TemporaryFile() as log:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "--app-dir",
-            str(BENCH_DIR),
-            "app_factory:create",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--ws",
-            config.ws,
-            # As `casework serve` runs it (server/app.py WS_PER_MESSAGE_DEFLATE).
-            "--ws-per-message-deflate",
-            "false",
-            "--log-level",
-            "warning",
-            "--no-access-log",
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-        )
-        server = Server(f"http://127.0.0.1:{port}", process.pid, log)
-        try:
-            if not await wait_healthy(server.base_url, process):
-                raise RuntimeError(f"the server did not become healthy:\n{server.log_tail()}")
-            yield server
-        finally:
-            if process.returncode is None:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), timeout=10)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
-
-
 def ws_implementation(choice: str) -> str:
     if choice != "auto":
         return choice
@@ -501,7 +423,7 @@ class Changes:
 
 async def spaced_rounds(
     config: Config,
-    server: Server,
+    server: benchlib.Server,
     subscribers: list[Subscriber],
     tracker: Tracker,
     changes: Changes,
@@ -669,7 +591,13 @@ async def measure(config: Config, database: str, tokens: list[str], report: Repo
     subscribers = [Subscriber(index, tracker) for index in range(config.subscribers)]
     try:
         async with (
-            uvicorn_server(config, benchlib.app_dsn(config.server, database)) as server,
+            benchlib.uvicorn_server(
+                benchlib.app_dsn(config.server, database),
+                pool_min=config.pool_min,
+                pool_max=config.pool_max,
+                env={"CASEWORK_EVENTS_TRANSPORT": "postgres"},
+                ws=config.ws,
+            ) as server,
             httpx.AsyncClient(base_url=server.base_url, trust_env=False) as http,
         ):
             print(f"  server pid {server.pid} at {server.base_url}", flush=True)
