@@ -25,6 +25,14 @@ class Verdict(enum.Enum):
     ESCALATE = "escalate"
 
 
+class EffectKind(enum.Enum):
+    """How a queue's decisions are carried out."""
+
+    NONE = "none"
+    WEBHOOK = "webhook"
+    HANDLER = "handler"
+
+
 class ItemState(enum.Enum):
     """What a reader sees; `leased` is a pending item under a live lease."""
 
@@ -56,6 +64,11 @@ class Queue:
     escalation_queue: str | None
     escalation_priority_boost: int
     created_at: datetime
+    effect_kind: EffectKind
+    # The secret is never part of the record: it is read only where a body is signed.
+    effect_target: str | None
+    effect_max_attempts: int
+    effect_timeout_seconds: float
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:
@@ -66,6 +79,10 @@ class Queue:
             escalation_queue=row["escalation_queue"],
             escalation_priority_boost=row["escalation_priority_boost"],
             created_at=row["created_at"],
+            effect_kind=EffectKind(row["effect_kind"]),
+            effect_target=row["effect_target"],
+            effect_max_attempts=row["effect_max_attempts"],
+            effect_timeout_seconds=row["effect_timeout_seconds"],
         )
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from server.domain.failures import InvalidInput, NotPermitted
-from server.domain.model import Principal, Queue, ReasonCode, Role, Verdict
+from server.domain.model import EffectKind, Principal, Queue, ReasonCode, Role, Verdict
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
 
@@ -21,6 +22,19 @@ class QueueSettings:
     max_abandons: int | None = None
     escalation_queue: str | None = None
     escalation_priority_boost: int | None = None
+    # How decisions are carried out: None leaves it as it is.
+    effect: Effect | None = None
+    effect_max_attempts: int | None = None
+    effect_timeout_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Effect:
+    kind: EffectKind
+    # A webhook URL, or the name of a handler in the `casework.effects` entry-point group.
+    target: str | None = None
+    # The key webhook bodies are signed with (HMAC-SHA256).
+    secret: str | None = None
 
 
 def _check_settings(settings: QueueSettings) -> InvalidInput | None:
@@ -35,11 +49,42 @@ def _check_settings(settings: QueueSettings) -> InvalidInput | None:
         return InvalidInput("leaseTtlSeconds must be between 1 and 86400", "leaseTtlSeconds")
     if settings.max_abandons is not None and not 1 <= settings.max_abandons <= 100:
         return InvalidInput("maxAbandons must be between 1 and 100", "maxAbandons")
+    effect = settings.effect
+    if effect is not None:
+        problem = _check_effect(effect)
+        if problem:
+            return problem
+    attempts = settings.effect_max_attempts
+    if attempts is not None and not 1 <= attempts <= 100:
+        return InvalidInput("effectMaxAttempts must be between 1 and 100", "effectMaxAttempts")
+    timeout = settings.effect_timeout_seconds
+    if timeout is not None and not 0 < timeout <= 300:
+        return InvalidInput(
+            "effectTimeoutSeconds must be above 0 and at most 300", "effectTimeoutSeconds"
+        )
     boost = settings.escalation_priority_boost
     if boost is not None and not 0 <= boost <= 1_000_000:
         return InvalidInput(
             "escalationPriorityBoost must be between 0 and 1000000", "escalationPriorityBoost"
         )
+    return None
+
+
+def _check_effect(effect: Effect) -> InvalidInput | None:
+    if effect.kind is EffectKind.NONE:
+        if effect.target or effect.secret:
+            return InvalidInput("an effect of kind NONE takes no target or secret", "effect")
+        return None
+    if not effect.target:
+        return InvalidInput("a webhook needs a URL; a handler needs its name", "effect.target")
+    if effect.kind is EffectKind.WEBHOOK:
+        parts = urlsplit(effect.target)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return InvalidInput("a webhook target is an http(s) URL", "effect.target")
+        if not effect.secret or len(effect.secret) < 16:
+            return InvalidInput(
+                "a webhook needs a signing secret of at least 16 characters", "effect.secret"
+            )
     return None
 
 
@@ -59,6 +104,11 @@ async def configure_queue(
             settings.max_abandons,
             settings.escalation_queue,
             settings.escalation_priority_boost,
+            settings.effect.kind.value if settings.effect else None,
+            settings.effect.target if settings.effect else None,
+            settings.effect.secret if settings.effect else None,
+            settings.effect_max_attempts,
+            settings.effect_timeout_seconds,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":

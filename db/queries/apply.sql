@@ -1,0 +1,113 @@
+-- name: applications_claim
+-- Takes up to $1 due applications for one attempt each, under a lock that lapses if the
+-- worker dies, long enough for the queue's effect timeout. Returns what the effect needs,
+-- including the outcome an overturn reverses.
+-- $1 how many
+WITH due AS (
+    SELECT a.decision_id
+    FROM decision_applications AS a
+    WHERE a.state = 'pending'
+      AND a.next_attempt_at <= now()
+      AND (a.locked_until IS NULL OR a.locked_until <= now())
+    ORDER BY a.next_attempt_at
+    LIMIT $1
+    FOR UPDATE OF a SKIP LOCKED
+),
+claimed AS (
+    UPDATE decision_applications AS a
+    SET attempts = a.attempts + 1,
+        locked_until = now() + make_interval(secs => q.effect_timeout_seconds * 2 + 10),
+        updated_at = now()
+    FROM due, queues AS q
+    WHERE a.decision_id = due.decision_id AND q.name = a.queue
+    RETURNING a.decision_id, a.attempts
+)
+SELECT c.decision_id, c.attempts,
+       d.item_id, d.queue, d.verdict, d.outcome, d.reason_code, d.note, d.reviewer,
+       d.evidence_hash, d.decided_at, d.supersedes, s.outcome AS superseded_outcome,
+       i.external_key,
+       q.effect_kind, q.effect_target, q.effect_secret, q.effect_max_attempts,
+       q.effect_timeout_seconds
+FROM claimed AS c
+JOIN review_decisions AS d ON d.id = c.decision_id
+JOIN review_items AS i ON i.id = d.item_id
+JOIN queues AS q ON q.name = d.queue
+LEFT JOIN review_decisions AS s ON s.id = d.supersedes;
+
+-- name: application_record_applied
+-- The proof of application, once per decision: a second recording of the same decision
+-- (a lapsed lock, a concurrent worker) changes nothing and returns applied = false.
+-- $1 decision id, $2 note, $3 attempt, $4 worker, $5 attempt started at
+WITH proof AS (
+    INSERT INTO applied_decisions (decision_id, note)
+    VALUES ($1, $2)
+    ON CONFLICT (decision_id) DO NOTHING
+    RETURNING decision_id
+),
+settled AS (
+    UPDATE decision_applications AS a
+    SET state = 'applied', locked_until = NULL, last_error = NULL, updated_at = now()
+    WHERE a.decision_id = $1
+    RETURNING a.decision_id
+),
+attempt AS (
+    INSERT INTO apply_attempts (decision_id, attempt, worker, started_at, outcome, error)
+    SELECT $1, $3, $4, $5, 'applied', CASE WHEN p.decision_id IS NULL THEN 'already applied' END
+    FROM settled LEFT JOIN proof AS p ON true
+    RETURNING id
+)
+SELECT EXISTS (SELECT 1 FROM proof) AS applied, (SELECT count(*) FROM attempt) AS recorded;
+
+-- name: application_record_failure
+-- A failed attempt: retried at $7 unless it was permanent or the last one allowed, in which
+-- case the application is `failed` for a person to look at. Never while already applied.
+-- $1 decision id, $2 attempt, $3 worker, $4 attempt started at, $5 error, $6 permanent,
+-- $7 next attempt at
+WITH settled AS (
+    UPDATE decision_applications AS a
+    SET state = CASE WHEN $6 OR a.attempts >= q.effect_max_attempts THEN 'failed'
+                     ELSE 'pending' END,
+        next_attempt_at = $7,
+        locked_until = NULL,
+        last_error = $5,
+        updated_at = now()
+    FROM queues AS q
+    WHERE a.decision_id = $1 AND q.name = a.queue AND a.state = 'pending'
+    RETURNING a.state
+),
+attempt AS (
+    INSERT INTO apply_attempts
+        (decision_id, attempt, worker, started_at, outcome, error, next_retry_at)
+    SELECT $1, $2, $3, $4, CASE WHEN s.state = 'failed' THEN 'permanent' ELSE 'transient' END,
+           left($5, 1000), CASE WHEN s.state = 'pending' THEN $7 END
+    FROM settled AS s
+    RETURNING id
+)
+SELECT s.state FROM settled AS s, (SELECT count(*) FROM attempt) AS recorded;
+
+-- name: applications_get_by_decision_ids
+-- $1 decision ids
+SELECT a.*, p.applied_at, p.note AS applied_note
+FROM decision_applications AS a
+LEFT JOIN applied_decisions AS p ON p.decision_id = a.decision_id
+WHERE a.decision_id = ANY ($1::bigint[]);
+
+-- name: apply_attempts_get_by_decision_ids
+-- $1 decision ids
+SELECT t.*
+FROM apply_attempts AS t
+WHERE t.decision_id = ANY ($1::bigint[])
+ORDER BY t.decision_id, t.id;
+
+-- name: queue_application_lag
+-- "A human decided and the system did not carry it out": unapplied decisions older than
+-- the threshold, the age of the oldest, and the failed ones.
+-- $1 queue, $2 threshold seconds
+SELECT count(*) FILTER (WHERE a.state = 'pending') AS unapplied,
+       count(*) FILTER (WHERE a.state = 'pending'
+                          AND a.decided_at < now() - make_interval(secs => $2)) AS unapplied_late,
+       extract(epoch FROM now() - min(a.decided_at) FILTER (WHERE a.state = 'pending'))
+           AS oldest_unapplied_age_seconds,
+       count(*) FILTER (WHERE a.state = 'failed') AS failed
+FROM decision_applications AS a
+WHERE a.queue = $1 AND a.state <> 'applied';
