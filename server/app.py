@@ -37,6 +37,7 @@ from server.graphql.schema import build_schema
 from server.identity import TokenResolver
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
+from server.worker import ApplyWorker, worker_settings
 
 log = logging.getLogger("casework")
 
@@ -49,12 +50,14 @@ WS_PER_MESSAGE_DEFLATE = False
 class Runtime:
     """What lives as long as the process: the pool and the token cache."""
 
-    def __init__(self, app_dsn: str, settings: Settings) -> None:
+    def __init__(self, app_dsn: str, settings: Settings, *, run_worker: bool) -> None:
         self._app_dsn = app_dsn
         self._settings = settings
+        self._run_worker = run_worker
         self._db: Database | None = None
         self._tokens: TokenResolver | None = None
         self._live: LiveUpdates | None = None
+        self.worker: ApplyWorker | None = None
 
     @property
     def db(self) -> Database:
@@ -97,12 +100,20 @@ class Runtime:
         )
         self._tokens = TokenResolver(self._db, ttl=settings.token_cache_seconds)
         self._live = LiveUpdates(self._db, transport)
+        worker_task = None
+        if self._run_worker:
+            self.worker = ApplyWorker(self._db, worker_settings(settings))
+            self._live.observe(self.worker.hint, self.worker.wake)
+            worker_task = asyncio.create_task(self.worker.run(), name="casework-apply-worker")
         await self._live.start()
         try:
             yield
         finally:
+            if self.worker is not None and worker_task is not None:
+                self.worker.stop()
+                await worker_task
             await self._live.stop()
-            self._db = self._tokens = self._live = None
+            self._db = self._tokens = self._live = self.worker = None
             await pool.close()
 
     def _transport(self) -> Transport | RedisTransport:
@@ -135,6 +146,7 @@ class Runtime:
             "subscribers": status.subscribers,
             "events_dispatched": status.events_dispatched,
             "inbox_overflows": status.inbox_overflows,
+            "worker": None if self.worker is None else vars(self.worker.stats),
         }
         return JSONResponse(body)
 
@@ -219,8 +231,11 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         return cast(UnsetType, UNSET)
 
 
-def create_app(app_dsn: str, *, dev: bool, settings: Settings | None = None) -> Starlette:
-    runtime = Runtime(app_dsn, settings or Settings.from_env())
+def create_app(
+    app_dsn: str, *, dev: bool, settings: Settings | None = None, run_worker: bool = False
+) -> Starlette:
+    """run_worker: carry decisions out in this process too (`casework serve` does)."""
+    runtime = Runtime(app_dsn, settings or Settings.from_env(), run_worker=run_worker)
     graphql = CaseworkGraphQL(runtime, dev=dev)
     return Starlette(
         routes=[

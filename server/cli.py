@@ -7,6 +7,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from types import FrameType
 
@@ -70,7 +71,20 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="seed demo queues, items and tokens, and print the tokens (implies --dev)",
     )
+    serve.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="do not carry decisions out in this process (run `casework worker` instead)",
+    )
     serve.set_defaults(run=_serve)
+
+    worker = commands.add_parser(
+        "worker", help="carry recorded decisions out (webhooks, handlers); several may run"
+    )
+    worker.add_argument(
+        "--concurrency", type=int, default=None, help="attempts in flight (default 16)"
+    )
+    worker.set_defaults(run=_worker, parser=worker)
 
     migrate_command = commands.add_parser("migrate", help="apply pending database migrations")
     migrate_command.set_defaults(run=_migrate)
@@ -148,7 +162,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     # Same process as the embedded server's handle, so PostgreSQL lives as long as we do.
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(databases.app_dsn, dev=dev),
+            create_app(databases.app_dsn, dev=dev, run_worker=not args.no_worker),
             host=args.host,
             port=args.port,
             log_level="info",
@@ -189,6 +203,19 @@ def _print_banner(databases: Databases, host: str, port: int, *, dev: bool) -> N
     ]
     print("Casework")
     print("\n".join(f"  {label + ':':<13} {value}" for label, value in rows), flush=True)
+
+
+def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    from server.worker import run_standalone
+
+    if args.concurrency is not None:
+        if not 1 <= args.concurrency <= 1000:
+            args.parser.error("--concurrency must be between 1 and 1000")
+        settings = replace(settings, worker_concurrency=args.concurrency)
+    databases = resolve_databases(settings)
+    print(f"casework worker: carrying decisions out ({databases.describe()})", flush=True)
+    asyncio.run(run_standalone(databases.app_dsn, settings))
+    return 0
 
 
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:

@@ -29,6 +29,9 @@ class Settings:
     # How long a resolved bearer token is trusted before it is looked up again: a revoked
     # token keeps working on a process for at most this long. 0 looks up on every use.
     token_cache_seconds: float = DEFAULT_TOKEN_CACHE_SECONDS
+    # The apply worker: attempts in flight per process, and the first retry's delay.
+    worker_concurrency: int = 16
+    apply_backoff_seconds: float = 1.0
     redis_url: str = "redis://127.0.0.1:6379/0"
     # One channel per deployment: deployments sharing a Redis must not share hints.
     redis_channel: str = "casework_events"
@@ -48,6 +51,8 @@ class Settings:
                 env.get("CASEWORK_EVENTS_TRANSPORT", "postgres"),
                 ("postgres", "redis", "memory"),
             ),
+            worker_concurrency=int(env.get("CASEWORK_WORKER_CONCURRENCY") or 16),
+            apply_backoff_seconds=float(env.get("CASEWORK_APPLY_BACKOFF_SECONDS") or 1.0),
             redis_url=env.get("CASEWORK_REDIS_URL") or "redis://127.0.0.1:6379/0",
             redis_channel=env.get("CASEWORK_REDIS_CHANNEL") or "casework_events",
             token_cache_seconds=float(

@@ -7,7 +7,12 @@ from dataclasses import dataclass
 from server.events.channels import Event
 from server.events.expiry import LeaseExpiryTimer
 from server.events.hub import Hub
-from server.events.transport import Transport, TransportStatus
+from server.events.transport import (
+    EventHandler,
+    ReconnectHandler,
+    Transport,
+    TransportStatus,
+)
 from server.store.database import Database
 
 
@@ -24,6 +29,11 @@ class LiveUpdates:
         self.hub = Hub(db)
         self.timer = LeaseExpiryTimer(db, self.hub)
         self.transport = transport
+        # In-process consumers of every hint (the apply worker), beside the hub.
+        self._observers: list[tuple[EventHandler, ReconnectHandler]] = []
+
+    def observe(self, on_event: EventHandler, on_reconnect: ReconnectHandler) -> None:
+        self._observers.append((on_event, on_reconnect))
 
     async def start(self) -> None:
         self.timer.start()
@@ -45,7 +55,11 @@ class LiveUpdates:
     def _on_event(self, event: Event) -> None:
         self.hub.dispatch(event)
         self.timer.notice(event)
+        for on_event, _ in self._observers:
+            on_event(event)
 
     def _on_reconnect(self) -> None:
         self.hub.resync_all("the event stream reconnected")
         self.timer.watchers_changed()
+        for _, on_reconnect in self._observers:
+            on_reconnect()

@@ -1,0 +1,226 @@
+"""Carrying decisions out, once: claiming due applications and recording each attempt.
+
+The effect itself (a webhook, a handler) runs outside any transaction, between a claim and
+its recording; the decision id is its idempotency key. A worker killed in between leaves a
+lock that lapses, and the decision is attempted again.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from server.domain.model import EffectKind, Verdict
+from server.store.database import Database, Row
+
+BACKOFF_MAX_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class DueApplication:
+    decision_id: int
+    attempt: int
+    item_id: int
+    external_key: str
+    queue: str
+    outcome: Verdict
+    is_overturn: bool
+    # For an overturn: the outcome it reverses, so the effect can undo it.
+    superseded_decision_id: int | None
+    superseded_outcome: Verdict | None
+    reason_code: str
+    note: str | None
+    reviewer: str
+    evidence_hash: str
+    decided_at: datetime
+    effect_kind: EffectKind
+    effect_target: str | None
+    effect_secret: str | None
+    effect_timeout_seconds: float
+    effect_max_attempts: int
+
+    @classmethod
+    def from_row(cls, row: Row) -> DueApplication:
+        superseded = row["superseded_outcome"]
+        return cls(
+            decision_id=row["decision_id"],
+            attempt=row["attempts"],
+            item_id=row["item_id"],
+            external_key=row["external_key"],
+            queue=row["queue"],
+            outcome=Verdict(row["outcome"]),
+            is_overturn=row["verdict"] == "overturn",
+            superseded_decision_id=row["supersedes"],
+            superseded_outcome=Verdict(superseded) if superseded else None,
+            reason_code=row["reason_code"],
+            note=row["note"],
+            reviewer=row["reviewer"],
+            evidence_hash=row["evidence_hash"],
+            decided_at=row["decided_at"],
+            effect_kind=EffectKind(row["effect_kind"]),
+            effect_target=row["effect_target"],
+            effect_secret=row["effect_secret"],
+            effect_timeout_seconds=row["effect_timeout_seconds"],
+            effect_max_attempts=row["effect_max_attempts"],
+        )
+
+    def payload(self) -> dict[str, Any]:
+        """What the owning system receives: enough to carry the outcome out, or to reverse
+        the one an overturn supersedes."""
+        return {
+            "decisionId": str(self.decision_id),
+            "itemId": str(self.item_id),
+            "externalKey": self.external_key,
+            "queue": self.queue,
+            "verdict": self.outcome.name,
+            "isOverturn": self.is_overturn,
+            "supersedes": None
+            if self.superseded_decision_id is None
+            else {
+                "decisionId": str(self.superseded_decision_id),
+                "verdict": self.superseded_outcome.name if self.superseded_outcome else None,
+            },
+            "reasonCode": self.reason_code,
+            "note": self.note,
+            "reviewer": self.reviewer,
+            "evidenceHash": self.evidence_hash,
+            "decidedAt": self.decided_at.isoformat(),
+            "attempt": self.attempt,
+        }
+
+
+async def claim_due(db: Database, limit: int) -> list[DueApplication]:
+    rows = await db.fetch("applications_claim", limit)
+    return [DueApplication.from_row(row) for row in rows]
+
+
+async def record_applied(
+    db: Database, due: DueApplication, *, note: str | None, worker: str, started_at: datetime
+) -> bool:
+    """True if this call applied it; False if it had been applied already (no change)."""
+    row = await db.fetchrow(
+        "application_record_applied", due.decision_id, note, due.attempt, worker, started_at
+    )
+    assert row is not None
+    return bool(row["applied"])
+
+
+def next_attempt_at(
+    attempt: int, *, base_seconds: float, retry_after: float | None, now: datetime
+) -> datetime:
+    """Exponential backoff with jitter; a server's Retry-After is a floor, not a ceiling."""
+    delay = min(BACKOFF_MAX_SECONDS, base_seconds * 2 ** (attempt - 1))
+    delay *= random.uniform(0.5, 1.5)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, BACKOFF_MAX_SECONDS))
+    return now + timedelta(seconds=delay)
+
+
+async def record_failure(
+    db: Database,
+    due: DueApplication,
+    *,
+    error: str,
+    permanent: bool,
+    retry_at: datetime,
+    worker: str,
+    started_at: datetime,
+) -> str | None:
+    """The application's state afterwards: 'pending' (will retry) or 'failed'; None if it
+    was no longer pending (applied meanwhile by a worker that took over a lapsed lock)."""
+    row = await db.fetchrow(
+        "application_record_failure",
+        due.decision_id,
+        due.attempt,
+        worker,
+        started_at,
+        error,
+        permanent,
+        retry_at,
+    )
+    return None if row is None else str(row["state"])
+
+
+@dataclass(frozen=True)
+class Application:
+    decision_id: int
+    state: str
+    attempts: int
+    last_error: str | None
+    next_attempt_at: datetime | None
+    applied_at: datetime | None
+    note: str | None
+
+
+async def applications_by_decision_ids(
+    db: Database, decision_ids: list[int]
+) -> dict[int, Application]:
+    rows = await db.fetch("applications_get_by_decision_ids", decision_ids)
+    return {
+        row["decision_id"]: Application(
+            decision_id=row["decision_id"],
+            state=row["state"],
+            attempts=row["attempts"],
+            last_error=row["last_error"],
+            next_attempt_at=row["next_attempt_at"] if row["state"] == "pending" else None,
+            applied_at=row["applied_at"],
+            note=row["applied_note"],
+        )
+        for row in rows
+    }
+
+
+@dataclass(frozen=True)
+class Attempt:
+    attempt: int
+    worker: str
+    started_at: datetime
+    finished_at: datetime
+    outcome: str
+    error: str | None
+    next_retry_at: datetime | None
+
+
+async def attempts_by_decision_ids(
+    db: Database, decision_ids: list[int]
+) -> dict[int, list[Attempt]]:
+    by_decision: dict[int, list[Attempt]] = {decision_id: [] for decision_id in decision_ids}
+    for row in await db.fetch("apply_attempts_get_by_decision_ids", decision_ids):
+        by_decision[row["decision_id"]].append(
+            Attempt(
+                attempt=row["attempt"],
+                worker=row["worker"],
+                started_at=row["started_at"],
+                finished_at=row["finished_at"],
+                outcome=row["outcome"],
+                error=row["error"],
+                next_retry_at=row["next_retry_at"],
+            )
+        )
+    return by_decision
+
+
+@dataclass(frozen=True)
+class ApplicationLag:
+    unapplied: int
+    unapplied_late: int
+    oldest_unapplied_age_seconds: float | None
+    failed: int
+
+
+async def application_lag(db: Database, queue: str, threshold_seconds: float) -> ApplicationLag:
+    row = await db.fetchrow("queue_application_lag", queue, threshold_seconds)
+    assert row is not None
+    age = row["oldest_unapplied_age_seconds"]
+    return ApplicationLag(
+        unapplied=row["unapplied"],
+        unapplied_late=row["unapplied_late"],
+        oldest_unapplied_age_seconds=None if age is None else float(age),
+        failed=row["failed"],
+    )
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,54 @@
+"""The webhook effect: a signed POST, classified into applied, transient or permanent."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import httpx
+
+from server.domain.apply import DueApplication
+from server.domain.evidence import canonical_json
+from server.effects.errors import PermanentEffectError, TransientEffectError
+from server.signatures import SIGNATURE_HEADER, sign
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After is either seconds or an HTTP date."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - time.time())
+
+
+async def post_webhook(client: httpx.AsyncClient, due: DueApplication) -> str:
+    assert due.effect_target is not None
+    assert due.effect_secret is not None
+    body = canonical_json(due.payload())
+    headers = {
+        "Content-Type": "application/json",
+        "Idempotency-Key": str(due.decision_id),
+        SIGNATURE_HEADER: sign(due.effect_secret, body),
+    }
+    try:
+        response = await client.post(
+            due.effect_target, content=body, headers=headers, timeout=due.effect_timeout_seconds
+        )
+    except httpx.TimeoutException as error:
+        raise TransientEffectError(f"timed out after {due.effect_timeout_seconds:g} s") from error
+    except httpx.TransportError as error:
+        raise TransientEffectError(f"{type(error).__name__}: {error}") from error
+    status = response.status_code
+    if 200 <= status < 300:
+        return f"webhook answered {status}"
+    summary = f"webhook answered {status}: {response.text[:200]}"
+    if status == 429 or status >= 500:
+        raise TransientEffectError(
+            summary, retry_after=retry_after_seconds(response.headers.get("Retry-After"))
+        )
+    raise PermanentEffectError(summary)

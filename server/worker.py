@@ -1,0 +1,221 @@
+"""The apply worker: carries recorded decisions out, at least once per attempt and recorded
+exactly once, with retries for what may pass and a visible failure for what will not.
+
+Several workers may run at once (SKIP LOCKED shares the work). A hint wakes the worker; a
+short poll is the backstop for hints that never come (a retry falling due, a lost hint).
+SIGTERM: stop claiming, let attempts in flight finish for a grace period, then abandon
+them; an abandoned or SIGKILLed attempt keeps a lock that lapses, and is attempted again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import httpx
+
+from server.config import Settings
+from server.domain import apply
+from server.effects.errors import PermanentEffectError, TransientEffectError
+from server.effects.run import perform
+from server.events.channels import Event
+from server.events.listener import PostgresListener
+from server.events.reconnecting import ReconnectingTransport
+from server.events.redis import RedisTransport
+from server.store.database import Database, create_pool
+from server.store.queries import Queries
+
+log = logging.getLogger("casework.worker")
+
+POLL_SECONDS = 1.0
+GRACE_SECONDS = 10.0
+HINT_KINDS = frozenset({"decided", "escalated", "overturned"})
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    concurrency: int = 16
+    backoff_seconds: float = 1.0
+    poll_seconds: float = POLL_SECONDS
+    grace_seconds: float = GRACE_SECONDS
+
+
+def worker_settings(settings: Settings) -> WorkerSettings:
+    return WorkerSettings(
+        concurrency=settings.worker_concurrency, backoff_seconds=settings.apply_backoff_seconds
+    )
+
+
+@dataclass
+class WorkerStats:
+    applied: int = 0
+    retried: int = 0
+    failed: int = 0
+    already_applied: int = 0
+
+
+class ApplyWorker:
+    def __init__(
+        self,
+        db: Database,
+        settings: WorkerSettings,
+        *,
+        name: str | None = None,
+        perform_effect: Callable[[httpx.AsyncClient, apply.DueApplication], Awaitable[str]]
+        | None = None,
+    ) -> None:
+        self._db = db
+        self._settings = settings
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self._perform = perform_effect or perform
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self.stats = WorkerStats()
+
+    def hint(self, event: Event) -> None:
+        if event.kind in HINT_KINDS:
+            self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    async def run(self) -> None:
+        limits = httpx.Limits(max_connections=self._settings.concurrency)
+        async with httpx.AsyncClient(limits=limits, follow_redirects=False) as client:
+            try:
+                await self._claim_until_stopped(client)
+            finally:
+                await self._drain()
+
+    async def _claim_until_stopped(self, client: httpx.AsyncClient) -> None:
+        while not self._stopping.is_set():
+            self._wake.clear()
+            free = self._settings.concurrency - len(self._in_flight)
+            claimed: list[apply.DueApplication] = []
+            if free > 0:
+                try:
+                    claimed = await apply.claim_due(self._db, free)
+                except Exception:
+                    log.exception("worker %s: claiming failed; will poll again", self.name)
+                for due in claimed:
+                    task = asyncio.create_task(self._attempt(client, due))
+                    self._in_flight.add(task)
+                    task.add_done_callback(self._finished)
+            if free > 0 and len(claimed) == free:
+                continue  # there may be more due right now
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._settings.poll_seconds)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.discard(task)
+        self._wake.set()
+
+    async def _drain(self) -> None:
+        if not self._in_flight:
+            return
+        _, pending = await asyncio.wait(self._in_flight, timeout=self._settings.grace_seconds)
+        for task in pending:
+            task.cancel()
+        if pending:
+            # Their locks lapse and another attempt is made; nothing is lost.
+            log.warning("worker %s: abandoned %d attempt(s) at shutdown", self.name, len(pending))
+            await asyncio.wait(pending)
+
+    async def _attempt(self, client: httpx.AsyncClient, due: apply.DueApplication) -> None:
+        started = apply.utcnow()
+        try:
+            note = await self._perform(client, due)
+        except PermanentEffectError as error:
+            await self._failed(due, str(error), permanent=True, retry_after=None, started=started)
+        except TransientEffectError as error:
+            await self._failed(
+                due, str(error), permanent=False, retry_after=error.retry_after, started=started
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.exception("worker %s: effect of decision %s raised", self.name, due.decision_id)
+            await self._failed(
+                due,
+                f"{type(error).__name__}: {error}",
+                permanent=False,
+                retry_after=None,
+                started=started,
+            )
+        else:
+            applied = await apply.record_applied(
+                self._db, due, note=note, worker=self.name, started_at=started
+            )
+            if applied:
+                self.stats.applied += 1
+            else:
+                self.stats.already_applied += 1
+
+    async def _failed(
+        self,
+        due: apply.DueApplication,
+        error: str,
+        *,
+        permanent: bool,
+        retry_after: float | None,
+        started: datetime,
+    ) -> None:
+        retry_at = apply.next_attempt_at(
+            due.attempt,
+            base_seconds=self._settings.backoff_seconds,
+            retry_after=retry_after,
+            now=apply.utcnow(),
+        )
+        state = await apply.record_failure(
+            self._db,
+            due,
+            error=error,
+            permanent=permanent,
+            retry_at=retry_at,
+            worker=self.name,
+            started_at=started,
+        )
+        if state == "failed":
+            self.stats.failed += 1
+            log.error(
+                "decision %s could not be carried out after %d attempt(s): %s",
+                due.decision_id,
+                due.attempt,
+                error,
+            )
+        else:
+            self.stats.retried += 1
+
+
+async def run_standalone(app_dsn: str, settings: Settings) -> None:
+    """`casework worker`: its own pool and its own hint listener; stops on SIGTERM/SIGINT."""
+    pool = await create_pool(app_dsn, min_size=1, max_size=settings.worker_concurrency + 2)
+    db = Database(pool, Queries(settings.db_dir / "queries"))
+    worker = ApplyWorker(db, worker_settings(settings))
+    transport: ReconnectingTransport = (
+        RedisTransport(settings.redis_url, channel=settings.redis_channel)
+        if settings.events_transport == "redis"
+        else PostgresListener(app_dsn)
+    )
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, worker.stop)
+    try:
+        await transport.start(worker.hint, worker.wake)
+        await worker.run()
+    finally:
+        await transport.stop()
+        await pool.close()
+        log.info("worker %s stopped: %s", worker.name, worker.stats)
