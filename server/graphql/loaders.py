@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from server.domain import queues, reads
+from server.domain import apply, queues, reads
 from server.domain.model import Decision, Item, Queue, ReasonCode
 from server.store.database import Database
 
@@ -47,6 +47,14 @@ class Loaders:
     @cached_property
     def queue(self) -> DataLoader[str, Queue | None]:
         return _loader(self._db, queues.get_queues, None)
+
+    @cached_property
+    def application(self) -> DataLoader[int, apply.Application | None]:
+        return _loader(self._db, apply.applications_by_decision_ids, None)
+
+    @cached_property
+    def attempts(self) -> DataLoader[int, list[apply.Attempt]]:
+        return _loader(self._db, apply.attempts_by_decision_ids, [])
 
     @cached_property
     def reason_codes(self) -> DataLoader[str, list[ReasonCode]]:

@@ -24,7 +24,7 @@ from server.graphql.errors import (
     from_failure,
 )
 from server.graphql.types import Decision as DecisionType
-from server.graphql.types import Queue, ReasonCode, ReviewItem, Verdict
+from server.graphql.types import EffectKind, Queue, ReasonCode, ReviewItem, Verdict
 
 # --- payloads -----------------------------------------------------------------------------
 
@@ -140,6 +140,17 @@ class OverturnDecisionInput:
     note: str | None = None
 
 
+@strawberry.input(description="How a queue's decisions are carried out.")
+class EffectInput:
+    kind: EffectKind  # type: ignore[valid-type]
+    target: str | None = strawberry.field(
+        default=None, description="A webhook URL, or a handler name (entry point)."
+    )
+    secret: str | None = strawberry.field(
+        default=None, description="Webhooks: the HMAC-SHA256 signing key (16+ characters)."
+    )
+
+
 @strawberry.input
 class ConfigureQueueInput:
     name: str
@@ -147,6 +158,9 @@ class ConfigureQueueInput:
     max_abandons: int | None = None
     escalation_queue: str | None = None
     escalation_priority_boost: int | None = None
+    effect: EffectInput | None = None
+    effect_max_attempts: int | None = None
+    effect_timeout_seconds: float | None = None
 
 
 @strawberry.input
@@ -271,6 +285,11 @@ class Mutation:
                 max_abandons=input.max_abandons,
                 escalation_queue=input.escalation_queue,
                 escalation_priority_boost=input.escalation_priority_boost,
+                effect=None
+                if input.effect is None
+                else queues.Effect(input.effect.kind, input.effect.target, input.effect.secret),
+                effect_max_attempts=input.effect_max_attempts,
+                effect_timeout_seconds=input.effect_timeout_seconds,
             ),
         )
         if is_failure(result):

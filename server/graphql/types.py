@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import base64
+import enum
 from datetime import datetime
 
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import model, reads
+from server.domain import apply, live, model, reads
 from server.graphql.context import Context
 
 Verdict = strawberry.enum(model.Verdict, name="Verdict")
+EffectKind = strawberry.enum(model.EffectKind, name="EffectKind")
 ItemState = strawberry.enum(
     model.ItemState, name="ItemState", description="LEASED is a pending item under a live lease."
 )
@@ -126,6 +128,40 @@ class ReviewItem:
         return Decision.from_domain(current) if current else None
 
 
+@strawberry.enum
+class ApplicationState(enum.Enum):
+    PENDING = "pending"
+    APPLIED = "applied"
+    FAILED = "failed"
+
+
+@strawberry.type(description="One attempt at carrying a decision out.")
+class ApplyAttempt:
+    attempt: int
+    worker: str
+    started_at: datetime
+    finished_at: datetime
+    outcome: str = strawberry.field(description="applied, transient or permanent")
+    error: str | None
+    next_retry_at: datetime | None
+
+
+@strawberry.type(description="How far carrying a decision out has got.")
+class Application:
+    _decision_id: strawberry.Private[int]
+    state: ApplicationState
+    attempts: int
+    last_error: str | None
+    next_attempt_at: datetime | None
+    applied_at: datetime | None
+    note: str | None
+
+    @strawberry.field
+    async def history(self, info: Info[Context, None]) -> list[ApplyAttempt]:
+        found = await info.context.loaders.attempts.load(self._decision_id)
+        return [ApplyAttempt(**vars(attempt)) for attempt in found]
+
+
 @strawberry.type
 class Decision:
     _decision: strawberry.Private[model.Decision]
@@ -161,6 +197,21 @@ class Decision:
         item = await info.context.loaders.item.load(self._decision.item_id)
         assert item is not None, "a decision always has its item"
         return ReviewItem.from_domain(item)
+
+    @strawberry.field(description="Carrying it out: state, attempts, last error, applied at.")
+    async def application(self, info: Info[Context, None]) -> Application | None:
+        found = await info.context.loaders.application.load(self._decision.id)
+        if found is None:
+            return None
+        return Application(
+            _decision_id=found.decision_id,
+            state=ApplicationState(found.state),
+            attempts=found.attempts,
+            last_error=found.last_error,
+            next_attempt_at=found.next_attempt_at,
+            applied_at=found.applied_at,
+            note=found.note,
+        )
 
     @strawberry.field
     async def supersedes(self, info: Info[Context, None]) -> Decision | None:
@@ -203,6 +254,23 @@ class DecisionConnection:
 
 
 @strawberry.type
+class QueueStats:
+    pending: int
+    leased: int
+    oldest_pending_age_seconds: float | None
+    unapplied_decisions: int = strawberry.field(
+        description="Decided, not yet carried out (retries included)."
+    )
+    unapplied_older_than_threshold: int = strawberry.field(
+        description="The alert: a human decided and the system did not carry it out."
+    )
+    oldest_unapplied_age_seconds: float | None
+    failed_applications: int = strawberry.field(
+        description="Decisions whose effect failed for good: a person must look."
+    )
+
+
+@strawberry.type
 class Queue:
     _queue: strawberry.Private[model.Queue]
     name: str
@@ -210,6 +278,26 @@ class Queue:
     max_abandons: int
     escalation_queue: str | None
     escalation_priority_boost: int
+    effect_kind: EffectKind  # type: ignore[valid-type]
+    effect_target: str | None
+    effect_max_attempts: int
+    effect_timeout_seconds: float
+
+    @strawberry.field(description="Backlog and application lag, read now.")
+    async def stats(self, info: Info[Context, None], lag_threshold_seconds: int = 60) -> QueueStats:
+        if not 1 <= lag_threshold_seconds <= 86400 * 30:
+            raise ClientError("lagThresholdSeconds must be between 1 and 2592000")
+        backlog = await live.queue_backlog(info.context.db, self.name)
+        lag = await apply.application_lag(info.context.db, self.name, lag_threshold_seconds)
+        return QueueStats(
+            pending=backlog.pending,
+            leased=backlog.leased,
+            oldest_pending_age_seconds=backlog.oldest_pending_age_seconds,
+            unapplied_decisions=lag.unapplied,
+            unapplied_older_than_threshold=lag.unapplied_late,
+            oldest_unapplied_age_seconds=lag.oldest_unapplied_age_seconds,
+            failed_applications=lag.failed,
+        )
 
     @classmethod
     def from_domain(cls, queue: model.Queue) -> Queue:
@@ -220,6 +308,10 @@ class Queue:
             max_abandons=queue.max_abandons,
             escalation_queue=queue.escalation_queue,
             escalation_priority_boost=queue.escalation_priority_boost,
+            effect_kind=queue.effect_kind,
+            effect_target=queue.effect_target,
+            effect_max_attempts=queue.effect_max_attempts,
+            effect_timeout_seconds=queue.effect_timeout_seconds,
         )
 
     @strawberry.field
