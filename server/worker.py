@@ -134,6 +134,22 @@ class ApplyWorker:
             await asyncio.wait(pending)
 
     async def _attempt(self, client: httpx.AsyncClient, due: apply.DueApplication) -> None:
+        try:
+            await self._attempt_and_record(client, due)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Recording failed (the database, most likely): the lock lapses and the decision
+            # is attempted again; say so rather than lose the traceback in a task.
+            log.exception(
+                "worker %s: could not record an attempt on decision %s",
+                self.name,
+                due.decision_id,
+            )
+
+    async def _attempt_and_record(
+        self, client: httpx.AsyncClient, due: apply.DueApplication
+    ) -> None:
         started = apply.utcnow()
         try:
             note = await self._perform(client, due)

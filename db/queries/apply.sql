@@ -60,7 +60,9 @@ SELECT EXISTS (SELECT 1 FROM proof) AS applied, (SELECT count(*) FROM attempt) A
 
 -- name: application_record_failure
 -- A failed attempt: retried at $7 unless it was permanent or the last one allowed, in which
--- case the application is `failed` for a person to look at. Never while already applied.
+-- case the application is `failed` for a person to look at. The work list changes only if
+-- this is still the latest attempt of a pending application (an attempt that outlived its
+-- lock must not undo the one that took over); the history row is written either way.
 -- $1 decision id, $2 attempt, $3 worker, $4 attempt started at, $5 error, $6 permanent,
 -- $7 next attempt at
 WITH settled AS (
@@ -73,17 +75,20 @@ WITH settled AS (
         updated_at = now()
     FROM queues AS q
     WHERE a.decision_id = $1 AND q.name = a.queue AND a.state = 'pending'
+      AND a.attempts = $2
     RETURNING a.state
 ),
 attempt AS (
     INSERT INTO apply_attempts
         (decision_id, attempt, worker, started_at, outcome, error, next_retry_at)
-    SELECT $1, $2, $3, $4, CASE WHEN s.state = 'failed' THEN 'permanent' ELSE 'transient' END,
+    SELECT $1, $2, $3, $4,
+           CASE WHEN s.state = 'failed' OR (s.state IS NULL AND $6) THEN 'permanent'
+                ELSE 'transient' END,
            left($5, 1000), CASE WHEN s.state = 'pending' THEN $7 END
-    FROM settled AS s
+    FROM (SELECT 1) AS one LEFT JOIN settled AS s ON true
     RETURNING id
 )
-SELECT s.state FROM settled AS s, (SELECT count(*) FROM attempt) AS recorded;
+SELECT s.state FROM (SELECT count(*) FROM attempt) AS recorded LEFT JOIN settled AS s ON true;
 
 -- name: applications_get_by_decision_ids
 -- $1 decision ids

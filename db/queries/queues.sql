@@ -3,12 +3,13 @@
 -- effect's kind and target change together ($6 NULL leaves both).
 -- $1 name, $2 lease ttl seconds, $3 max abandons, $4 escalation queue, $5 priority boost,
 -- $6 effect kind, $7 effect target, $8 effect secret, $9 effect max attempts,
--- $10 effect timeout seconds
+-- $10 effect timeout seconds (cast: from `coalesce($10, 10)` alone PostgreSQL infers an
+-- integer, and asyncpg then truncates a timeout of 0.5 s to 0 and 2.5 s to 2)
 INSERT INTO queues AS q (name, lease_ttl_seconds, max_abandons, escalation_queue,
                          escalation_priority_boost, effect_kind, effect_target, effect_secret,
                          effect_max_attempts, effect_timeout_seconds)
 VALUES ($1, coalesce($2, 300), coalesce($3, 3), $4, coalesce($5, 100), coalesce($6, 'none'),
-        $7, $8, coalesce($9, 8), coalesce($10, 10))
+        $7, $8, coalesce($9, 8), coalesce($10::double precision, 10))
 ON CONFLICT (name) DO UPDATE
     SET lease_ttl_seconds = coalesce($2, q.lease_ttl_seconds),
         max_abandons = coalesce($3, q.max_abandons),
@@ -18,7 +19,7 @@ ON CONFLICT (name) DO UPDATE
         effect_target = CASE WHEN $6 IS NULL THEN q.effect_target ELSE $7 END,
         effect_secret = CASE WHEN $6 IS NULL THEN q.effect_secret ELSE $8 END,
         effect_max_attempts = coalesce($9, q.effect_max_attempts),
-        effect_timeout_seconds = coalesce($10, q.effect_timeout_seconds),
+        effect_timeout_seconds = coalesce($10::double precision, q.effect_timeout_seconds),
         updated_at = now()
 RETURNING q.*;
 

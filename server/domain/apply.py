@@ -96,12 +96,24 @@ async def claim_due(db: Database, limit: int) -> list[DueApplication]:
     return [DueApplication.from_row(row) for row in rows]
 
 
+def storable(text: str | None) -> str | None:
+    """PostgreSQL text holds no NUL character. An error or note comes from the receiver or a
+    handler (a response body, an exception message): one with a NUL would make recording the
+    attempt fail, every time, and the decision would be retried forever, never recorded."""
+    return None if text is None else text.replace("\x00", "\ufffd")
+
+
 async def record_applied(
     db: Database, due: DueApplication, *, note: str | None, worker: str, started_at: datetime
 ) -> bool:
     """True if this call applied it; False if it had been applied already (no change)."""
     row = await db.fetchrow(
-        "application_record_applied", due.decision_id, note, due.attempt, worker, started_at
+        "application_record_applied",
+        due.decision_id,
+        storable(note),
+        due.attempt,
+        worker,
+        started_at,
     )
     assert row is not None
     return bool(row["applied"])
@@ -136,11 +148,11 @@ async def record_failure(
         due.attempt,
         worker,
         started_at,
-        error,
+        storable(error),
         permanent,
         retry_at,
     )
-    return None if row is None else str(row["state"])
+    return None if row is None or row["state"] is None else str(row["state"])
 
 
 @dataclass(frozen=True)

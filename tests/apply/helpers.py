@@ -1,0 +1,263 @@
+"""Shared by the apply tests: a queue with an effect, decisions made fast through the domain,
+`casework worker` processes, bounded waits on the work list, and its invariants."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from server.config import REPO_ROOT
+from server.domain.failures import QueueEmpty
+from server.domain.items import MAX_BATCH, NewItem, enqueue_items
+from server.domain.leases import claim_next
+from server.domain.model import Claim, EffectKind, Principal
+from server.domain.queues import Effect, QueueSettings, configure_queue
+from server.store.database import Database
+from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer
+from tests.integration.helpers import decide
+
+SECRET = "casework-test-signing-secret"
+# Retries fall due quickly: the first after ~0.05 s, then doubling.
+BACKOFF_SECONDS = "0.05"
+# How often a test polls a table it waits on: no signal exists for "the work list drained".
+POLL_SECONDS = 0.1
+WORKER_EXIT_SECONDS = 15.0
+
+
+async def configure_effect(
+    db: Database,
+    queue: str,
+    effect: Effect,
+    *,
+    timeout_seconds: float | None = None,
+    max_attempts: int | None = None,
+) -> None:
+    result = await configure_queue(
+        db,
+        ADMIN,
+        QueueSettings(
+            queue,
+            effect=effect,
+            effect_timeout_seconds=timeout_seconds,
+            effect_max_attempts=max_attempts,
+        ),
+    )
+    assert not hasattr(result, "message"), result
+
+
+def webhook(url: str, secret: str = SECRET) -> Effect:
+    return Effect(EffectKind.WEBHOOK, url, secret)
+
+
+async def make_decisions(
+    db: Database, queue: str, count: int, *, claimers: int = 4, prefix: str = "cust"
+) -> list[int]:
+    """Enqueues `count` items and approves them all, `claimers` reviewers at once; returns
+    the decision ids. Each decision joins the work list in its own transaction."""
+    keys = [f"{prefix}-{n}" for n in range(count)]
+    for start in range(0, count, MAX_BATCH):
+        batch = [NewItem(key, {"n": key}, 0) for key in keys[start : start + MAX_BATCH]]
+        enqueued = await enqueue_items(db, INTEGRATION, queue, batch)
+        assert isinstance(enqueued, list), enqueued
+
+    async def review(principal: Principal) -> list[int]:
+        decided: list[int] = []
+        while True:
+            claim = await claim_next(db, principal, queue)
+            if isinstance(claim, QueueEmpty):
+                return decided
+            assert isinstance(claim, Claim), claim
+            decided.append((await decide(db, principal, claim)).id)
+
+    batches = await asyncio.gather(
+        *(review(reviewer(f"reviewer-{n}", queue)) for n in range(claimers))
+    )
+    decision_ids = [decision_id for batch in batches for decision_id in batch]
+    assert len(decision_ids) == len(set(decision_ids)) == count
+    return decision_ids
+
+
+async def make_decision(db: Database, queue: str, key: str) -> int:
+    return (await make_decisions(db, queue, 1, claimers=1, prefix=key))[0]
+
+
+def worker_env(test_database: TestDatabase, **extra: str) -> dict[str, str]:
+    """The environment of a `casework worker` (or serve) on this test database."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database.owner_dsn,
+        "CASEWORK_APPLY_BACKOFF_SECONDS": BACKOFF_SECONDS,
+        **extra,
+    }
+    env.pop("CASEWORK_APP_DATABASE_URL", None)
+    return env
+
+
+def worker_name(pid: int) -> str:
+    """The name a worker process records its attempts under."""
+    return f"{socket.gethostname()}:{pid}"
+
+
+@dataclass
+class WorkerProcess:
+    """A running `casework worker`, its output collected as it comes."""
+
+    process: asyncio.subprocess.Process
+    output: list[str] = field(default_factory=list)
+    _reading: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def name(self) -> str:
+        return worker_name(self.pid)
+
+    @property
+    def log(self) -> str:
+        return "".join(self.output)
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            self.output.append(line.decode(errors="replace"))
+
+    async def wait(self, within: float = WORKER_EXIT_SECONDS) -> int:
+        code = await asyncio.wait_for(self.process.wait(), within)
+        if self._reading is not None:
+            await self._reading
+        return code
+
+    async def kill(self) -> None:
+        """SIGKILL: nothing of the process gets to run any more."""
+        if self.process.returncode is None:
+            self.process.kill()
+        await self.wait()
+
+    async def terminate(self, within: float = WORKER_EXIT_SECONDS) -> int:
+        """SIGTERM, then the exit code."""
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+        return await self.wait(within)
+
+
+async def start_worker(env: dict[str, str], *args: str) -> WorkerProcess:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server.cli",
+        "worker",
+        *args,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    worker = WorkerProcess(process)
+    worker._reading = asyncio.create_task(worker._read())
+    return worker
+
+
+@asynccontextmanager
+async def worker_processes(
+    env: dict[str, str], count: int, *args: str
+) -> AsyncIterator[list[WorkerProcess]]:
+    """`count` workers; the list may be changed (a restart replaces its entry). Whatever is
+    still running at the end is killed."""
+    workers = [await start_worker(env, *args) for _ in range(count)]
+    try:
+        yield workers
+    finally:
+        for worker in workers:
+            with contextlib.suppress(ProcessLookupError):
+                await worker.kill()
+
+
+async def wait_until(check: Callable[[], Awaitable[Any]], *, within: float, what: str) -> Any:
+    """Polls `check` every POLL_SECONDS until it returns something truthy; returns it.
+    Fails after `within` seconds. For states that no signal announces."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        result = await check()
+        if result:
+            return result
+        if loop.time() > deadline:
+            raise AssertionError(f"not within {within} s: {what} (last: {result!r})")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def application_row(conn: asyncpg.Connection, decision_id: int) -> asyncpg.Record:
+    row = await conn.fetchrow(
+        "SELECT *, locked_until > now() AS locked FROM decision_applications "
+        "WHERE decision_id = $1",
+        decision_id,
+    )
+    assert row is not None, f"decision {decision_id} is not on the work list"
+    return row
+
+
+async def attempt_rows(conn: asyncpg.Connection, decision_id: int) -> list[asyncpg.Record]:
+    rows: list[asyncpg.Record] = await conn.fetch(
+        "SELECT * FROM apply_attempts WHERE decision_id = $1 ORDER BY id", decision_id
+    )
+    return rows
+
+
+async def state_is(conn: asyncpg.Connection, decision_id: int, state: str) -> bool:
+    return bool((await application_row(conn, decision_id))["state"] == state)
+
+
+async def inconsistencies(conn: asyncpg.Connection, *, every_attempt_recorded: bool) -> list[str]:
+    """What is wrong with the work list, the proofs and the history; empty if nothing.
+
+    `every_attempt_recorded`: no worker was SIGKILLed, so each claimed attempt is either
+    recorded in apply_attempts or still under its lock (in flight, or abandoned at shutdown).
+    """
+    rows = await conn.fetch(
+        """
+        SELECT a.decision_id, a.state, a.attempts, a.locked_until,
+               p.decision_id IS NOT NULL AS proven,
+               count(t.id) AS recorded,
+               count(t.id) FILTER (WHERE t.outcome = 'applied') AS applied_attempts,
+               (array_agg(t.outcome ORDER BY t.id DESC))[1] AS last_outcome
+        FROM decision_applications AS a
+        LEFT JOIN applied_decisions AS p ON p.decision_id = a.decision_id
+        LEFT JOIN apply_attempts AS t ON t.decision_id = a.decision_id
+        GROUP BY a.decision_id, p.decision_id
+        """
+    )
+    problems: list[str] = []
+    for row in rows:
+        where = f"decision {row['decision_id']}: {dict(row)}"
+        if (row["state"] == "applied") != row["proven"]:
+            problems.append(f"state and proof disagree: {where}")
+        if row["state"] != "pending" and row["locked_until"] is not None:
+            problems.append(f"settled but locked: {where}")
+        if row["state"] == "applied" and row["applied_attempts"] == 0:
+            problems.append(f"applied with no applied attempt: {where}")
+        if row["state"] == "failed" and row["last_outcome"] != "permanent":
+            problems.append(f"failed, but the last attempt is not permanent: {where}")
+        if row["recorded"] > row["attempts"]:
+            problems.append(f"more attempts recorded than made: {where}")
+        if every_attempt_recorded and row["state"] != "applied":
+            in_flight = 1 if row["locked_until"] is not None else 0
+            if row["recorded"] + in_flight != row["attempts"]:
+                problems.append(f"an attempt is neither recorded nor locked: {where}")
+    orphans = await conn.fetch(
+        "SELECT p.decision_id FROM applied_decisions AS p "
+        "LEFT JOIN decision_applications AS a USING (decision_id) WHERE a.decision_id IS NULL"
+    )
+    problems += [f"proof without a work-list row: {row['decision_id']}" for row in orphans]
+    return problems
