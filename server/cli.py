@@ -6,10 +6,11 @@ import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from types import FrameType
+from typing import Any
 
 import asyncpg
 
@@ -214,8 +215,18 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         settings = replace(settings, worker_concurrency=args.concurrency)
     databases = resolve_databases(settings)
     print(f"casework worker: carrying decisions out ({databases.describe()})", flush=True)
-    asyncio.run(run_standalone(databases.app_dsn, settings))
+    run_event_loop(run_standalone(databases.app_dsn, settings))
     return 0
+
+
+def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
+    """uvloop where it is installed (it comes with uvicorn[standard]), as serve runs."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
 
 
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
