@@ -178,21 +178,22 @@ class Subscription:
         if first is None or not ctx.principal.works_in(first.queue):
             raise ClientError(f"no item {parsed} that your token covers")
         since = datetime.now(UTC)
-        inbox = Inbox(accepts=lambda event: not _expired_before(event, since))
+
+        def concerns_this_item(event: Event) -> bool:
+            # The queue subscription is only there so the expiry timer watches the queue;
+            # the queue's other traffic never enters this inbox.
+            mentioned = parsed in (event.item_id, *event.evidence_changed) or event.more
+            return mentioned and not _expired_before(event, since)
+
+        inbox = Inbox(accepts=concerns_this_item)
         with ctx.live.hub.subscribe(items=(parsed,), queues=(first.queue,), inbox=inbox):
             ctx.live.timer.watchers_changed()
+            # A change between the first read and joining the hub would otherwise be missed.
+            ctx.forget_reads()
+            if await ctx.loaders.item.load(parsed) != first:
+                inbox.offer(Resync("the item changed while the subscription started"))
             while True:
                 message = await inbox.next()
-                if (
-                    isinstance(message, Event)
-                    and parsed
-                    not in (
-                        message.item_id,
-                        *message.evidence_changed,
-                    )
-                    and not message.more
-                ):
-                    continue
                 if not await ctx.still_authorized():
                     return
                 # Re-read: the event only says where to look.
