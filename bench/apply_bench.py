@@ -63,11 +63,11 @@ from http1 import KeepAliveConnection
 from server.config import REPO_ROOT
 from server.domain.decisions import DecisionInput, submit_decision
 from server.domain.leases import claim_next
-from server.domain.model import Claim, Decision, EffectKind, Principal, Role, Verdict
+from server.domain.model import Claim, Decision, EffectKind, Verdict
 from server.domain.queues import Effect, QueueSettings, configure_queue
 from server.store.database import Database, create_pool
 
-REVIEWER = Principal("bench-reviewer", Role.REVIEWER, frozenset({benchlib.QUEUE}))
+REVIEWER = benchlib.REVIEWER
 SIGNING_SECRET = "apply-bench-signing-secret-0123456789"
 LAG_TARGET_SECONDS = 1.0
 THIS_FILE = Path(__file__).resolve()
@@ -513,20 +513,7 @@ async def claim_and_decide(db: Database) -> Decision:
     claim = await claim_next(db, REVIEWER, benchlib.QUEUE)
     if not isinstance(claim, Claim):
         raise RuntimeError(f"claim returned {claim}")
-    decision = await submit_decision(
-        db,
-        REVIEWER,
-        DecisionInput(
-            item_id=str(claim.item.id),
-            lease_token=str(claim.lease_token),
-            verdict=Verdict.APPROVE,
-            reason_code=benchlib.REASON_CODE,
-            evidence_hash=claim.evidence_hash,
-        ),
-    )
-    if not isinstance(decision, Decision):
-        raise RuntimeError(f"decision returned {decision}")
-    return decision
+    return await benchlib.approve(db, claim, f"item {claim.item.id}")
 
 
 @contextlib.asynccontextmanager

@@ -25,9 +25,10 @@ import httpx
 
 from server.app import WS_PER_MESSAGE_DEFLATE
 from server.config import REPO_ROOT
+from server.domain.decisions import DecisionInput, submit_decision
 from server.domain.failures import is_failure
 from server.domain.items import MAX_BATCH, NewItem, enqueue_items
-from server.domain.model import Principal, Role, Verdict
+from server.domain.model import Claim, Decision, Principal, Role, Verdict
 from server.domain.queues import QueueSettings, configure_queue, define_reason_code
 from server.store.database import Database, connect
 from server.store.dsn import APP_ROLE, with_database, with_user
@@ -42,6 +43,7 @@ QUEUE = "bench"
 REASON_CODE = "bench_ok"
 ADMIN = Principal("bench-admin", Role.ADMIN, frozenset())
 INTEGRATION = Principal("bench-integration", Role.INTEGRATION, frozenset())
+REVIEWER = Principal("bench-reviewer", Role.REVIEWER, frozenset({QUEUE}))
 
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
@@ -117,6 +119,24 @@ async def seed_queue(db: Database) -> None:
             ),
             "reason code",
         )
+
+
+async def approve(db: Database, claim: Claim, what: str) -> Decision:
+    """Approves a claimed item through the domain, as a reviewer's console would."""
+    decision = await submit_decision(
+        db,
+        REVIEWER,
+        DecisionInput(
+            item_id=str(claim.item.id),
+            lease_token=str(claim.lease_token),
+            verdict=Verdict.APPROVE,
+            reason_code=REASON_CODE,
+            evidence_hash=claim.evidence_hash,
+        ),
+    )
+    if not isinstance(decision, Decision):
+        raise RuntimeError(f"decision on {what} returned {decision}")
+    return decision
 
 
 def new_item(key: str, rng: random.Random) -> NewItem:

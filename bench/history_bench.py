@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 import asyncpg
 import benchlib
 
-from server.domain.decisions import DecisionInput, submit_decision
 from server.domain.leases import claim_next
-from server.domain.model import Claim, Principal, Role, Verdict
+from server.domain.model import Claim
 from server.store.database import Database, connect, create_pool
 
-REVIEWER = Principal("bench-reviewer", Role.REVIEWER, frozenset({benchlib.QUEUE}))
+REVIEWER = benchlib.REVIEWER
 
 INSERT_HISTORY = """
 INSERT INTO review_items
@@ -127,18 +126,7 @@ async def cycle(state: State, rng: random.Random, timed: bool) -> None:
         raise RuntimeError(f"claim on {state.label} returned {claim}")
     if timed:
         state.latencies.append(elapsed)
-    decision = await submit_decision(
-        db,
-        REVIEWER,
-        DecisionInput(
-            item_id=str(claim.item.id),
-            lease_token=str(claim.lease_token),
-            verdict=Verdict.APPROVE,
-            reason_code=benchlib.REASON_CODE,
-            evidence_hash=claim.evidence_hash,
-        ),
-    )
-    benchlib.check(decision, f"decision on {state.label}")
+    await benchlib.approve(db, claim, state.label)
     state.refills += 1
     await benchlib.enqueue(db, [f"refill-{state.refills:07d}"], rng)
 
