@@ -36,7 +36,8 @@ log = logging.getLogger("casework.worker")
 
 POLL_SECONDS = 1.0
 GRACE_SECONDS = 10.0
-HINT_KINDS = frozenset({"decided", "escalated", "overturned"})
+# "exception": a redrive may have put a failed decision back on the work list.
+HINT_KINDS = frozenset({"decided", "escalated", "overturned", "exception"})
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ claimed AS (
         updated_at = now()
     FROM due, queues AS q
     WHERE a.decision_id = due.decision_id AND q.name = a.queue
-    RETURNING a.decision_id, a.attempts
+    RETURNING a.decision_id, a.attempts, a.attempts_before_redrive, a.redrive_key
 )
-SELECT c.decision_id, c.attempts,
+SELECT c.decision_id, c.attempts, c.attempts_before_redrive, c.redrive_key,
        d.item_id, d.queue, d.verdict, d.outcome, d.reason_code, d.note, d.reviewer,
        d.evidence_hash, d.decided_at, d.supersedes, s.outcome AS superseded_outcome,
        i.external_key,
@@ -59,15 +59,17 @@ attempt AS (
 SELECT EXISTS (SELECT 1 FROM proof) AS applied, (SELECT count(*) FROM attempt) AS recorded;
 
 -- name: application_record_failure
--- A failed attempt: retried at $7 unless it was permanent or the last one allowed, in which
--- case the application is `failed` for a person to look at. The work list changes only if
+-- A failed attempt: retried at $7 unless it was permanent or the last one allowed (counted
+-- from the latest redrive), in which case the application is `failed` and a person gets
+-- an exception to own. The work list changes only if
 -- this is still the latest attempt of a pending application (an attempt that outlived its
 -- lock must not undo the one that took over); the history row is written either way.
 -- $1 decision id, $2 attempt, $3 worker, $4 attempt started at, $5 error, $6 permanent,
 -- $7 next attempt at
 WITH settled AS (
     UPDATE decision_applications AS a
-    SET state = CASE WHEN $6 OR a.attempts >= q.effect_max_attempts THEN 'failed'
+    SET state = CASE WHEN $6 OR a.attempts - a.attempts_before_redrive >= q.effect_max_attempts
+                     THEN 'failed'
                      ELSE 'pending' END,
         next_attempt_at = $7,
         locked_until = NULL,

@@ -18,6 +18,7 @@ WITH target AS (
       AND i.state = 'pending'
       AND i.lease_expires_at > now()
       AND i.evidence_hash = $7
+      AND i.kind = 'review'
       AND i.queue = ANY ($9::text[])
       AND EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = i.queue AND r.code = $6 AND $5 = ANY (r.verdicts))
@@ -57,7 +58,7 @@ JOIN target AS t ON t.id = r.item_id,
 -- name: decision_submit_diagnose
 -- Read-only: why did decision_submit write nothing? Runs only on that failure path.
 -- $1 item id, $2 reason code, $3 verdict
-SELECT i.id, i.queue, i.state, i.lease_token, i.lease_owner,
+SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        i.lease_expires_at > now() AS lease_live,
        i.evidence_hash,
        EXISTS (SELECT 1 FROM reason_codes AS r

@@ -16,7 +16,8 @@ WITH upserted AS (
         SET payload = excluded.payload,
             evidence_hash = excluded.evidence_hash,
             updated_at = now()
-        WHERE i.state = 'pending' AND i.evidence_hash <> excluded.evidence_hash
+        WHERE i.state = 'pending' AND i.kind = 'review'
+          AND i.evidence_hash <> excluded.evidence_hash
     RETURNING i.id, i.external_key, (i.xmax = 0) AS created
 ),
 -- One notification per batch, with the ids whose evidence changed (bounded: the

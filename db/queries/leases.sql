@@ -3,7 +3,8 @@
 -- as an abandonment; the abandonment that reaches max_abandons escalates the item instead
 -- of leasing it (`escalated` is then true and the caller claims again).
 -- Sends one hint (casework_notify): `claimed`, or `escalated` with the queue the item left.
--- $1 queue, $2 lease owner
+-- Only a queue's holder role claims there: reviewers, or approvers in an approval queue.
+-- $1 queue, $2 lease owner, $3 the caller's role
 WITH candidate AS (
     SELECT i.id,
            i.lease_token IS NOT NULL AS lapsed,
@@ -16,6 +17,7 @@ WITH candidate AS (
     WHERE i.queue = $1
       AND i.state = 'pending'
       AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+      AND q.holder_role = $3
     ORDER BY i.priority DESC, i.created_at
     LIMIT 1
     FOR UPDATE OF i SKIP LOCKED
@@ -46,7 +48,7 @@ FROM claimed,
 -- name: lease_renew
 -- Fence: the token must match a live lease of the caller on a pending item, in a queue the
 -- caller's token covers.
--- $1 item id, $2 lease token, $3 lease owner, $4 the queues of the caller's token
+-- $1 item id, $2 lease token, $3 lease owner, $4 the queues of the caller's token (NULL: all)
 WITH renewed AS (
 UPDATE review_items AS i
 SET lease_expires_at = now() + make_interval(secs => q.lease_ttl_seconds),
@@ -58,7 +60,7 @@ WHERE q.name = i.queue
   AND i.lease_owner = $3
   AND i.state = 'pending'
   AND i.lease_expires_at > now()
-  AND i.queue = ANY ($4::text[])
+  AND ($4::text[] IS NULL OR i.queue = ANY ($4))
 RETURNING i.*
 )
 SELECT renewed.*, hint.notification
@@ -68,7 +70,7 @@ FROM renewed,
 
 -- name: lease_release
 -- Fence as for renew. A released item is claimable at once and is not an abandonment.
--- $1 item id, $2 lease token, $3 lease owner, $4 the queues of the caller's token
+-- $1 item id, $2 lease token, $3 lease owner, $4 the queues of the caller's token (NULL: all)
 WITH released AS (
 UPDATE review_items AS i
 SET lease_owner = NULL,
@@ -80,7 +82,7 @@ WHERE i.id = $1
   AND i.lease_owner = $3
   AND i.state = 'pending'
   AND i.lease_expires_at > now()
-  AND i.queue = ANY ($4::text[])
+  AND ($4::text[] IS NULL OR i.queue = ANY ($4))
 RETURNING i.*
 )
 SELECT released.*, hint.notification

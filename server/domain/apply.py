@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from server.domain import exceptions
+from server.domain.exception_records import Consequence
 from server.domain.model import EffectKind, Verdict
 from server.store.database import Database, Row
 
@@ -40,6 +42,8 @@ class DueApplication:
     effect_secret: str | None
     effect_timeout_seconds: float
     effect_max_attempts: int
+    # Set when an apply_decision exception's redrive put the decision back on the list.
+    redrive_key: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> DueApplication:
@@ -64,6 +68,7 @@ class DueApplication:
             effect_secret=row["effect_secret"],
             effect_timeout_seconds=row["effect_timeout_seconds"],
             effect_max_attempts=row["effect_max_attempts"],
+            redrive_key=row["redrive_key"],
         )
 
     def payload(self) -> dict[str, Any]:
@@ -106,16 +111,27 @@ def storable(text: str | None) -> str | None:
 async def record_applied(
     db: Database, due: DueApplication, *, note: str | None, worker: str, started_at: datetime
 ) -> bool:
-    """True if this call applied it; False if it had been applied already (no change)."""
-    row = await db.fetchrow(
-        "application_record_applied",
-        due.decision_id,
-        storable(note),
-        due.attempt,
-        worker,
-        started_at,
-    )
-    assert row is not None
+    """True if this call applied it; False if it had been applied already (no change).
+    A redriven decision's exception closes as corrected in the same transaction."""
+    async with db.transaction() as tx:
+        row = await tx.fetchrow(
+            "application_record_applied",
+            due.decision_id,
+            storable(note),
+            due.attempt,
+            worker,
+            started_at,
+        )
+        assert row is not None
+        if due.redrive_key is not None:
+            await exceptions.report_checked(
+                tx,
+                due.redrive_key,
+                True,
+                storable(note),
+                actor=exceptions.SYSTEM_ACTOR,
+                actor_role=exceptions.SYSTEM_ROLE,
+            )
     return bool(row["applied"])
 
 
@@ -141,18 +157,70 @@ async def record_failure(
     started_at: datetime,
 ) -> str | None:
     """The application's state afterwards: 'pending' (will retry) or 'failed'; None if it
-    was no longer pending (applied meanwhile by a worker that took over a lapsed lock)."""
-    row = await db.fetchrow(
-        "application_record_failure",
-        due.decision_id,
-        due.attempt,
-        worker,
-        started_at,
-        storable(error),
-        permanent,
-        retry_at,
+    was no longer pending (applied meanwhile by a worker that took over a lapsed lock).
+
+    A decision that failed for good is handed to a person in the same transaction: an
+    exception in workflow apply_decision, or, for a redrive, its failure reported."""
+    async with db.transaction() as tx:
+        row = await tx.fetchrow(
+            "application_record_failure",
+            due.decision_id,
+            due.attempt,
+            worker,
+            started_at,
+            storable(error),
+            permanent,
+            retry_at,
+        )
+        state = None if row is None or row["state"] is None else str(row["state"])
+        if state == "failed":
+            await _hand_to_person(tx, due, storable(error) or "", permanent=permanent)
+    return state
+
+
+APPLY_WORKFLOW = "apply_decision"
+
+
+async def _hand_to_person(
+    db: Database, due: DueApplication, error: str, *, permanent: bool
+) -> None:
+    if due.redrive_key is not None:
+        await exceptions.report_checked(
+            db,
+            due.redrive_key,
+            False,
+            error[:4000],
+            actor=exceptions.SYSTEM_ACTOR,
+            actor_role=exceptions.SYSTEM_ROLE,
+        )
+        return
+    attempts = due.attempt
+    await exceptions.raise_checked(
+        db,
+        exceptions.RaiseInput(
+            workflow=APPLY_WORKFLOW,
+            source_record_id=str(due.decision_id),
+            reason_code="effect_refused" if permanent else "attempts_exhausted",
+            detail=(
+                f"The {due.effect_kind.value} effect of decision {due.decision_id} "
+                f"(queue {due.queue}, {due.outcome.name}) failed after {attempts} "
+                f"attempt(s): {error}"
+            )[:4000],
+            consequence=Consequence.HIGH,
+            completed_steps=["decide"],
+            blocked_step="apply",
+            evidence=[f"casework:decision/{due.decision_id}", f"casework:item/{due.item_id}"],
+            context={
+                "queue": due.queue,
+                "externalKey": due.external_key,
+                "verdict": due.outcome.name,
+                "attempts": attempts,
+            },
+        ),
+        actor=exceptions.SYSTEM_ACTOR,
+        actor_role=exceptions.SYSTEM_ROLE,
+        decision_id=due.decision_id,
     )
-    return None if row is None or row["state"] is None else str(row["state"])
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,11 @@ async def _why_not_recorded(
         return InvalidInput(f"no item with id {item_id}", "itemId")
     if not principal.works_in(state["queue"]):
         return NotPermitted(f"your token does not cover queue {state['queue']!r}")
+    if state["kind"] == "exception":
+        return InvalidInput(
+            f"item {item_id} stands for an exception: act on it with the exception mutations",
+            "itemId",
+        )
     lease_holds = (
         state["state"] == "pending"
         and state["lease_live"]

@@ -68,6 +68,24 @@ class AlreadySuperseded:
     )
 
 
+@dataclass(frozen=True)
+class InvalidTransition:
+    """An exception action its state, or its reason, does not allow."""
+
+    exception_id: str
+    state: str
+    action: str
+    allowed_actions: tuple[str, ...]
+    message: str
+
+
+@dataclass(frozen=True)
+class AlreadyQueued:
+    exception_id: str
+    redrive_key: str
+    message: str = "a redrive of this correction version was requested already; nothing new"
+
+
 Failure = (
     NotPermitted
     | InvalidInput
@@ -76,6 +94,8 @@ Failure = (
     | EvidenceChanged
     | InvalidReasonCode
     | AlreadySuperseded
+    | InvalidTransition
+    | AlreadyQueued
 )
 
 
@@ -87,6 +107,8 @@ _FAILURE_CLASSES = (
     EvidenceChanged,
     InvalidReasonCode,
     AlreadySuperseded,
+    InvalidTransition,
+    AlreadyQueued,
 )
 
 

@@ -14,8 +14,9 @@ MAX_ESCALATIONS_PER_CLAIM = 100
 
 
 def _may_hold_leases(principal: Principal) -> NotPermitted | None:
-    if principal.role is not Role.REVIEWER:
-        return NotPermitted("only a reviewer token may claim and hold items")
+    # Approvers hold leases too, on corrections waiting in an approval queue.
+    if principal.role not in (Role.REVIEWER, Role.APPROVER):
+        return NotPermitted("only a reviewer or approver token may claim and hold items")
     return None
 
 
@@ -27,8 +28,10 @@ async def claim_next(
         return refusal
     if not principal.works_in(queue):
         return NotPermitted(f"your token does not cover queue {queue!r}")
+    # Overdue exceptions change owner here, at claim time: no cron job keeps that alive.
+    await db.fetchrow("exceptions_escalate_overdue", queue)
     for _ in range(MAX_ESCALATIONS_PER_CLAIM):
-        row = await db.fetchrow("item_claim_next", queue, principal.user)
+        row = await db.fetchrow("item_claim_next", queue, principal.user, principal.role.value)
         if row is None:
             break
         if not row["escalated"]:
@@ -41,6 +44,8 @@ async def claim_next(
     known = await require_queue(db, principal, queue)
     if isinstance(known, InvalidInput | NotPermitted):
         return known
+    if known.holder_role is not principal.role:
+        return NotPermitted(f"queue {queue!r} is worked by {known.holder_role.value}s")
     return QueueEmpty(queue)
 
 
@@ -68,7 +73,7 @@ async def _fenced_lease_write(
     token = parse_lease_token(lease_token)
     if isinstance(token, InvalidInput):
         return token
-    row = await db.fetchrow(query, parsed_id, token, principal.user, sorted(principal.queues))
+    row = await db.fetchrow(query, parsed_id, token, principal.user, principal.queue_scope())
     if row is None:
         # The fence refused; a caller without the queue learns that, not that a lease lapsed.
         current = await db.fetch("items_get_by_ids", [parsed_id])

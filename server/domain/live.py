@@ -51,10 +51,11 @@ async def leases_expired_between(
 
 @dataclass(frozen=True, order=True)
 class StreamPosition:
-    """A place in a queue's decision stream, in commit-safe order."""
+    """A place in a commit-ordered stream (decisions, exception events): the writing
+    transaction, then the row id."""
 
     txid: int
-    decision_id: int
+    row_id: int
 
 
 async def stream_start(
@@ -78,7 +79,5 @@ async def stream_start(
 async def decisions_after(
     db: Database, queue: str, position: StreamPosition, limit: int
 ) -> list[tuple[StreamPosition, Decision]]:
-    rows = await db.fetch(
-        "decisions_after_position", queue, position.txid, position.decision_id, limit
-    )
+    rows = await db.fetch("decisions_after_position", queue, position.txid, position.row_id, limit)
     return [(StreamPosition(row["txid"], row["id"]), Decision.from_row(row)) for row in rows]

@@ -34,11 +34,13 @@ class EffectKind(enum.Enum):
 
 
 class ItemState(enum.Enum):
-    """What a reader sees; `leased` is a pending item under a live lease."""
+    """What a reader sees; `leased` is a pending item under a live lease, `parked` an
+    exception's item while no one can act on it under a lease (redrive pending, closed)."""
 
     PENDING = "pending"
     LEASED = "leased"
     DECIDED = "decided"
+    PARKED = "parked"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,12 @@ class Principal:
             return queue in self.queues
         return not self.queues or queue in self.queues
 
+    def queue_scope(self) -> list[str] | None:
+        """The queues a fenced write may touch, as the SQL takes them (None: every queue)."""
+        if self.role is not Role.REVIEWER and not self.queues:
+            return None
+        return sorted(self.queues)
+
 
 @dataclass(frozen=True)
 class Queue:
@@ -69,6 +77,8 @@ class Queue:
     effect_target: str | None
     effect_max_attempts: int
     effect_timeout_seconds: float
+    # Who claims here: reviewers, or approvers in a workflow's approval queue.
+    holder_role: Role
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:
@@ -83,6 +93,7 @@ class Queue:
             effect_target=row["effect_target"],
             effect_max_attempts=row["effect_max_attempts"],
             effect_timeout_seconds=row["effect_timeout_seconds"],
+            holder_role=Role(row["holder_role"]),
         )
 
 
@@ -113,6 +124,8 @@ class Item:
     payload: Any
     evidence_hash: str
     decided: bool
+    parked: bool
+    is_exception: bool
     lease_owner: str | None
     lease_expires_at: datetime | None
     lease_count: int
@@ -132,6 +145,8 @@ class Item:
             payload=row["payload"],
             evidence_hash=row["evidence_hash"],
             decided=row["state"] == "decided",
+            parked=row["state"] == "parked",
+            is_exception=row["kind"] == "exception",
             lease_owner=row["lease_owner"],
             lease_expires_at=row["lease_expires_at"],
             lease_count=row["lease_count"],
@@ -144,6 +159,8 @@ class Item:
     def state(self, now: datetime) -> ItemState:
         if self.decided:
             return ItemState.DECIDED
+        if self.parked:
+            return ItemState.PARKED
         if self.lease_expires_at is not None and self.lease_expires_at > now:
             return ItemState.LEASED
         return ItemState.PENDING

@@ -15,7 +15,16 @@ CHANNEL = "casework_events"
 MAX_PAYLOAD_BYTES = 7999
 
 KINDS = frozenset(
-    {"enqueued", "claimed", "renewed", "released", "decided", "escalated", "overturned"}
+    {
+        "enqueued",
+        "claimed",
+        "renewed",
+        "released",
+        "decided",
+        "escalated",
+        "overturned",
+        "exception",
+    }
 )
 # Made by this process only, never by the database: see server/events/expiry.py.
 EXPIRED = "expired"
@@ -35,12 +44,14 @@ class Event:
     owner: str | None = None
     # For EXPIRED: when the lease ran out.
     expired_at: datetime | None = None
+    # For "exception": the workflows concerned, and other queues the change touched.
+    workflows: tuple[str, ...] = field(default=())
+    other_queues: tuple[str, ...] = field(default=())
 
     @property
     def queues(self) -> tuple[str, ...]:
-        if self.from_queue and self.from_queue != self.queue:
-            return (self.queue, self.from_queue)
-        return (self.queue,)
+        named = (self.queue, self.from_queue, *self.other_queues)
+        return tuple(dict.fromkeys(q for q in named if q))
 
 
 def parse_event(payload: str) -> Event | None:
@@ -62,4 +73,12 @@ def parse_event(payload: str) -> Event | None:
         from_queue=data.get("from"),
         evidence_changed=tuple(data.get("e") or ()),
         more=bool(data.get("more")),
+        workflows=_names(data.get("ws") or ([data["w"]] if data.get("w") else [])),
+        other_queues=_names(data.get("qs") or []),
     )
+
+
+def _names(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(v for v in value if isinstance(v, str))

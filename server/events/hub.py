@@ -77,6 +77,7 @@ class Hub:
         self._db = db
         self._by_queue: dict[str, set[Inbox]] = defaultdict(set)
         self._by_item: dict[int, set[Inbox]] = defaultdict(set)
+        self._by_workflow: dict[str, set[Inbox]] = defaultdict(set)
         self._feeds: dict[str, BacklogFeed] = {}
         self.dispatched = 0
         # Times a subscriber fell so far behind that its inbox was dropped for a Resync.
@@ -84,12 +85,19 @@ class Hub:
 
     @contextlib.contextmanager
     def subscribe(
-        self, *, queues: tuple[str, ...] = (), items: tuple[int, ...] = (), inbox: Inbox
+        self,
+        *,
+        queues: tuple[str, ...] = (),
+        items: tuple[int, ...] = (),
+        workflows: tuple[str, ...] = (),
+        inbox: Inbox,
     ) -> Iterator[Inbox]:
         for queue in queues:
             self._by_queue[queue].add(inbox)
         for item in items:
             self._by_item[item].add(inbox)
+        for workflow in workflows:
+            self._by_workflow[workflow].add(inbox)
         try:
             yield inbox
         finally:
@@ -97,6 +105,8 @@ class Hub:
                 _discard(self._by_queue, queue, inbox)
             for item in items:
                 _discard(self._by_item, item, inbox)
+            for workflow in workflows:
+                _discard(self._by_workflow, workflow, inbox)
 
     @contextlib.asynccontextmanager
     async def watch_backlog(self, queue: str) -> AsyncIterator[LatestValue[BacklogUpdate]]:
@@ -128,6 +138,8 @@ class Hub:
         for item in (event.item_id, *event.evidence_changed):
             if item is not None:
                 targets |= self._by_item.get(item, set())
+        for workflow in event.workflows:
+            targets |= self._by_workflow.get(workflow, set())
         if event.more:
             # The id list was cut short: every item watcher may be concerned.
             for inboxes in self._by_item.values():
@@ -137,7 +149,11 @@ class Hub:
 
     def resync_all(self, reason: str) -> None:
         everyone: set[Inbox] = set()
-        for inboxes in (*self._by_queue.values(), *self._by_item.values()):
+        for inboxes in (
+            *self._by_queue.values(),
+            *self._by_item.values(),
+            *self._by_workflow.values(),
+        ):
             everyone |= inboxes
         for inbox in everyone:
             self.overflows += inbox.offer(Resync(reason))
@@ -149,7 +165,11 @@ class Hub:
 
     def subscriber_count(self) -> int:
         inboxes: set[Inbox] = set()
-        for group in (*self._by_queue.values(), *self._by_item.values()):
+        for group in (
+            *self._by_queue.values(),
+            *self._by_item.values(),
+            *self._by_workflow.values(),
+        ):
             inboxes |= group
         return len(inboxes) + sum(len(feed.watchers) for feed in self._feeds.values())
 

@@ -51,6 +51,20 @@ class AlreadySuperseded(Error):
     superseded_by: strawberry.ID | None
 
 
+@strawberry.type(description="An exception action its state, or its reason, does not allow.")
+class InvalidTransition(Error):
+    exception_id: strawberry.ID
+    state: str = strawberry.field(description="The state the exception is in.")
+    action: str
+    allowed_actions: list[str] = strawberry.field(description="What may happen from here.")
+
+
+@strawberry.type(description="This correction version's redrive was requested already.")
+class AlreadyQueued(Error):
+    exception_id: strawberry.ID
+    redrive_key: str
+
+
 ErrorType = (
     NotPermitted
     | InvalidInput
@@ -59,6 +73,8 @@ ErrorType = (
     | EvidenceChanged
     | InvalidReasonCode
     | AlreadySuperseded
+    | InvalidTransition
+    | AlreadyQueued
 )
 
 
@@ -94,5 +110,19 @@ def from_failure(failure: failures.Failure) -> ErrorType:
                 message=failure.message,
                 decision_id=strawberry.ID(str(failure.decision_id)),
                 superseded_by=_id(failure.superseded_by),
+            )
+        case failures.InvalidTransition():
+            return InvalidTransition(
+                message=failure.message,
+                exception_id=strawberry.ID(failure.exception_id),
+                state=failure.state,
+                action=failure.action,
+                allowed_actions=list(failure.allowed_actions),
+            )
+        case failures.AlreadyQueued():
+            return AlreadyQueued(
+                message=failure.message,
+                exception_id=strawberry.ID(failure.exception_id),
+                redrive_key=failure.redrive_key,
             )
     raise AssertionError(f"unmapped failure {failure!r}")

@@ -8,7 +8,14 @@ from typing import TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from server.domain import apply, queues, reads
+from server.domain import apply, exception_reads, queues, reads, workflows
+from server.domain.exception_records import (
+    Correction,
+    ExceptionEvent,
+    ExceptionReason,
+    ExceptionRecord,
+    Redrive,
+)
 from server.domain.model import Decision, Item, Queue, ReasonCode
 from server.store.database import Database
 
@@ -59,3 +66,27 @@ class Loaders:
     @cached_property
     def reason_codes(self) -> DataLoader[str, list[ReasonCode]]:
         return _loader(self._db, queues.get_reason_codes, [])
+
+    @cached_property
+    def exception(self) -> DataLoader[str, ExceptionRecord | None]:
+        return _loader(self._db, exception_reads.exceptions_by_ids, None)
+
+    @cached_property
+    def exception_id_by_item(self) -> DataLoader[int, str | None]:
+        return _loader(self._db, exception_reads.exception_ids_by_item_ids, None)
+
+    @cached_property
+    def exception_events(self) -> DataLoader[str, list[ExceptionEvent]]:
+        return _loader(self._db, exception_reads.events_by_exception_ids, [])
+
+    @cached_property
+    def exception_corrections(self) -> DataLoader[str, list[Correction]]:
+        return _loader(self._db, exception_reads.corrections_by_exception_ids, [])
+
+    @cached_property
+    def exception_redrives(self) -> DataLoader[str, list[Redrive]]:
+        return _loader(self._db, exception_reads.redrives_by_exception_ids, [])
+
+    @cached_property
+    def exception_reasons(self) -> DataLoader[str, list[ExceptionReason]]:
+        return _loader(self._db, workflows.get_reasons, [])

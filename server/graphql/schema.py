@@ -21,9 +21,13 @@ from strawberry.extensions import (
     ValidationCache,
 )
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
 from server.graphql.errors import Error
+from server.graphql.exception_mutations import ExceptionMutation
+from server.graphql.exception_queries import ExceptionQuery
+from server.graphql.exception_subscriptions import ExceptionSubscription
 from server.graphql.mutations import Mutation
 from server.graphql.queries import Query
 from server.graphql.subscriptions import Subscription
@@ -97,9 +101,9 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     if not dev:
         extensions.append(DisableIntrospection)
     return CaseworkSchema(
-        query=Query,
-        mutation=Mutation,
-        subscription=Subscription,
+        query=merge_types("Query", (Query, ExceptionQuery)),
+        mutation=merge_types("Mutation", (Mutation, ExceptionMutation)),
+        subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),
         types=[Error],
         extensions=extensions,
         execution_context_class=PerEventExecutionContext,

@@ -67,6 +67,7 @@ class ItemUpdateKind(enum.Enum):
     DECISION_CHANGED = "decision_changed"
     ESCALATED = "escalated"
     RELEASED = "released"
+    EXCEPTION_CHANGED = "exception_changed"
     RESYNC = "resync"
 
 
@@ -107,6 +108,8 @@ def _item_kind(message: Event | Resync, item: Item, me: str) -> ItemUpdateKind |
         return ItemUpdateKind.EVIDENCE_CHANGED
     if message.kind == "overturned":
         return ItemUpdateKind.DECISION_CHANGED
+    if message.kind == "exception":
+        return ItemUpdateKind.EXCEPTION_CHANGED
     if message.kind in {"decided", "escalated", "released"}:
         return ItemUpdateKind(message.kind)
     return None

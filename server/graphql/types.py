@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import enum
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.scalars import JSON
@@ -12,6 +13,9 @@ from strawberry.types import Info
 
 from server.domain import apply, live, model, reads
 from server.graphql.context import Context
+
+if TYPE_CHECKING:
+    from server.graphql.exception_types import ExceptionNode
 
 Verdict = strawberry.enum(model.Verdict, name="Verdict")
 EffectKind = strawberry.enum(model.EffectKind, name="EffectKind")
@@ -26,7 +30,7 @@ class ClientError(Exception):
     """A refusal the client caused and may read; never masked."""
 
 
-def encode_cursor(kind: str, row_id: int) -> str:
+def encode_cursor(kind: str, row_id: int | str) -> str:
     return base64.urlsafe_b64encode(f"{kind}:{row_id}".encode()).decode()
 
 
@@ -37,6 +41,19 @@ def decode_cursor(kind: str, cursor: str | None) -> int:
         prefix, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
         if prefix == kind and value.isdigit():
             return int(value)
+    except (ValueError, UnicodeDecodeError):
+        pass
+    raise ClientError(f"malformed cursor {cursor[:40]!r}")
+
+
+def decode_text_cursor(kind: str, cursor: str | None) -> str:
+    """For rows keyed by text ids that sort in creation order (exceptions)."""
+    if cursor is None:
+        return ""
+    try:
+        prefix, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        if prefix == kind and value:
+            return value
     except (ValueError, UnicodeDecodeError):
         pass
     raise ClientError(f"malformed cursor {cursor[:40]!r}")
@@ -120,6 +137,20 @@ class ReviewItem:
     async def decisions(self, info: Info[Context, None]) -> list[Decision]:
         found = await info.context.loaders.item_decisions.load(self._item.id)
         return [Decision.from_domain(d) for d in found]
+
+    @strawberry.field(description="The exception this item stands for, if it is one.")
+    async def exception(
+        self, info: Info[Context, None]
+    ) -> Annotated[ExceptionNode, strawberry.lazy("server.graphql.exception_types")] | None:
+        from server.graphql.exception_types import ExceptionNode
+
+        if not self._item.is_exception:
+            return None
+        exception_id = await info.context.loaders.exception_id_by_item.load(self._item.id)
+        if exception_id is None:
+            return None
+        found = await info.context.loaders.exception.load(exception_id)
+        return ExceptionNode.from_domain(found) if found else None
 
     @strawberry.field(description="The decision that stands: the latest one not superseded.")
     async def current_decision(self, info: Info[Context, None]) -> Decision | None:

@@ -1,0 +1,471 @@
+-- The exception state machine. Each action is one statement: its fence (the state it may
+-- start from, the reason's allowed actions, and for work under a claim the live lease of
+-- the caller) sits in the WHERE clause of `target`; if any condition fails, nothing is
+-- written and no row comes back. Every action appends one row to exception_events and
+-- sends one hint.
+-- Common parameters: actor (the token's user), actor role, and the queues the caller's
+-- token covers (NULL: every queue).
+
+-- name: exception_raise
+-- $1 workflow, $2 source record id, $3 reason code, $4 detail, $5 blocked step,
+-- $6 completed steps, $7 evidence, $8 context, $9 consequence, $10 actor, $11 actor role,
+-- $12 decision id (apply_decision only)
+SELECT x.exception_id, x.created, hint.notification
+FROM casework_raise_exception($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS x,
+     casework_notify(json_build_object(
+         'k', 'exception', 'q', x.queue, 'i', x.item_id, 'w', $1::text,
+         'x', x.exception_id)::text) AS hint (notification);
+
+-- name: exception_attach_evidence
+-- Adds references to the record; the state does not change.
+-- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 evidence,
+-- $7 note
+WITH target AS (
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue
+    FROM exceptions AS e
+    JOIN review_items AS i ON i.id = e.item_id
+    JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+    WHERE e.id = $1
+      AND e.state IN ('needs_review', 'awaiting_approval')
+      AND 'attach_evidence' = ANY (r.allowed_actions)
+      AND i.lease_token = $2
+      AND i.lease_owner = $3
+      AND i.state = 'pending'
+      AND i.lease_expires_at > now()
+      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+    FOR UPDATE OF e, i
+),
+changed AS (
+    UPDATE exceptions AS e
+    SET evidence = e.evidence || $6::text[], updated_at = now()
+    FROM target AS t
+    WHERE e.id = t.id
+),
+logged AS (
+    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+                                  to_state, version, evidence, detail)
+    SELECT t.id, t.workflow, 'evidence_attached', $3, $4, t.state, t.state, t.version, $6, $7
+    FROM target AS t
+)
+SELECT t.id, hint.notification
+FROM target AS t,
+     casework_notify(json_build_object(
+         'k', 'exception', 'q', t.queue, 'i', t.item_id, 'w', t.workflow,
+         'x', t.id)::text) AS hint (notification);
+
+-- name: exception_submit_correction
+-- A correction for the exception's own reason, with evidence, becomes the record's next
+-- version (numbered per source record) and goes to the workflow's approval queue.
+-- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 reason code,
+-- $7 changes, $8 evidence, $9 stale steps, $10 note
+WITH target AS (
+    SELECT e.id, e.workflow, e.source_record_id, e.state, e.item_id, i.queue,
+           w.approval_queue
+    FROM exceptions AS e
+    JOIN review_items AS i ON i.id = e.item_id
+    JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+    JOIN workflows AS w ON w.name = e.workflow
+    WHERE e.id = $1
+      AND e.state = 'needs_review'
+      AND 'submit_correction' = ANY (r.allowed_actions)
+      AND e.reason_code = $6
+      AND cardinality($8::text[]) > 0
+      AND $9::text[] <@ e.completed_steps
+      AND i.lease_token = $2
+      AND i.lease_owner = $3
+      AND i.state = 'pending'
+      AND i.lease_expires_at > now()
+      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+    FOR UPDATE OF e, i
+),
+correction AS (
+    INSERT INTO exception_corrections (workflow, source_record_id, version, exception_id,
+                                       reason_code, changes, stale_steps, evidence, note,
+                                       corrected_by)
+    SELECT t.workflow, t.source_record_id,
+           1 + coalesce((SELECT max(c.version) FROM exception_corrections AS c
+                         WHERE c.workflow = t.workflow
+                           AND c.source_record_id = t.source_record_id), 0),
+           t.id, $6, $7, $9, $8, $10, $3
+    FROM target AS t
+    RETURNING exception_id, version
+),
+changed AS (
+    UPDATE exceptions AS e
+    SET state = 'awaiting_approval', version = c.version, stale_steps = $9,
+        evidence = e.evidence || $8::text[], last_rejection = NULL, updated_at = now()
+    FROM correction AS c
+    WHERE e.id = c.exception_id
+),
+moved AS (
+    UPDATE review_items AS i
+    SET queue = t.approval_queue, lease_owner = NULL, lease_token = NULL,
+        lease_expires_at = NULL, abandon_count = 0, updated_at = now()
+    FROM target AS t
+    WHERE i.id = t.item_id
+),
+logged AS (
+    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+                                  to_state, version, evidence, detail, data)
+    SELECT t.id, t.workflow, 'correction_submitted', $3, $4, t.state, 'awaiting_approval',
+           c.version, $8, $10, jsonb_build_object('changes', $7::jsonb, 'staleSteps', $9::text[])
+    FROM target AS t JOIN correction AS c ON c.exception_id = t.id
+)
+SELECT t.id, c.version, hint.notification
+FROM target AS t
+JOIN correction AS c ON c.exception_id = t.id,
+     casework_notify(json_build_object(
+         'k', 'exception', 'q', t.approval_queue, 'from', t.queue, 'i', t.item_id,
+         'w', t.workflow, 'x', t.id)::text) AS hint (notification);
+
+-- name: exception_approve_correction
+-- Four-eyes: the approver is not whoever submitted this version. The exception then waits
+-- for a redrive; its item leaves every queue.
+-- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 version,
+-- $7 note
+WITH target AS (
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue
+    FROM exceptions AS e
+    JOIN review_items AS i ON i.id = e.item_id
+    JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+    WHERE e.id = $1
+      AND e.state = 'awaiting_approval'
+      AND 'approve_correction' = ANY (r.allowed_actions)
+      AND e.version = $6
+      AND EXISTS (SELECT 1 FROM exception_corrections AS c
+                  WHERE c.exception_id = e.id AND c.version = e.version
+                    AND c.corrected_by <> $3)
+      AND i.lease_token = $2
+      AND i.lease_owner = $3
+      AND i.state = 'pending'
+      AND i.lease_expires_at > now()
+      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+    FOR UPDATE OF e, i
+),
+changed AS (
+    UPDATE exceptions AS e
+    SET state = 'redrive_pending', updated_at = now()
+    FROM target AS t
+    WHERE e.id = t.id
+),
+parked AS (
+    UPDATE review_items AS i
+    SET state = 'parked', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+        updated_at = now()
+    FROM target AS t
+    WHERE i.id = t.item_id
+),
+logged AS (
+    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+                                  to_state, version, detail)
+    SELECT t.id, t.workflow, 'correction_approved', $3, $4, t.state, 'redrive_pending',
+           t.version, $7
+    FROM target AS t
+)
+SELECT t.id, hint.notification
+FROM target AS t,
+     casework_notify(json_build_object(
+         'k', 'exception', 'q', t.queue, 'i', t.item_id, 'w', t.workflow,
+         'x', t.id)::text) AS hint (notification);
+
+-- name: exception_reject_correction
+-- Back to the owner's queue, with the reason for the rejection kept on the record.
+-- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 reason
+WITH target AS (
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, i.queue
+    FROM exceptions AS e
+    JOIN review_items AS i ON i.id = e.item_id
+    JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+    WHERE e.id = $1
+      AND e.state = 'awaiting_approval'
+      AND 'reject_correction' = ANY (r.allowed_actions)
+      AND i.lease_token = $2
+      AND i.lease_owner = $3
+      AND i.state = 'pending'
+      AND i.lease_expires_at > now()
+      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+    FOR UPDATE OF e, i
+),
+changed AS (
+    UPDATE exceptions AS e
+    SET state = 'needs_review', last_rejection = $6, updated_at = now()
+    FROM target AS t
+    WHERE e.id = t.id
+),
+moved AS (
+    UPDATE review_items AS i
+    SET queue = t.owner_role, lease_owner = NULL, lease_token = NULL,
+        lease_expires_at = NULL, abandon_count = 0, updated_at = now()
+    FROM target AS t
+    WHERE i.id = t.item_id
+),
+logged AS (
+    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+                                  to_state, version, detail)
+    SELECT t.id, t.workflow, 'correction_rejected', $3, $4, t.state, 'needs_review',
+           t.version, $6
+    FROM target AS t
+)
+SELECT t.id, hint.notification
+FROM target AS t,
+     casework_notify(json_build_object(
+         'k', 'exception', 'q', t.owner_role, 'from', t.queue, 'i', t.item_id,
+         'w', t.workflow, 'x', t.id)::text) AS hint (notification);
+
+-- name: exception_close
+-- Closing without a correction: rejected, duplicate or obsolete.
+-- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 closure,
+-- $7 note
+WITH target AS (
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue
+    FROM exceptions AS e
+    JOIN review_items AS i ON i.id = e.item_id
+    JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+    WHERE e.id = $1
+      AND e.state = 'needs_review'
+      AND 'close_exception' = ANY (r.allowed_actions)
+      AND $6 IN ('rejected', 'duplicate', 'obsolete')
+      AND i.lease_token = $2
+      AND i.lease_owner = $3
+      AND i.state = 'pending'
+      AND i.lease_expires_at > now()
+      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+    FOR UPDATE OF e, i
+),
+changed AS (
+    UPDATE exceptions AS e
+    SET state = 'closed', closure = $6, closed_at = now(), updated_at = now()
+    FROM target AS t
+    WHERE e.id = t.id
+),
+parked AS (
+    UPDATE review_items AS i
+    SET state = 'parked', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+        updated_at = now()
+    FROM target AS t
+    WHERE i.id = t.item_id
+),
+logged AS (
+    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+                                  to_state, version, detail, data)
+    SELECT t.id, t.workflow, 'closed', $3, $4, t.state, 'closed', t.version, $7,
+           jsonb_build_object('closure', $6::text)
+    FROM target AS t
+)
+SELECT t.id, hint.notification
+FROM target AS t,
+     casework_notify(json_build_object(
+         'k', 'exception', 'q', t.queue, 'i', t.item_id, 'w', t.workflow,
+         'x', t.id)::text) AS hint (notification);
+
+-- name: exception_request_redrive
+-- Issues the redrive of the approved version, once: the key is unique, so a repeat (or a
+-- concurrent request) inserts nothing and learns the key (`queued` false). No lease: no one
+-- holds the exception once it is approved; the version is the fence. For a workflow that
+-- Casework redrives itself (apply_decision), the failed decision goes back on the work list.
+-- $1 exception id, $2 version, $3 actor, $4 actor role, $5 queue scope
+WITH target AS (
+    SELECT e.id, e.workflow, e.source_record_id, e.state, e.version, e.item_id,
+           e.decision_id, e.completed_steps, e.stale_steps, e.owner_role, w.redrive_via
+    FROM exceptions AS e
+    JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+    JOIN workflows AS w ON w.name = e.workflow
+    WHERE e.id = $1
+      AND e.state = 'redrive_pending'
+      AND e.version = $2
+      AND 'request_redrive' = ANY (r.allowed_actions)
+      AND ($5::text[] IS NULL OR e.owner_role = ANY ($5) OR w.approval_queue = ANY ($5))
+    FOR UPDATE OF e
+),
+queued AS (
+    INSERT INTO exception_redrives (key, exception_id, workflow, source_record_id, version,
+                                    resume_after, stale_steps, requested_by)
+    SELECT t.workflow || ':' || t.source_record_id || ':v' || t.version, t.id, t.workflow,
+           t.source_record_id, t.version,
+           exception_resume_after(t.completed_steps, t.stale_steps), t.stale_steps, $3
+    FROM target AS t
+    ON CONFLICT DO NOTHING
+    RETURNING key, exception_id, resume_after
+),
+reapplied AS (
+    UPDATE decision_applications AS a
+    SET state = 'pending', next_attempt_at = now(), locked_until = NULL,
+        redrive_key = q.key, attempts_before_redrive = a.attempts, updated_at = now()
+    FROM queued AS q
+    JOIN target AS t ON t.id = q.exception_id
+    WHERE t.redrive_via = 'casework' AND a.decision_id = t.decision_id AND a.state = 'failed'
+),
+logged AS (
+    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+                                  to_state, version, data)
+    SELECT t.id, t.workflow, 'redrive_requested', $3, $4, t.state, t.state, t.version,
+           jsonb_build_object('redriveKey', q.key, 'resumeAfter', q.resume_after,
+                              'staleSteps', t.stale_steps)
+    FROM target AS t JOIN queued AS q ON q.exception_id = t.id
+)
+SELECT t.id, t.workflow || ':' || t.source_record_id || ':v' || t.version AS key,
+       q.key IS NOT NULL AS queued, hint.notification
+FROM target AS t
+LEFT JOIN queued AS q ON q.exception_id = t.id
+LEFT JOIN LATERAL (
+    SELECT casework_notify(json_build_object(
+               'k', 'exception', 'q', t.owner_role, 'i', t.item_id, 'w', t.workflow,
+               'x', t.id)::text) AS notification
+    WHERE q.key IS NOT NULL
+) AS hint ON true;
+
+-- name: exception_report_redrive_result
+-- The owning system's durable result for the redrive it was given. Success closes the
+-- exception as corrected; failure returns it to its owner with one more attempt counted
+-- and a fresh due time.
+-- $1 redrive key, $2 succeeded, $3 detail, $4 actor, $5 actor role, $6 queue scope
+WITH target AS (
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, x.key, i.queue,
+           exception_due_seconds(r, e.consequence) AS due_seconds
+    FROM exception_redrives AS x
+    JOIN exceptions AS e ON e.id = x.exception_id
+    JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+    JOIN review_items AS i ON i.id = e.item_id
+    WHERE x.key = $1
+      AND x.result IS NULL
+      AND e.state = 'redrive_pending'
+      AND e.version = x.version
+      AND 'report_redrive_result' = ANY (r.allowed_actions)
+      AND ($6::text[] IS NULL OR e.owner_role = ANY ($6))
+    FOR UPDATE OF x, e
+),
+reported AS (
+    UPDATE exception_redrives AS x
+    SET result = CASE WHEN $2::boolean THEN 'succeeded' ELSE 'failed' END,
+        result_detail = $3, reported_by = $4, reported_at = now()
+    FROM target AS t
+    WHERE x.key = t.key
+),
+changed AS (
+    UPDATE exceptions AS e
+    SET state = CASE WHEN $2::boolean THEN 'closed' ELSE 'needs_review' END,
+        closure = CASE WHEN $2::boolean THEN 'corrected' END,
+        closed_at = CASE WHEN $2::boolean THEN now() END,
+        attempts = e.attempts + (NOT $2::boolean)::int,
+        due_at = CASE WHEN $2::boolean THEN e.due_at
+                      ELSE now() + make_interval(secs => t.due_seconds) END,
+        updated_at = now()
+    FROM target AS t
+    WHERE e.id = t.id
+),
+moved AS (
+    UPDATE review_items AS i
+    SET state = CASE WHEN $2::boolean THEN 'parked' ELSE 'pending' END,
+        queue = t.owner_role, updated_at = now()
+    FROM target AS t
+    WHERE i.id = t.item_id
+),
+logged AS (
+    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+                                  to_state, version, detail, data)
+    SELECT t.id, t.workflow,
+           CASE WHEN $2::boolean THEN 'redrive_succeeded' ELSE 'redrive_failed' END, $4, $5,
+           t.state, CASE WHEN $2::boolean THEN 'closed' ELSE 'needs_review' END, t.version,
+           $3, jsonb_build_object('redriveKey', t.key)
+    FROM target AS t
+)
+SELECT t.id, hint.notification
+FROM target AS t,
+     casework_notify(json_build_object(
+         'k', 'exception', 'q', t.owner_role, 'from', t.queue, 'i', t.item_id,
+         'w', t.workflow, 'x', t.id)::text) AS hint (notification);
+
+-- name: exception_reopen
+-- A closed exception goes back to its reason's owner with a fresh due time; the history
+-- stays and the reopen is counted. Fenced by the state: of two reopens, one wins.
+-- $1 exception id, $2 actor, $3 actor role, $4 queue scope, $5 reason
+WITH target AS (
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.closure, i.queue,
+           r.owner_role, exception_due_seconds(r, e.consequence) AS due_seconds
+    FROM exceptions AS e
+    JOIN review_items AS i ON i.id = e.item_id
+    JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+    JOIN workflows AS w ON w.name = e.workflow
+    WHERE e.id = $1
+      AND e.state = 'closed'
+      AND 'reopen_exception' = ANY (r.allowed_actions)
+      AND ($4::text[] IS NULL OR r.owner_role = ANY ($4) OR w.approval_queue = ANY ($4))
+    FOR UPDATE OF e, i
+),
+changed AS (
+    UPDATE exceptions AS e
+    SET state = 'needs_review', closure = NULL, closed_at = NULL,
+        reopen_count = e.reopen_count + 1, owner_role = t.owner_role, escalated_at = NULL,
+        due_at = now() + make_interval(secs => t.due_seconds), updated_at = now()
+    FROM target AS t
+    WHERE e.id = t.id
+),
+moved AS (
+    UPDATE review_items AS i
+    SET state = 'pending', queue = t.owner_role, abandon_count = 0, updated_at = now()
+    FROM target AS t
+    WHERE i.id = t.item_id
+),
+logged AS (
+    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+                                  to_state, version, detail, data)
+    SELECT t.id, t.workflow, 'reopened', $2, $3, t.state, 'needs_review', t.version, $5,
+           jsonb_build_object('closure', t.closure)
+    FROM target AS t
+)
+SELECT t.id, hint.notification
+FROM target AS t,
+     casework_notify(json_build_object(
+         'k', 'exception', 'q', t.owner_role, 'from', t.queue, 'i', t.item_id,
+         'w', t.workflow, 'x', t.id)::text) AS hint (notification);
+
+-- name: exceptions_escalate_overdue
+-- Runs before every claim on a queue, so no cron job is needed: an exception waiting for
+-- review past its due time moves to its escalation owner's queue, once. One under a live
+-- lease stays with its holder until the lease ends. SKIP LOCKED: a concurrent claim or
+-- action on the same exception is never waited for; the next claim looks again.
+-- $1 queue
+WITH overdue AS (
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, e.escalation_role
+    FROM exceptions AS e
+    JOIN review_items AS i ON i.id = e.item_id
+    WHERE (e.owner_role = $1 OR e.escalation_role = $1)
+      AND e.state = 'needs_review'
+      AND e.escalated_at IS NULL
+      AND e.due_at <= now()
+      AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+    FOR UPDATE OF e, i SKIP LOCKED
+),
+changed AS (
+    UPDATE exceptions AS e
+    SET owner_role = o.escalation_role, escalated_at = now(), updated_at = now()
+    FROM overdue AS o
+    WHERE e.id = o.id
+),
+moved AS (
+    UPDATE review_items AS i
+    SET queue = o.escalation_role, lease_owner = NULL, lease_token = NULL,
+        lease_expires_at = NULL, abandon_count = 0,
+        escalation_count = i.escalation_count + 1, updated_at = now()
+    FROM overdue AS o
+    WHERE i.id = o.item_id
+),
+logged AS (
+    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+                                  to_state, version, data)
+    SELECT o.id, o.workflow, 'escalated', 'casework', 'system', o.state, o.state, o.version,
+           jsonb_build_object('fromOwnerRole', o.owner_role, 'toOwnerRole', o.escalation_role)
+    FROM overdue AS o
+)
+SELECT n.escalated, hint.notification
+FROM (SELECT count(*) AS escalated,
+             (SELECT array_agg(DISTINCT q)
+              FROM overdue AS d, unnest(ARRAY[d.owner_role, d.escalation_role]) AS q) AS queues,
+             (SELECT array_agg(DISTINCT d.workflow) FROM overdue AS d) AS workflows
+      FROM overdue) AS n
+LEFT JOIN LATERAL (
+    SELECT casework_notify(json_build_object(
+               'k', 'exception', 'q', $1::text, 'qs', n.queues, 'ws', n.workflows)::text)
+               AS notification
+    WHERE n.escalated > 0
+) AS hint ON true;

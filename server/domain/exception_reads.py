@@ -1,0 +1,120 @@
+"""Reads of exceptions, their corrections, redrives and history. None of them writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server.domain.exception_records import (
+    Correction,
+    ExceptionEvent,
+    ExceptionRecord,
+    ExceptionState,
+    Redrive,
+)
+from server.domain.failures import InvalidInput
+from server.domain.live import StreamPosition
+from server.domain.model import Principal
+from server.domain.parsing import parse_id
+from server.store.database import Database
+
+
+async def exceptions_by_ids(db: Database, ids: list[str]) -> dict[str, ExceptionRecord]:
+    rows = await db.fetch("exceptions_get_by_ids", ids)
+    return {row["id"]: ExceptionRecord.from_row(row) for row in rows}
+
+
+async def exception_ids_by_item_ids(db: Database, item_ids: list[int]) -> dict[int, str]:
+    rows = await db.fetch("exception_ids_by_item_ids", item_ids)
+    return {row["item_id"]: row["id"] for row in rows}
+
+
+def visible_to(principal: Principal, exception: ExceptionRecord) -> bool:
+    return any(map(principal.works_in, exception.queues))
+
+
+@dataclass(frozen=True)
+class ExceptionFilter:
+    workflow: str | None = None
+    state: ExceptionState | None = None
+    owner_role: str | None = None
+    overdue: bool | None = None
+    source_record_id: str | None = None
+
+
+async def exceptions_page(
+    db: Database, principal: Principal, where: ExceptionFilter, after: str, limit: int
+) -> list[ExceptionRecord]:
+    rows = await db.fetch(
+        "exceptions_page",
+        where.workflow,
+        where.state.value if where.state else None,
+        where.owner_role,
+        where.overdue,
+        where.source_record_id,
+        after,
+        limit,
+        principal.queue_scope(),
+    )
+    ids = [row["id"] for row in rows]
+    found = await exceptions_by_ids(db, ids)
+    return [found[i] for i in ids]
+
+
+async def events_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[ExceptionEvent]]:
+    by_exception: dict[str, list[ExceptionEvent]] = {i: [] for i in ids}
+    for row in await db.fetch("exception_events_get_by_exception_ids", ids):
+        by_exception[row["exception_id"]].append(ExceptionEvent.from_row(row))
+    return by_exception
+
+
+async def corrections_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[Correction]]:
+    by_exception: dict[str, list[Correction]] = {i: [] for i in ids}
+    for row in await db.fetch("exception_corrections_get_by_exception_ids", ids):
+        by_exception[row["exception_id"]].append(Correction.from_row(row))
+    return by_exception
+
+
+async def redrives_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[Redrive]]:
+    by_exception: dict[str, list[Redrive]] = {i: [] for i in ids}
+    for row in await db.fetch("exception_redrives_get_by_exception_ids", ids):
+        by_exception[row["exception_id"]].append(Redrive.from_row(row))
+    return by_exception
+
+
+async def corrections_of(db: Database, exception_id: str) -> list[Correction]:
+    return (await corrections_by_exception_ids(db, [exception_id]))[exception_id]
+
+
+async def redrives_of(db: Database, exception_id: str) -> list[Redrive]:
+    return (await redrives_by_exception_ids(db, [exception_id]))[exception_id]
+
+
+async def redrive_by_key(db: Database, key: str) -> Redrive | None:
+    row = await db.fetchrow("exception_redrive_get", key)
+    return None if row is None else Redrive.from_row(row)
+
+
+async def event_stream_start(
+    db: Database, workflow: str, after: str | None
+) -> StreamPosition | InvalidInput:
+    """After the event `after` (the last one a client saw), or from now if None."""
+    if after is None:
+        row = await db.fetchrow("decision_stream_horizon")
+        assert row is not None
+        return StreamPosition(row["horizon"] - 1, 2**63 - 1)
+    event_id = parse_id(after, "after")
+    if isinstance(event_id, InvalidInput):
+        return event_id
+    row = await db.fetchrow("exception_event_position", event_id)
+    if row is None or row["workflow"] != workflow:
+        return InvalidInput(f"no event {event_id} in workflow {workflow!r}", "after")
+    return StreamPosition(row["txid"], row["id"])
+
+
+async def events_after(
+    db: Database, workflow: str, position: StreamPosition, limit: int
+) -> list[tuple[StreamPosition, ExceptionEvent]]:
+    rows = await db.fetch(
+        "exception_events_after_position", workflow, position.txid, position.row_id, limit
+    )
+    return [(StreamPosition(row["txid"], row["id"]), ExceptionEvent.from_row(row)) for row in rows]

@@ -1,0 +1,135 @@
+"""Checks on what goes into an exception record: references and the minimum facts, never
+secrets or documents."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from server.domain.failures import InvalidInput
+
+MAX_TEXT = 4000
+MAX_STEP = 200
+MAX_STEPS = 100
+MAX_REFERENCE = 500
+MAX_REFERENCES = 50
+MAX_FACTS_BYTES = 16 * 1024
+EXCEPTION_ID = re.compile(r"^exc_[0-9A-HJKMNP-TV-Z]{20}$")
+NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+
+# A key whose name, stripped of case and separators, contains one of these holds a
+# credential: the record would then keep a secret that outlives its rotation.
+_CREDENTIAL_KEY_MARKERS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "credential",
+    "authorization",
+    "cookie",
+    "sessionid",
+    "bearer",
+)
+# A reference whose query string carries one of these is a signed URL: a bearer credential.
+_SIGNED_URL_MARKERS = (*_CREDENTIAL_KEY_MARKERS, "signature", "sig", "xamzcredential")
+
+
+def _normalised(key: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", key.lower())
+
+
+def looks_like_credential(key: str) -> bool:
+    name = _normalised(key)
+    return any(marker in name for marker in _CREDENTIAL_KEY_MARKERS)
+
+
+def _keys(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            yield str(key), here
+            yield from _keys(inner, here)
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _keys(inner, f"{path}[{index}]")
+
+
+def check_facts(value: Any, field: str) -> InvalidInput | None:
+    """A JSON object of plain facts: no credential-looking key at any depth, and small."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return InvalidInput(f"{field} must be a JSON object", field)
+    for key, path in _keys(value, ""):
+        if looks_like_credential(key):
+            return InvalidInput(
+                f"{field} key {path!r} looks like a credential; an exception record keeps "
+                "references and minimum facts, never secrets",
+                field,
+            )
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_FACTS_BYTES:
+        return InvalidInput(
+            f"{field} is {size} bytes; at most {MAX_FACTS_BYTES}: store a reference to the "
+            "document, not the document",
+            field,
+        )
+    return None
+
+
+def check_references(references: list[str], field: str, *, required: bool) -> InvalidInput | None:
+    if required and not references:
+        return InvalidInput(f"{field}: give at least one evidence reference", field)
+    if len(references) > MAX_REFERENCES:
+        return InvalidInput(f"{field}: at most {MAX_REFERENCES} references at once", field)
+    for reference in references:
+        if not 1 <= len(reference.strip()) <= MAX_REFERENCE or reference != reference.strip():
+            return InvalidInput(
+                f"{field}: a reference is 1 to {MAX_REFERENCE} characters, without "
+                "surrounding spaces",
+                field,
+            )
+        parts = urlsplit(reference)
+        if parts.username or parts.password:
+            return InvalidInput(f"{field}: a reference must not carry a user or password", field)
+        for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+            if any(marker in _normalised(name) for marker in _SIGNED_URL_MARKERS):
+                return InvalidInput(
+                    f"{field}: reference query parameter {name!r} looks like a credential "
+                    "(a signed or tokened URL); give a stable reference instead",
+                    field,
+                )
+    return None
+
+
+def check_steps(steps: list[str], field: str) -> InvalidInput | None:
+    if len(steps) > MAX_STEPS:
+        return InvalidInput(f"{field}: at most {MAX_STEPS} steps", field)
+    if any(not 1 <= len(step) <= MAX_STEP for step in steps):
+        return InvalidInput(f"{field}: a step name is 1 to {MAX_STEP} characters", field)
+    if len(set(steps)) != len(steps):
+        return InvalidInput(f"{field}: a step is named once", field)
+    return None
+
+
+def check_text(
+    value: str | None, field: str, *, required: bool, limit: int = MAX_TEXT
+) -> InvalidInput | None:
+    if value is None or not value.strip():
+        return InvalidInput(f"{field} is required", field) if required else None
+    if len(value) > limit:
+        return InvalidInput(f"{field} is at most {limit} characters", field)
+    return None
+
+
+def check_exception_id(value: str) -> InvalidInput | None:
+    if not EXCEPTION_ID.fullmatch(value):
+        return InvalidInput(f"exceptionId {value[:40]!r} is not an exception id", "exceptionId")
+    return None

@@ -1,0 +1,142 @@
+"""Workflows and their exception-reason catalogues. Changing them is the admin's job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server.domain.exception_records import (
+    Consequence,
+    ExceptionAction,
+    ExceptionReason,
+    RedriveVia,
+    Workflow,
+)
+from server.domain.exception_rules import NAME
+from server.domain.failures import InvalidInput, NotPermitted
+from server.domain.model import Principal, Role
+from server.domain.queues import REASON_CODE
+from server.store.database import Database
+from server.store.errors import IntegrityViolation
+
+MAX_DUE_SECONDS = 365 * 86400
+
+
+async def configure_workflow(
+    db: Database,
+    principal: Principal,
+    *,
+    name: str,
+    approval_queue: str | None,
+    redrive_via: RedriveVia | None,
+) -> Workflow | NotPermitted | InvalidInput:
+    if principal.role is not Role.ADMIN:
+        return NotPermitted("only an admin may configure workflows")
+    if not NAME.fullmatch(name):
+        return InvalidInput(
+            "a workflow name is 1 to 63 characters of a-z, 0-9, '_', '.', '-'", "name"
+        )
+    existing = await get_workflows(db, [name])
+    if name not in existing and approval_queue is None:
+        return InvalidInput("a new workflow needs its approval queue", "approvalQueue")
+    if approval_queue is not None:
+        owners = await db.fetch("exception_reasons_get_by_workflows", await _workflow_names(db))
+        if any(approval_queue in (r["owner_role"], r["escalation_role"]) for r in owners):
+            return InvalidInput(
+                f"queue {approval_queue!r} is an owner role; approvals need a queue of their "
+                "own, worked by approvers",
+                "approvalQueue",
+            )
+    try:
+        row = await db.fetchrow(
+            "workflow_upsert", name, approval_queue, redrive_via.value if redrive_via else None
+        )
+    except IntegrityViolation as violation:
+        if violation.kind == "foreign_key":
+            return InvalidInput(
+                f"unknown queue {approval_queue!r}; configure it first", "approvalQueue"
+            )
+        raise
+    assert row is not None
+    return Workflow.from_row(row)
+
+
+@dataclass(frozen=True)
+class ReasonDefinition:
+    workflow: str
+    code: str
+    label: str
+    owner_role: str
+    escalation_role: str
+    allowed_actions: list[ExceptionAction]
+    due_seconds: dict[Consequence, int]
+
+
+async def define_exception_reason(
+    db: Database, principal: Principal, reason: ReasonDefinition
+) -> ExceptionReason | NotPermitted | InvalidInput:
+    if principal.role is not Role.ADMIN:
+        return NotPermitted("only an admin may change an exception-reason catalogue")
+    if not REASON_CODE.fullmatch(reason.code):
+        return InvalidInput(
+            "a reason code is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
+        )
+    if not 1 <= len(reason.label.strip()) <= 200:
+        return InvalidInput("a label is 1 to 200 characters", "label")
+    if not reason.allowed_actions:
+        return InvalidInput("name at least one action the reason allows", "allowedActions")
+    for level in Consequence:
+        seconds = reason.due_seconds.get(level)
+        if seconds is None or not 1 <= seconds <= MAX_DUE_SECONDS:
+            return InvalidInput(
+                f"dueSeconds.{level.value} must be between 1 and {MAX_DUE_SECONDS}",
+                "dueSeconds",
+            )
+    workflows = await get_workflows(db, [reason.workflow])
+    if reason.workflow not in workflows:
+        return InvalidInput(f"unknown workflow {reason.workflow!r}", "workflow")
+    holders = {
+        row["name"]: row["holder_role"]
+        for row in await db.fetch("queue_holder_roles", [reason.owner_role, reason.escalation_role])
+    }
+    for field, queue in (
+        ("ownerRole", reason.owner_role),
+        ("escalationOwnerRole", reason.escalation_role),
+    ):
+        if queue not in holders:
+            return InvalidInput(
+                f"unknown queue {queue!r}: an owner role is the queue its team works", field
+            )
+        if holders[queue] != Role.REVIEWER.value:
+            return InvalidInput(f"queue {queue!r} is an approval queue, not a team's", field)
+    row = await db.fetchrow(
+        "exception_reason_upsert",
+        reason.workflow,
+        reason.code,
+        reason.label.strip(),
+        reason.owner_role,
+        reason.escalation_role,
+        sorted({action.value for action in reason.allowed_actions}),
+        *(reason.due_seconds[level] for level in Consequence),
+    )
+    assert row is not None
+    return ExceptionReason.from_row(row)
+
+
+async def get_workflows(db: Database, names: list[str]) -> dict[str, Workflow]:
+    rows = await db.fetch("workflows_get_by_names", names)
+    return {row["name"]: Workflow.from_row(row) for row in rows}
+
+
+async def list_workflows(db: Database) -> list[Workflow]:
+    return [Workflow.from_row(row) for row in await db.fetch("workflows_list")]
+
+
+async def get_reasons(db: Database, workflows: list[str]) -> dict[str, list[ExceptionReason]]:
+    by_workflow: dict[str, list[ExceptionReason]] = {name: [] for name in workflows}
+    for row in await db.fetch("exception_reasons_get_by_workflows", workflows):
+        by_workflow[row["workflow"]].append(ExceptionReason.from_row(row))
+    return by_workflow
+
+
+async def _workflow_names(db: Database) -> list[str]:
+    return [workflow.name for workflow in await list_workflows(db)]

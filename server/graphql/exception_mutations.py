@@ -1,0 +1,405 @@
+"""Exception mutations: parse, call the domain, map the result."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from server.domain import exceptions, workflows
+from server.domain.exception_records import Consequence as DomainConsequence
+from server.domain.exception_records import ExceptionRecord
+from server.domain.failures import Failure, is_failure
+from server.graphql.context import Context
+from server.graphql.errors import (
+    AlreadyQueued,
+    InvalidInput,
+    InvalidTransition,
+    NotPermitted,
+    StaleLease,
+    from_failure,
+)
+from server.graphql.exception_types import (
+    Consequence,
+    ExceptionAction,
+    ExceptionClosure,
+    ExceptionNode,
+    ExceptionReason,
+    RedriveVia,
+    Workflow,
+)
+
+# --- payloads -----------------------------------------------------------------------------
+
+
+@strawberry.type
+class ExceptionRaised:
+    exception: ExceptionNode
+    created: bool = strawberry.field(
+        description="False: the same exception was open, and this counted as a recurrence."
+    )
+
+
+@strawberry.type
+class ExceptionUpdated:
+    exception: ExceptionNode
+
+
+@strawberry.type
+class RedriveQueued:
+    exception: ExceptionNode
+    redrive_key: str
+
+
+@strawberry.type
+class RedriveResultRecorded:
+    exception: ExceptionNode
+    already_reported: bool = strawberry.field(
+        description="The same result for this key was reported before; nothing changed."
+    )
+
+
+@strawberry.type
+class WorkflowConfigured:
+    workflow: Workflow
+
+
+@strawberry.type
+class ExceptionReasonDefined:
+    reason: ExceptionReason
+
+
+RaiseExceptionResult = Annotated[
+    ExceptionRaised | NotPermitted | InvalidInput, strawberry.union("RaiseExceptionResult")
+]
+ExceptionActionResult = Annotated[
+    ExceptionUpdated | StaleLease | InvalidTransition | NotPermitted | InvalidInput,
+    strawberry.union("ExceptionActionResult"),
+]
+RequestRedriveResult = Annotated[
+    RedriveQueued | AlreadyQueued | InvalidTransition | NotPermitted | InvalidInput,
+    strawberry.union("RequestRedriveResult"),
+]
+ReportRedriveResultResult = Annotated[
+    RedriveResultRecorded | InvalidTransition | NotPermitted | InvalidInput,
+    strawberry.union("ReportRedriveResultResult"),
+]
+ConfigureWorkflowResult = Annotated[
+    WorkflowConfigured | NotPermitted | InvalidInput, strawberry.union("ConfigureWorkflowResult")
+]
+DefineExceptionReasonResult = Annotated[
+    ExceptionReasonDefined | NotPermitted | InvalidInput,
+    strawberry.union("DefineExceptionReasonResult"),
+]
+
+# --- inputs -------------------------------------------------------------------------------
+
+
+@strawberry.input
+class RaiseExceptionInput:
+    workflow: str
+    source_record_id: str
+    reason_code: str
+    detail: str = strawberry.field(description="Plain language: what blocks the next step.")
+    consequence: Consequence  # type: ignore[valid-type]
+    completed_steps: list[str] = strawberry.field(default_factory=list)
+    blocked_step: str | None = None
+    evidence: list[str] = strawberry.field(
+        default_factory=list, description="References (URIs, document ids), never documents."
+    )
+    context: JSON | None = strawberry.field(
+        default=None, description="Minimum facts as a JSON object; no credential-like keys."
+    )
+
+
+@strawberry.input
+class AttachEvidenceInput:
+    exception_id: strawberry.ID
+    lease_token: str
+    evidence: list[str]
+    note: str | None = None
+
+
+@strawberry.input
+class SubmitCorrectionInput:
+    exception_id: strawberry.ID
+    lease_token: str
+    reason_code: str = strawberry.field(description="Must be the exception's own reason.")
+    changes: JSON = strawberry.field(description="What the correction changes: a JSON object.")
+    evidence: list[str] = strawberry.field(description="At least one reference.")
+    stale_steps: list[str] = strawberry.field(
+        default_factory=list, description="Completed steps that must run again."
+    )
+    note: str | None = None
+
+
+@strawberry.input
+class ApproveCorrectionInput:
+    exception_id: strawberry.ID
+    lease_token: str
+    version: int = strawberry.field(description="The correction version you reviewed.")
+    note: str | None = None
+
+
+@strawberry.input
+class RejectCorrectionInput:
+    exception_id: strawberry.ID
+    lease_token: str
+    reason: str = strawberry.field(description="Shown to whoever corrects next.")
+
+
+@strawberry.input
+class RequestRedriveInput:
+    exception_id: strawberry.ID
+    version: int = strawberry.field(description="The approved correction version.")
+
+
+@strawberry.input
+class ReportRedriveResultInput:
+    redrive_key: str
+    succeeded: bool = strawberry.field(description="The durable result, not an attempt.")
+    detail: str | None = None
+
+
+@strawberry.input
+class CloseExceptionInput:
+    exception_id: strawberry.ID
+    lease_token: str
+    closure: ExceptionClosure  # type: ignore[valid-type]
+    note: str | None = None
+
+
+@strawberry.input
+class ReopenExceptionInput:
+    exception_id: strawberry.ID
+    reason: str
+
+
+@strawberry.input
+class ConfigureWorkflowInput:
+    name: str
+    approval_queue: str | None = strawberry.field(
+        default=None, description="Where corrections wait for an approver; required at first."
+    )
+    redrive_via: RedriveVia | None = None  # type: ignore[valid-type]
+
+
+@strawberry.input
+class DueSecondsInput:
+    low: int
+    medium: int
+    high: int
+    critical: int
+
+
+@strawberry.input
+class DefineExceptionReasonInput:
+    workflow: str
+    code: str
+    label: str
+    owner_role: str = strawberry.field(description="The queue of the team that owns it.")
+    escalation_owner_role: str = strawberry.field(
+        description="The queue of the team it passes to when overdue."
+    )
+    allowed_actions: list[ExceptionAction]  # type: ignore[valid-type]
+    due_seconds: DueSecondsInput = strawberry.field(description="By consequence level.")
+
+
+# --- resolvers ----------------------------------------------------------------------------
+
+
+def _updated(result: ExceptionRecord | Failure) -> ExceptionActionResult:
+    if is_failure(result):
+        return from_failure(result)  # type: ignore[return-value]
+    assert isinstance(result, ExceptionRecord)
+    return ExceptionUpdated(exception=ExceptionNode.from_domain(result))
+
+
+@strawberry.type
+class ExceptionMutation:
+    @strawberry.mutation(description="Raises an exception, idempotently. Integrations only.")
+    async def raise_exception(
+        self, info: Info[Context, None], input: RaiseExceptionInput
+    ) -> RaiseExceptionResult:
+        result = await exceptions.raise_exception(
+            info.context.db,
+            info.context.principal,
+            exceptions.RaiseInput(
+                workflow=input.workflow,
+                source_record_id=input.source_record_id,
+                reason_code=input.reason_code,
+                detail=input.detail,
+                consequence=input.consequence,
+                completed_steps=list(input.completed_steps),
+                evidence=list(input.evidence),
+                blocked_step=input.blocked_step,
+                context=input.context,
+            ),
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return ExceptionRaised(
+            exception=ExceptionNode.from_domain(result.exception), created=result.created
+        )
+
+    @strawberry.mutation(description="Adds evidence references under your claim.")
+    async def attach_evidence(
+        self, info: Info[Context, None], input: AttachEvidenceInput
+    ) -> ExceptionActionResult:
+        ctx = info.context
+        return _updated(
+            await exceptions.attach_evidence(
+                ctx.db,
+                ctx.principal,
+                input.exception_id,
+                input.lease_token,
+                list(input.evidence),
+                input.note,
+            )
+        )
+
+    @strawberry.mutation(description="Submits a correction with evidence; it goes to approval.")
+    async def submit_correction(
+        self, info: Info[Context, None], input: SubmitCorrectionInput
+    ) -> ExceptionActionResult:
+        ctx = info.context
+        return _updated(
+            await exceptions.submit_correction(
+                ctx.db,
+                ctx.principal,
+                exceptions.CorrectionInput(
+                    exception_id=input.exception_id,
+                    lease_token=input.lease_token,
+                    reason_code=input.reason_code,
+                    changes=input.changes,
+                    evidence=list(input.evidence),
+                    stale_steps=list(input.stale_steps),
+                    note=input.note,
+                ),
+            )
+        )
+
+    @strawberry.mutation(description="Approves a correction (approvers; never its corrector).")
+    async def approve_correction(
+        self, info: Info[Context, None], input: ApproveCorrectionInput
+    ) -> ExceptionActionResult:
+        ctx = info.context
+        return _updated(
+            await exceptions.approve_correction(
+                ctx.db,
+                ctx.principal,
+                input.exception_id,
+                input.lease_token,
+                input.version,
+                input.note,
+            )
+        )
+
+    @strawberry.mutation(description="Rejects a correction; it returns to its owner.")
+    async def reject_correction(
+        self, info: Info[Context, None], input: RejectCorrectionInput
+    ) -> ExceptionActionResult:
+        ctx = info.context
+        return _updated(
+            await exceptions.reject_correction(
+                ctx.db, ctx.principal, input.exception_id, input.lease_token, input.reason
+            )
+        )
+
+    @strawberry.mutation(description="Issues the redrive of the approved version, once.")
+    async def request_redrive(
+        self, info: Info[Context, None], input: RequestRedriveInput
+    ) -> RequestRedriveResult:
+        result = await exceptions.request_redrive(
+            info.context.db, info.context.principal, input.exception_id, input.version
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return RedriveQueued(
+            exception=ExceptionNode.from_domain(result.exception),
+            redrive_key=result.redrive_key,
+        )
+
+    @strawberry.mutation(description="The owning system's durable result of a redrive.")
+    async def report_redrive_result(
+        self, info: Info[Context, None], input: ReportRedriveResultInput
+    ) -> ReportRedriveResultResult:
+        result = await exceptions.report_redrive_result(
+            info.context.db,
+            info.context.principal,
+            input.redrive_key,
+            input.succeeded,
+            input.detail,
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return RedriveResultRecorded(
+            exception=ExceptionNode.from_domain(result.exception),
+            already_reported=result.already_reported,
+        )
+
+    @strawberry.mutation(description="Closes without a correction: rejected, duplicate, obsolete.")
+    async def close_exception(
+        self, info: Info[Context, None], input: CloseExceptionInput
+    ) -> ExceptionActionResult:
+        ctx = info.context
+        return _updated(
+            await exceptions.close_exception(
+                ctx.db,
+                ctx.principal,
+                input.exception_id,
+                input.lease_token,
+                input.closure,
+                input.note,
+            )
+        )
+
+    @strawberry.mutation(description="Reopens a closed exception; its history stays.")
+    async def reopen_exception(
+        self, info: Info[Context, None], input: ReopenExceptionInput
+    ) -> ExceptionActionResult:
+        ctx = info.context
+        return _updated(
+            await exceptions.reopen_exception(
+                ctx.db, ctx.principal, input.exception_id, input.reason
+            )
+        )
+
+    @strawberry.mutation(description="Creates a workflow or changes its settings. Admins only.")
+    async def configure_workflow(
+        self, info: Info[Context, None], input: ConfigureWorkflowInput
+    ) -> ConfigureWorkflowResult:
+        result = await workflows.configure_workflow(
+            info.context.db,
+            info.context.principal,
+            name=input.name,
+            approval_queue=input.approval_queue,
+            redrive_via=input.redrive_via,
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return WorkflowConfigured(workflow=Workflow.from_domain(result))
+
+    @strawberry.mutation(description="Adds or changes a reason of a workflow. Admins only.")
+    async def define_exception_reason(
+        self, info: Info[Context, None], input: DefineExceptionReasonInput
+    ) -> DefineExceptionReasonResult:
+        due = input.due_seconds
+        result = await workflows.define_exception_reason(
+            info.context.db,
+            info.context.principal,
+            workflows.ReasonDefinition(
+                workflow=input.workflow,
+                code=input.code,
+                label=input.label,
+                owner_role=input.owner_role,
+                escalation_role=input.escalation_owner_role,
+                allowed_actions=list(input.allowed_actions),
+                due_seconds={level: getattr(due, level.value) for level in DomainConsequence},
+            ),
+        )
+        if is_failure(result):
+            return from_failure(result)  # type: ignore[return-value]
+        return ExceptionReasonDefined(reason=ExceptionReason.from_domain(result))

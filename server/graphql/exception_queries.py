@@ -1,0 +1,70 @@
+"""Reads of exceptions and workflows. What a caller may not see reads as null or is left out."""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry.types import Info
+
+from server.domain import exception_reads, workflows
+from server.domain.exception_rules import EXCEPTION_ID
+from server.graphql.context import Context
+from server.graphql.exception_types import (
+    ExceptionConnection,
+    ExceptionEdge,
+    ExceptionFilter,
+    ExceptionNode,
+    Workflow,
+)
+from server.graphql.types import PageInfo, decode_text_cursor, encode_cursor, page_size
+
+
+@strawberry.type
+class ExceptionQuery:
+    @strawberry.field
+    async def exception(self, info: Info[Context, None], id: strawberry.ID) -> ExceptionNode | None:
+        if not EXCEPTION_ID.fullmatch(id):
+            return None
+        found = await info.context.loaders.exception.load(id)
+        if found is None or not exception_reads.visible_to(info.context.principal, found):
+            return None
+        return ExceptionNode.from_domain(found)
+
+    @strawberry.field(description="Exceptions your token covers, oldest first.")
+    async def exceptions(
+        self,
+        info: Info[Context, None],
+        filter: ExceptionFilter | None = None,
+        first: int = 50,
+        after: str | None = None,
+    ) -> ExceptionConnection:
+        size = page_size(first)
+        where = filter or ExceptionFilter()
+        found = await exception_reads.exceptions_page(
+            info.context.db,
+            info.context.principal,
+            exception_reads.ExceptionFilter(
+                workflow=where.workflow,
+                state=where.state,
+                owner_role=where.owner_role,
+                overdue=where.overdue,
+                source_record_id=where.source_record_id,
+            ),
+            decode_text_cursor("exception", after),
+            size + 1,
+        )
+        edges = [
+            ExceptionEdge(
+                cursor=encode_cursor("exception", e.id), node=ExceptionNode.from_domain(e)
+            )
+            for e in found[:size]
+        ]
+        return ExceptionConnection(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=len(found) > size, end_cursor=edges[-1].cursor if edges else None
+            ),
+        )
+
+    @strawberry.field(description="Workflows and their reason catalogues.")
+    async def workflows(self, info: Info[Context, None]) -> list[Workflow]:
+        return [Workflow.from_domain(w) for w in await workflows.list_workflows(info.context.db)]

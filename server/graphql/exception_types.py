@@ -1,0 +1,342 @@
+"""The object types of exceptions, each built from a domain record."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from server.domain import exception_records as records
+from server.graphql.context import Context
+from server.graphql.types import Decision, PageInfo, ReviewItem
+
+ExceptionState = strawberry.enum(records.ExceptionState, name="ExceptionState")
+ExceptionClosure = strawberry.enum(records.Closure, name="ExceptionClosure")
+Consequence = strawberry.enum(
+    records.Consequence, name="Consequence", description="Sets the due time, with the reason."
+)
+ExceptionAction = strawberry.enum(records.ExceptionAction, name="ExceptionAction")
+RedriveVia = strawberry.enum(
+    records.RedriveVia,
+    name="RedriveVia",
+    description="SUBSCRIPTION: the owning system follows exceptionEvents. CASEWORK: Casework "
+    "carries the redrive out itself (apply_decision re-applies the decision).",
+)
+
+
+@strawberry.type
+class DueSeconds:
+    low: int
+    medium: int
+    high: int
+    critical: int
+
+
+@strawberry.type(description="One entry of a workflow's closed catalogue of reasons.")
+class ExceptionReason:
+    workflow: str
+    code: str
+    label: str
+    owner_role: str = strawberry.field(description="The team (queue) that owns it.")
+    escalation_owner_role: str = strawberry.field(
+        description="The team (queue) it passes to when overdue."
+    )
+    allowed_actions: list[ExceptionAction]  # type: ignore[valid-type]
+    due_seconds: DueSeconds
+
+    @classmethod
+    def from_domain(cls, reason: records.ExceptionReason) -> ExceptionReason:
+        return cls(
+            workflow=reason.workflow,
+            code=reason.code,
+            label=reason.label,
+            owner_role=reason.owner_role,
+            escalation_owner_role=reason.escalation_role,
+            allowed_actions=sorted(reason.allowed_actions, key=_action_order),
+            due_seconds=DueSeconds(
+                **{level.value: seconds for level, seconds in reason.due_seconds.items()}
+            ),
+        )
+
+
+def _action_order(action: records.ExceptionAction) -> int:
+    return list(records.ExceptionAction).index(action)
+
+
+@strawberry.type
+class Workflow:
+    name: str
+    approval_queue: str
+    redrive_via: RedriveVia  # type: ignore[valid-type]
+
+    @strawberry.field
+    async def reasons(self, info: Info[Context, None]) -> list[ExceptionReason]:
+        found = await info.context.loaders.exception_reasons.load(self.name)
+        return [ExceptionReason.from_domain(r) for r in found]
+
+    @classmethod
+    def from_domain(cls, workflow: records.Workflow) -> Workflow:
+        return cls(
+            name=workflow.name,
+            approval_queue=workflow.approval_queue,
+            redrive_via=workflow.redrive_via,
+        )
+
+
+@strawberry.type(description="One correction version; never changed once submitted.")
+class Correction:
+    version: int
+    reason_code: str
+    changes: JSON
+    stale_steps: list[str]
+    evidence: list[str]
+    note: str | None
+    corrected_by: str
+    submitted_at: datetime
+
+    @classmethod
+    def from_domain(cls, correction: records.Correction) -> Correction:
+        return cls(
+            version=correction.version,
+            reason_code=correction.reason_code,
+            changes=correction.changes,
+            stale_steps=list(correction.stale_steps),
+            evidence=list(correction.evidence),
+            note=correction.note,
+            corrected_by=correction.corrected_by,
+            submitted_at=correction.submitted_at,
+        )
+
+
+@strawberry.type(description="A request to re-enter the workflow with one correction version.")
+class Redrive:
+    key: str = strawberry.field(
+        description="workflow:sourceRecordId:v<version>; the owning system's idempotency key."
+    )
+    version: int
+    resume_after: str | None = strawberry.field(
+        description="Resume after this completed step; null: from the start."
+    )
+    stale_steps: list[str]
+    requested_by: str
+    requested_at: datetime
+    succeeded: bool | None = strawberry.field(description="Null until the result is reported.")
+    result_detail: str | None
+    reported_by: str | None
+    reported_at: datetime | None
+
+    @classmethod
+    def from_domain(cls, redrive: records.Redrive) -> Redrive:
+        return cls(
+            key=redrive.key,
+            version=redrive.version,
+            resume_after=redrive.resume_after,
+            stale_steps=list(redrive.stale_steps),
+            requested_by=redrive.requested_by,
+            requested_at=redrive.requested_at,
+            succeeded=redrive.succeeded,
+            result_detail=redrive.result_detail,
+            reported_by=redrive.reported_by,
+            reported_at=redrive.reported_at,
+        )
+
+
+@strawberry.type(description="One immutable entry of an exception's history.")
+class ExceptionEvent:
+    _event: strawberry.Private[records.ExceptionEvent]
+    id: strawberry.ID
+    exception_id: strawberry.ID
+    workflow: str
+    kind: str = strawberry.field(
+        description="raised, recurred, evidence_attached, correction_submitted, "
+        "correction_approved, correction_rejected, redrive_requested, redrive_succeeded, "
+        "redrive_failed, closed, reopened or escalated"
+    )
+    actor: str
+    actor_role: str
+    from_state: ExceptionState | None  # type: ignore[valid-type]
+    to_state: ExceptionState  # type: ignore[valid-type]
+    version: int
+    evidence: list[str]
+    detail: str | None
+    data: JSON | None
+    at: datetime
+
+    @strawberry.field(description="For redrive events: the redrive key.")
+    def redrive_key(self) -> str | None:
+        data = self._event.data
+        key = data.get("redriveKey") if isinstance(data, dict) else None
+        return key if isinstance(key, str) else None
+
+    @strawberry.field(description="The exception as it is now.")
+    async def exception(self, info: Info[Context, None]) -> ExceptionNode:
+        found = await info.context.loaders.exception.load(self._event.exception_id)
+        assert found is not None, "exceptions are never deleted"
+        return ExceptionNode.from_domain(found)
+
+    @classmethod
+    def from_domain(cls, event: records.ExceptionEvent) -> ExceptionEvent:
+        return cls(
+            _event=event,
+            id=strawberry.ID(str(event.id)),
+            exception_id=strawberry.ID(event.exception_id),
+            workflow=event.workflow,
+            kind=event.kind,
+            actor=event.actor,
+            actor_role=event.actor_role,
+            from_state=event.from_state,
+            to_state=event.to_state,
+            version=event.version,
+            evidence=list(event.evidence),
+            detail=event.detail,
+            data=event.data,
+            at=event.at,
+        )
+
+
+@strawberry.type(
+    name="Exception",
+    description="Automated work that could not finish and needs a person: what completed, "
+    "what blocks, who owns it, what correction is allowed, and how it may re-enter.",
+)
+class ExceptionNode:
+    _exception: strawberry.Private[records.ExceptionRecord]
+    id: strawberry.ID
+    workflow: str
+    source_record_id: str
+    reason_code: str
+    reason_label: str
+    detail: str
+    blocked_step: str | None
+    completed_steps: list[str]
+    stale_steps: list[str] = strawberry.field(
+        description="Completed steps the current correction says must run again."
+    )
+    evidence: list[str] = strawberry.field(description="References, never documents.")
+    context: JSON
+    consequence: Consequence  # type: ignore[valid-type]
+    state: ExceptionState  # type: ignore[valid-type]
+    closure: ExceptionClosure | None  # type: ignore[valid-type]
+    owner_role: str = strawberry.field(
+        description="The team that owns it now; past the due time, the escalation owner."
+    )
+    owner: str | None = strawberry.field(description="Who holds it under a live lease.")
+    escalation_owner_role: str
+    escalated_at: datetime | None
+    due_at: datetime
+    overdue: bool
+    attempts: int = strawberry.field(
+        description="Tries at the automated work: the first, then one per failed redrive."
+    )
+    recurrences: int = strawberry.field(description="Raised again while open.")
+    reopen_count: int
+    version: int = strawberry.field(description="The latest correction version; 0: none.")
+    last_rejection: str | None = strawberry.field(
+        description="Why the approver rejected the latest correction."
+    )
+    allowed_actions: list[ExceptionAction] = strawberry.field(  # type: ignore[valid-type]
+        description="What may happen next, by its state and its reason."
+    )
+    created_at: datetime
+    updated_at: datetime
+    closed_at: datetime | None
+
+    @classmethod
+    def from_domain(cls, exception: records.ExceptionRecord) -> ExceptionNode:
+        return cls(
+            _exception=exception,
+            id=strawberry.ID(exception.id),
+            workflow=exception.workflow,
+            source_record_id=exception.source_record_id,
+            reason_code=exception.reason_code,
+            reason_label=exception.reason_label,
+            detail=exception.detail,
+            blocked_step=exception.blocked_step,
+            completed_steps=list(exception.completed_steps),
+            stale_steps=list(exception.stale_steps),
+            evidence=list(exception.evidence),
+            context=exception.context,
+            consequence=exception.consequence,
+            state=exception.state,
+            closure=exception.closure,
+            owner_role=exception.owner_role,
+            owner=exception.holder,
+            escalation_owner_role=exception.escalation_role,
+            escalated_at=exception.escalated_at,
+            due_at=exception.due_at,
+            overdue=exception.overdue,
+            attempts=exception.attempts,
+            recurrences=exception.recurrences,
+            reopen_count=exception.reopen_count,
+            version=exception.version,
+            last_rejection=exception.last_rejection,
+            allowed_actions=exception.allowed_actions,
+            created_at=exception.created_at,
+            updated_at=exception.updated_at,
+            closed_at=exception.closed_at,
+        )
+
+    @strawberry.field(description="The review item it is claimed through.")
+    async def item(self, info: Info[Context, None]) -> ReviewItem:
+        found = await info.context.loaders.item.load(self._exception.item_id)
+        assert found is not None, "an exception always has its item"
+        return ReviewItem.from_domain(found)
+
+    @strawberry.field(description="For apply_decision: the decision whose effect failed.")
+    async def decision(self, info: Info[Context, None]) -> Decision | None:
+        if self._exception.decision_id is None:
+            return None
+        found = await info.context.loaders.decision.load(self._exception.decision_id)
+        return Decision.from_domain(found) if found else None
+
+    @strawberry.field(description="Every correction version, oldest first.")
+    async def corrections(self, info: Info[Context, None]) -> list[Correction]:
+        found = await info.context.loaders.exception_corrections.load(self._exception.id)
+        return [Correction.from_domain(c) for c in found]
+
+    @strawberry.field(description="The correction of the current version, if any.")
+    async def current_correction(self, info: Info[Context, None]) -> Correction | None:
+        found = await info.context.loaders.exception_corrections.load(self._exception.id)
+        current = [c for c in found if c.version == self._exception.version]
+        return Correction.from_domain(current[0]) if current else None
+
+    @strawberry.field(description="Every redrive requested, oldest first.")
+    async def redrives(self, info: Info[Context, None]) -> list[Redrive]:
+        found = await info.context.loaders.exception_redrives.load(self._exception.id)
+        return [Redrive.from_domain(r) for r in found]
+
+    @strawberry.field(description="The redrive of the current version, if requested.")
+    async def redrive(self, info: Info[Context, None]) -> Redrive | None:
+        found = await info.context.loaders.exception_redrives.load(self._exception.id)
+        current = [r for r in found if r.version == self._exception.version]
+        return Redrive.from_domain(current[0]) if current else None
+
+    @strawberry.field(description="The full history, oldest first.")
+    async def events(self, info: Info[Context, None]) -> list[ExceptionEvent]:
+        found = await info.context.loaders.exception_events.load(self._exception.id)
+        return [ExceptionEvent.from_domain(e) for e in found]
+
+
+@strawberry.type
+class ExceptionEdge:
+    cursor: str
+    node: ExceptionNode
+
+
+@strawberry.type
+class ExceptionConnection:
+    edges: list[ExceptionEdge]
+    page_info: PageInfo
+
+
+@strawberry.input
+class ExceptionFilter:
+    workflow: str | None = None
+    state: ExceptionState | None = None  # type: ignore[valid-type]
+    owner_role: str | None = strawberry.field(
+        default=None, description="The owner now, as overdue escalation evaluates it."
+    )
+    overdue: bool | None = None
+    source_record_id: str | None = None
