@@ -146,7 +146,10 @@ def mismatch_input(source_record_id: str = "SUP-1042", **overrides: Any) -> dict
         "completedSteps": ["collect_documents", "verify_bank_account"],
         "blockedStep": "verify_legal_entity",
         "evidence": ["docstore://suppliers/SUP-1042/certificate-of-incorporation.pdf"],
-        "context": {"recordLegalName": "Acme Trading Ltd", "documentLegalName": "Acme Holdings Ltd"},
+        "context": {
+            "recordLegalName": "Acme Trading Ltd",
+            "documentLegalName": "Acme Holdings Ltd",
+        },
     }
     raised.update(overrides)
     return raised

@@ -64,7 +64,9 @@ async def test_generic_plan_uses_the_claimable_index(
 ) -> None:
     # A pool reuses prepared statements, so the generic plan is the one that runs in the end.
     await owner_conn.execute("SET plan_cache_mode = force_generic_plan")
-    await owner_conn.execute(f"PREPARE claim_next (text, text, text) AS {queries['item_claim_next']}")
+    await owner_conn.execute(
+        f"PREPARE claim_next (text, text, text) AS {queries['item_claim_next']}"
+    )
 
     explained = await owner_conn.fetchval(
         "EXPLAIN (FORMAT JSON) EXECUTE claim_next ('kyc', 'planner', 'reviewer')"
