@@ -9,8 +9,9 @@ start from the same rows:
            (bench/app_factory.py, create_app(dsn, dev=False)) whose pool has N connections:
            claimNext, then submitDecision, per cycle.
   raw      N workers on an asyncpg pool of N connections as the application role (the
-           service's create_pool, so the same JSON codecs) run the same two named queries,
-           item_claim_next then decision_submit, with the arguments the domain passes.
+           service's create_pool, so the same JSON codecs) run the same named queries as the
+           domain, with the same arguments: exceptions_escalate_overdue and item_claim_next
+           (a claim), then decision_submit.
 
 Each worker first does a few untimed warm-up cycles; then the workers share a fixed budget
 of timed cycles. Each cell is run --repeats times, alternating which path goes first, and
@@ -43,6 +44,7 @@ from http1 import KeepAliveConnection
 from server.domain.model import Role
 from server.domain.tokens import create_token
 from server.store.database import Database, create_pool
+from server.store.queries import Queries
 
 CLAIM = (
     "mutation($q:String!){ claimNext(queue:$q){ __typename "
@@ -263,9 +265,11 @@ def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) ->
     return work
 
 
-def raw_worker(
-    pool: asyncpg.Pool, claim_sql: str, decide_sql: str, redis: aioredis.Redis | None
-) -> Worker:
+def raw_worker(pool: asyncpg.Pool, queries: Queries, redis: aioredis.Redis | None) -> Worker:
+    escalate_sql = queries["exceptions_escalate_overdue"]
+    claim_sql = queries["item_claim_next"]
+    decide_sql = queries["decision_submit"]
+
     async def publish(row: asyncpg.Record) -> None:
         # What the service does with the Redis transport: publish the hint after commit.
         if redis is not None:
@@ -275,7 +279,8 @@ def raw_worker(
         user = reviewer_name(index)
         done = 0
         while tickets.take() if tickets else done < count:
-            row = await pool.fetchrow(claim_sql, benchlib.QUEUE, user)
+            await pool.fetchrow(escalate_sql, benchlib.QUEUE)
+            row = await pool.fetchrow(claim_sql, benchlib.QUEUE, user, Role.REVIEWER.value)
             if row is None or row["escalated"]:
                 raise RuntimeError(f"claim returned {row}; is --items large enough?")
             await publish(row)
@@ -365,7 +370,7 @@ async def measure_raw(config: Config, database: str, concurrency: int) -> Measur
     redis = aioredis.from_url(config.redis_url) if via_redis else None
     try:
         cpu = CpuWindow(owner, database, None)
-        worker = raw_worker(pool, queries["item_claim_next"], queries["decision_submit"], redis)
+        worker = raw_worker(pool, queries, redis)
         warmed, done, elapsed, used = await drive(
             worker, concurrency, config.cycles, config.warmup, cpu
         )

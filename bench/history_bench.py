@@ -136,14 +136,14 @@ async def explain(config: Config, state: State) -> None:
     sql = benchlib.load_queries()["item_claim_next"]
     conn = await connect(benchlib.app_dsn(config.server, state.name))
     try:
-        await conn.execute(f"PREPARE bench_claim(text, text) AS {sql}")
+        await conn.execute(f"PREPARE bench_claim(text, text, text) AS {sql}")
         for mode in ("force_custom_plan", "force_generic_plan"):
             await conn.execute("BEGIN")
             try:
                 await conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
                 rows = await conn.fetch(
                     "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-                    f"EXECUTE bench_claim('{benchlib.QUEUE}', 'bench-explain')"
+                    f"EXECUTE bench_claim('{benchlib.QUEUE}', 'bench-explain', 'reviewer')"
                 )
             finally:
                 await conn.execute("ROLLBACK")

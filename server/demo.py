@@ -1,4 +1,5 @@
-"""A demo: two KYC queues, their reason codes, 300 applications and a token per role.
+"""A demo: two KYC queues, their reason codes, 300 applications, a supplier-onboarding
+workflow with a few open exceptions, and a token per role.
 
 Seeding goes through the domain functions as the service's own role, so the demo exercises
 the same permission checks and constraints as real traffic. Running it again changes
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from server.config import Settings
+from server.domain import exceptions, workflows
+from server.domain.exception_records import Consequence, ExceptionAction
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.items import NewItem, enqueue_items
 from server.domain.model import Principal, Role, Verdict
@@ -25,9 +28,14 @@ from server.store.queries import Queries
 KYC = "kyc"
 ESCALATIONS = "kyc-escalations"
 ITEM_COUNT = 300
+SUPPLIER_WORKFLOW = "supplier_onboarding"
+SUPPLIER_OPS = "supplier-ops"
+PROCUREMENT_LEADS = "procurement-leads"
+SUPPLIER_APPROVALS = "supplier-approvals"
 
 ADMIN = Principal("ada-admin", Role.ADMIN, frozenset())
 INTEGRATION = Principal("kyc-provider", Role.INTEGRATION, frozenset())
+ERP = Principal("erp-onboarding", Role.INTEGRATION, frozenset())
 
 REASON_CODES = (
     ("documents_ok", "Documents verified, identity matches", Verdict.APPROVE),
@@ -44,8 +52,25 @@ DEMO_TOKENS = (
     ("CASEWORK_APPROVER_TOKEN", "ann-approver", Role.APPROVER, ()),
     ("CASEWORK_ADMIN_TOKEN", ADMIN.user, Role.ADMIN, ()),
     ("CASEWORK_MANAGER_TOKEN", "max-manager", Role.MANAGER, ()),
-    ("CASEWORK_REVIEWER_TOKEN", "rita-reviewer", Role.REVIEWER, (KYC, ESCALATIONS)),
+    (
+        "CASEWORK_REVIEWER_TOKEN",
+        "rita-reviewer",
+        Role.REVIEWER,
+        (KYC, ESCALATIONS, SUPPLIER_OPS, PROCUREMENT_LEADS),
+    ),
 )
+
+# (supplier, legal name on record, what blocks, consequence, reason)
+SUPPLIER_EXCEPTIONS = (
+    ("SUP-1042", "Acme Trading Ltd", "The certificate names Acme Holdings Ltd.",
+     Consequence.HIGH, "entity_mismatch"),
+    ("SUP-1077", "Nordlicht GmbH", "The VAT certificate names Nordlicht Handels GmbH.",
+     Consequence.MEDIUM, "entity_mismatch"),
+    ("SUP-1103", "Oceanic Freight SA", "The bank letter names Oceanic Logistics SA.",
+     Consequence.CRITICAL, "entity_mismatch"),
+    ("SUP-1120", "Verde Foods BV", "No sign-off from category management for a new supplier.",
+     Consequence.LOW, "missing_approval"),
+)  # fmt: skip
 
 GIVEN_NAMES = (
     "Amara", "Björn", "Carmen", "Dmitri", "Elif", "Farah", "Giulia", "Hiroshi", "Ines",
@@ -79,6 +104,8 @@ async def seed_demo(owner_dsn: str, app_dsn: str, *, queries_dir: Path | None = 
         app_db = Database(app_conn, queries)
         await _configure_queues(app_db)
         items_created = await _enqueue_applications(app_db)
+        await _configure_supplier_onboarding(app_db)
+        await _raise_supplier_exceptions(app_db)
     finally:
         await app_conn.close()
     # Only the owner role may write tokens.
@@ -113,6 +140,68 @@ async def _configure_queues(db: Database) -> None:
                 db, ADMIN, queue=queue, code=code, label=label, verdicts=[verdict]
             )
             _expect_success(defined, f"reason code {queue}/{code}")
+
+
+async def _configure_supplier_onboarding(db: Database) -> None:
+    for name in (SUPPLIER_OPS, PROCUREMENT_LEADS, SUPPLIER_APPROVALS):
+        _expect_success(await configure_queue(db, ADMIN, QueueSettings(name)), f"queue {name}")
+    configured = await workflows.configure_workflow(
+        db, ADMIN, name=SUPPLIER_WORKFLOW, approval_queue=SUPPLIER_APPROVALS, redrive_via=None
+    )
+    _expect_success(configured, "workflow supplier_onboarding")
+    hours = 3600
+    for code, label, actions in (
+        ("entity_mismatch", "A document names another legal entity", list(ExceptionAction)),
+        (
+            "missing_approval",
+            "A required approval is missing",
+            [
+                ExceptionAction.ATTACH_EVIDENCE,
+                ExceptionAction.CLOSE_EXCEPTION,
+                ExceptionAction.REOPEN_EXCEPTION,
+            ],
+        ),
+    ):
+        defined = await workflows.define_exception_reason(
+            db,
+            ADMIN,
+            workflows.ReasonDefinition(
+                workflow=SUPPLIER_WORKFLOW,
+                code=code,
+                label=label,
+                owner_role=SUPPLIER_OPS,
+                escalation_role=PROCUREMENT_LEADS,
+                allowed_actions=actions,
+                due_seconds={
+                    Consequence.LOW: 72 * hours,
+                    Consequence.MEDIUM: 24 * hours,
+                    Consequence.HIGH: 4 * hours,
+                    Consequence.CRITICAL: 1 * hours,
+                },
+            ),
+        )
+        _expect_success(defined, f"exception reason {code}")
+
+
+async def _raise_supplier_exceptions(db: Database) -> None:
+    # Raising is idempotent while open: a second seed counts recurrences, adds nothing.
+    for supplier, legal_name, detail, consequence, reason in SUPPLIER_EXCEPTIONS:
+        raised = await exceptions.raise_exception(
+            db,
+            ERP,
+            exceptions.RaiseInput(
+                workflow=SUPPLIER_WORKFLOW,
+                source_record_id=supplier,
+                reason_code=reason,
+                detail=detail,
+                consequence=consequence,
+                completed_steps=["collect_documents", "verify_bank_account"],
+                blocked_step="verify_legal_entity",
+                evidence=[f"docstore://suppliers/{supplier}/onboarding-pack.pdf"],
+                context={"recordLegalName": legal_name},
+            ),
+        )
+        _expect_success(raised, f"exception for {supplier}")
 
 
 async def _enqueue_applications(db: Database) -> int:

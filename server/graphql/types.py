@@ -313,6 +313,9 @@ class Queue:
     effect_target: str | None
     effect_max_attempts: int
     effect_timeout_seconds: float
+    holder_role: str = strawberry.field(
+        description="Who claims here: reviewer, or approver in a workflow's approval queue."
+    )
 
     @strawberry.field(description="Backlog and application lag, read now.")
     async def stats(self, info: Info[Context, None], lag_threshold_seconds: int = 60) -> QueueStats:
@@ -343,6 +346,7 @@ class Queue:
             effect_target=queue.effect_target,
             effect_max_attempts=queue.effect_max_attempts,
             effect_timeout_seconds=queue.effect_timeout_seconds,
+            holder_role=queue.holder_role.value,
         )
 
     @strawberry.field
