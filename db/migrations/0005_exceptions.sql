@@ -248,8 +248,14 @@ BEGIN
     FROM exception_reasons AS r
     WHERE r.workflow = p_workflow AND r.code = p_reason_code;
     LOOP
+        -- New references join the record; the repeat's detail stays in its event.
         UPDATE exceptions AS e
-        SET recurrences = e.recurrences + 1, updated_at = now()
+        SET recurrences = e.recurrences + 1,
+            evidence = e.evidence || coalesce(
+                (SELECT array_agg(t.reference ORDER BY t.n)
+                 FROM unnest(p_evidence) WITH ORDINALITY AS t (reference, n)
+                 WHERE NOT t.reference = ANY (e.evidence)), '{}'),
+            updated_at = now()
         WHERE e.workflow = p_workflow AND e.source_record_id = p_source_record_id
           AND e.reason_code = p_reason_code AND e.state <> 'closed'
         RETURNING e.* INTO existing;

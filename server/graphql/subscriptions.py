@@ -47,6 +47,7 @@ class LeaseEventKind(enum.Enum):
     DECIDED = "decided"
     ESCALATED = "escalated"
     EXPIRED = "expired"
+    EXCEPTION = "exception"
     RESYNC = "resync"
 
 
@@ -136,7 +137,10 @@ class Subscription:
                     resync=update.resync,
                 )
 
-    @strawberry.subscription(description="Claimed, renewed, released, decided, expired.")
+    @strawberry.subscription(
+        description="Claimed, renewed, released, decided, expired; EXCEPTION: an exception "
+        "action moved or changed the item (its lease, if any, ended)."
+    )
     async def lease_events(
         self, info: Info[Context, None], queue: str
     ) -> AsyncGenerator[LeaseEvent, None]:
