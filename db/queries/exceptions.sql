@@ -376,8 +376,8 @@ FROM target AS t,
          'w', t.workflow, 'x', t.id)::text) AS hint (notification);
 
 -- name: exception_reopen
--- A closed exception goes back to its reason's owner with a fresh due time; the history
--- stays and the reopen is counted. Fenced by the state: of two reopens, one wins.
+-- A closed exception goes back to its reason's owner with a fresh due time and a clean
+-- slate for the next correction; the history stays and the reopen is counted. Fenced by the state: of two reopens, one wins.
 -- $1 exception id, $2 actor, $3 actor role, $4 queue scope, $5 reason
 WITH target AS (
     SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.closure, i.queue,
@@ -394,8 +394,9 @@ WITH target AS (
 ),
 changed AS (
     UPDATE exceptions AS e
-    SET state = 'needs_review', closure = NULL, closed_at = NULL,
-        reopen_count = e.reopen_count + 1, owner_role = t.owner_role, escalated_at = NULL,
+    SET state = 'needs_review', closure = NULL, closed_at = NULL, last_rejection = NULL,
+        stale_steps = '{}', reopen_count = e.reopen_count + 1, owner_role = t.owner_role,
+        escalated_at = NULL,
         due_at = now() + make_interval(secs => t.due_seconds), updated_at = now()
     FROM target AS t
     WHERE e.id = t.id

@@ -3,6 +3,7 @@ secrets or documents."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -20,34 +21,44 @@ MAX_FACTS_BYTES = 16 * 1024
 EXCEPTION_ID = re.compile(r"^exc_[0-9A-HJKMNP-TV-Z]{20}$")
 NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 
-# A key whose name, stripped of case and separators, contains one of these holds a
-# credential: the record would then keep a secret that outlives its rotation.
-_CREDENTIAL_KEY_MARKERS = (
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "token",
-    "apikey",
-    "accesskey",
-    "privatekey",
-    "credential",
-    "authorization",
-    "cookie",
-    "sessionid",
-    "bearer",
-)
-# A reference whose query string carries one of these is a signed URL: a bearer credential.
-_SIGNED_URL_MARKERS = (*_CREDENTIAL_KEY_MARKERS, "signature", "sig", "xamzcredential")
+# A key holds a credential when one of its words (camelCase, snake_case, kebab-case) is one
+# of these, or two adjacent words make one of the pairs: the record would otherwise keep a
+# secret that outlives its rotation. Words, not substrings: `companySecretary` is a fact.
+_CREDENTIAL_WORDS = frozenset(
+    {
+        "password", "passwd", "pwd", "passphrase", "secret", "secrets", "token", "tokens",
+        "apikey", "credential", "credentials", "authorization", "cookie", "cookies", "bearer",
+        "otp", "pin", "cvv", "cvc", "privatekey", "accesskey", "sessionid",
+    }
+)  # fmt: skip
+_CREDENTIAL_PAIRS = frozenset(
+    {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"),
+     ("session", "id"), ("auth", "code"), ("security", "code")}
+)  # fmt: skip
+# Query or fragment parameters of a signed or tokened URL: a bearer credential in a link.
+_SIGNED_URL_WORDS = frozenset({"signature", "sig"})
+_SIGNED_URL_NAMES = frozenset({"key", "code", "jsessionid", "phpsessid", "sid"})
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
-def _normalised(key: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", key.lower())
+def _words(key: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(key)]
 
 
 def looks_like_credential(key: str) -> bool:
-    name = _normalised(key)
-    return any(marker in name for marker in _CREDENTIAL_KEY_MARKERS)
+    words = _words(key)
+    if any(word in _CREDENTIAL_WORDS for word in words):
+        return True
+    return any(pair in _CREDENTIAL_PAIRS for pair in itertools.pairwise(words))
+
+
+def _parameter_is_credential(name: str) -> bool:
+    words = _words(name)
+    return (
+        looks_like_credential(name)
+        or any(word in _SIGNED_URL_WORDS for word in words)
+        or "".join(words) in _SIGNED_URL_NAMES
+    )
 
 
 def _keys(value: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -99,13 +110,16 @@ def check_references(references: list[str], field: str, *, required: bool) -> In
         parts = urlsplit(reference)
         if parts.username or parts.password:
             return InvalidInput(f"{field}: a reference must not carry a user or password", field)
-        for name, _ in parse_qsl(parts.query, keep_blank_values=True):
-            if any(marker in _normalised(name) for marker in _SIGNED_URL_MARKERS):
-                return InvalidInput(
-                    f"{field}: reference query parameter {name!r} looks like a credential "
-                    "(a signed or tokened URL); give a stable reference instead",
-                    field,
-                )
+        # Query, fragment (OAuth puts tokens there) and path parameters (;jsessionid=).
+        path_parameters = ";".join(parts.path.split(";")[1:])
+        for place in (parts.query, parts.fragment, path_parameters):
+            for name, _ in parse_qsl(place.replace(";", "&"), keep_blank_values=True):
+                if _parameter_is_credential(name):
+                    return InvalidInput(
+                        f"{field}: reference parameter {name!r} looks like a credential (a "
+                        "signed or tokened URL); give a stable reference instead",
+                        field,
+                    )
     return None
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import strawberry
 
-from server.domain import failures
+from server.domain import exception_records, failures
+from server.graphql.exception_types import ExceptionAction, ExceptionState
 
 
 @strawberry.interface(description="An expected failure. Nothing was written.")
@@ -54,9 +55,13 @@ class AlreadySuperseded(Error):
 @strawberry.type(description="An exception action its state, or its reason, does not allow.")
 class InvalidTransition(Error):
     exception_id: strawberry.ID
-    state: str = strawberry.field(description="The state the exception is in.")
-    action: str
-    allowed_actions: list[str] = strawberry.field(description="What may happen from here.")
+    state: ExceptionState = strawberry.field(  # type: ignore[valid-type]
+        description="The state the exception is in."
+    )
+    action: ExceptionAction  # type: ignore[valid-type]
+    allowed_actions: list[ExceptionAction] = strawberry.field(  # type: ignore[valid-type]
+        description="What may happen from here."
+    )
 
 
 @strawberry.type(description="This correction version's redrive was requested already.")
@@ -115,9 +120,11 @@ def from_failure(failure: failures.Failure) -> ErrorType:
             return InvalidTransition(
                 message=failure.message,
                 exception_id=strawberry.ID(failure.exception_id),
-                state=failure.state,
-                action=failure.action,
-                allowed_actions=list(failure.allowed_actions),
+                state=exception_records.ExceptionState(failure.state),
+                action=exception_records.ExceptionAction(failure.action),
+                allowed_actions=[
+                    exception_records.ExceptionAction(a) for a in failure.allowed_actions
+                ],
             )
         case failures.AlreadyQueued():
             return AlreadyQueued(

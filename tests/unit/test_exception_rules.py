@@ -37,6 +37,10 @@ from server.events.channels import parse_event
         "session_id",
         "bearer",
         "passphrase",
+        "pwd",
+        "cardPin",
+        "otp",
+        "X-Amz-Security-Token",
     ],
 )
 def test_credential_looking_keys_are_recognised(key: str) -> None:
@@ -45,7 +49,18 @@ def test_credential_looking_keys_are_recognised(key: str) -> None:
 
 @pytest.mark.parametrize(
     "key",
-    ["legalName", "recordLegalName", "iban_last4", "company_id", "documentType", "amount"],
+    [
+        "legalName",
+        "recordLegalName",
+        "iban_last4",
+        "company_id",
+        "documentType",
+        "amount",
+        "companySecretary",
+        "keyPerson",
+        "spinOffDate",
+        "shipping_address",
+    ],
 )
 def test_plain_fact_keys_pass(key: str) -> None:
     assert not looks_like_credential(key)
@@ -78,6 +93,9 @@ def test_facts_must_be_a_small_object() -> None:
         "https://files.example.com/cert.pdf?token=abc",
         "https://files.example.com/cert.pdf?sig=abc",
         "https://files.example.com/cert.pdf?api_key=abc",
+        "https://docs.example.com/certificate.pdf#access_token=abc123",
+        "https://docs.example.com/certificate.pdf;jsessionid=abc123",
+        "https://maps.example.com/api?key=AIzaSyabc",
         " docstore://padded ",
         "",
         "x" * 501,
