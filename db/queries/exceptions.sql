@@ -262,7 +262,8 @@ FROM target AS t,
 -- Issues the redrive of the approved version, once: the key is unique, so a repeat (or a
 -- concurrent request) inserts nothing and learns the key (`queued` false). No lease: no one
 -- holds the exception once it is approved; the version is the fence. For a workflow that
--- Casework redrives itself (apply_decision), the failed decision goes back on the work list.
+-- Casework redrives itself (apply_decision), the failed decision goes back on the work list
+-- (`nothing_to_reapply` if it is not failed: the caller answers the redrive at once).
 -- $1 exception id, $2 version, $3 actor, $4 actor role, $5 queue scope
 WITH target AS (
     SELECT e.id, e.workflow, e.source_record_id, e.state, e.version, e.item_id,
@@ -294,6 +295,7 @@ reapplied AS (
     FROM queued AS q
     JOIN target AS t ON t.id = q.exception_id
     WHERE t.redrive_via = 'casework' AND a.decision_id = t.decision_id AND a.state = 'failed'
+    RETURNING a.decision_id
 ),
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
@@ -304,7 +306,12 @@ logged AS (
     FROM target AS t JOIN queued AS q ON q.exception_id = t.id
 )
 SELECT t.id, t.workflow || ':' || t.source_record_id || ':v' || t.version AS key,
-       q.key IS NOT NULL AS queued, hint.notification
+       q.key IS NOT NULL AS queued,
+       -- Casework's own redrive with no failed decision to re-apply: it was carried out
+       -- meanwhile (reopened after success, or a late attempt succeeded).
+       q.key IS NOT NULL AND t.redrive_via = 'casework'
+           AND NOT EXISTS (SELECT 1 FROM reapplied) AS nothing_to_reapply,
+       hint.notification
 FROM target AS t
 LEFT JOIN queued AS q ON q.exception_id = t.id
 LEFT JOIN LATERAL (
@@ -326,12 +333,15 @@ WITH target AS (
     JOIN exceptions AS e ON e.id = x.exception_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
     JOIN review_items AS i ON i.id = e.item_id
+    JOIN workflows AS w ON w.name = e.workflow
     WHERE x.key = $1
       AND x.result IS NULL
       AND e.state = 'redrive_pending'
       AND e.version = x.version
       AND 'report_redrive_result' = ANY (r.allowed_actions)
       AND ($6::text[] IS NULL OR e.owner_role = ANY ($6))
+      -- Who may answer: the owning system, or Casework for the redrives it carries out.
+      AND (w.redrive_via = 'casework') = ($5 = 'system')
     FOR UPDATE OF x, e
 ),
 reported AS (

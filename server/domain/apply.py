@@ -7,6 +7,7 @@ lock that lapses, and the decision is attempted again.
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,8 @@ from server.domain.model import EffectKind, Verdict
 from server.store.database import Database, Row
 
 BACKOFF_MAX_SECONDS = 300.0
+
+log = logging.getLogger("casework.worker")
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ class DueApplication:
             "evidenceHash": self.evidence_hash,
             "decidedAt": self.decided_at.isoformat(),
             "attempt": self.attempt,
+            # Set when a person had the cause fixed and asked for the decision to be re-applied.
+            "redriveKey": self.redrive_key,
         }
 
 
@@ -124,15 +129,23 @@ async def record_applied(
         )
         assert row is not None
         if due.redrive_key is not None:
-            await exceptions.report_checked(
-                tx,
-                due.redrive_key,
-                True,
-                storable(note),
-                actor=exceptions.SYSTEM_ACTOR,
-                actor_role=exceptions.SYSTEM_ROLE,
-            )
+            await _answer_redrive(tx, due.redrive_key, True, storable(note))
     return bool(row["applied"])
+
+
+async def _answer_redrive(db: Database, key: str, succeeded: bool, detail: str | None) -> None:
+    reported = await exceptions.report_checked(
+        db,
+        key,
+        succeeded,
+        detail,
+        actor=exceptions.SYSTEM_ACTOR,
+        actor_role=exceptions.SYSTEM_ROLE,
+    )
+    if not isinstance(reported, exceptions.RedriveReported):
+        # The exception moved on without this answer (reopened, say); its history and the
+        # application's state both still show what happened, so say it and go on.
+        log.error("redrive %s: its result could not be recorded: %s", key, reported)
 
 
 def next_attempt_at(
@@ -185,14 +198,7 @@ async def _hand_to_person(
     db: Database, due: DueApplication, error: str, *, permanent: bool
 ) -> None:
     if due.redrive_key is not None:
-        await exceptions.report_checked(
-            db,
-            due.redrive_key,
-            False,
-            error[:4000],
-            actor=exceptions.SYSTEM_ACTOR,
-            actor_role=exceptions.SYSTEM_ROLE,
-        )
+        await _answer_redrive(db, due.redrive_key, False, error[:4000])
         return
     attempts = due.attempt
     await exceptions.raise_checked(

@@ -19,6 +19,7 @@ from server.domain.exception_records import (
     Consequence,
     ExceptionAction,
     ExceptionRecord,
+    RedriveVia,
 )
 from server.domain.exception_rules import (
     MAX_STEP,
@@ -37,7 +38,7 @@ from server.domain.failures import (
 )
 from server.domain.model import Principal, Role
 from server.domain.parsing import parse_lease_token
-from server.domain.workflows import get_reasons
+from server.domain.workflows import get_reasons, get_workflows
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
 
@@ -336,14 +337,25 @@ async def request_redrive(
     problem = check_exception_id(exception_id)
     if problem:
         return problem
-    row = await db.fetchrow(
-        "exception_request_redrive",
-        exception_id,
-        version,
-        principal.user,
-        principal.role.value,
-        principal.queue_scope(),
-    )
+    async with db.transaction() as tx:
+        row = await tx.fetchrow(
+            "exception_request_redrive",
+            exception_id,
+            version,
+            principal.user,
+            principal.role.value,
+            principal.queue_scope(),
+        )
+        if row is not None and row["nothing_to_reapply"]:
+            # The decision was carried out already: the work is done, say so at once.
+            await report_checked(
+                tx,
+                row["key"],
+                True,
+                "the decision had been carried out already; nothing to re-apply",
+                actor=SYSTEM_ACTOR,
+                actor_role=SYSTEM_ROLE,
+            )
     if row is not None:
         if not row["queued"]:
             return AlreadyQueued(exception_id, row["key"])
@@ -414,6 +426,16 @@ async def report_checked(
         return RedriveReported(exception, already_reported=False)
     if principal is not None and not any(map(principal.works_in, exception.queues)):
         return NotPermitted(f"your token does not cover the queues of {exception.id}")
+    workflow = (await get_workflows(db, [exception.workflow]))[exception.workflow]
+    if (workflow.redrive_via is RedriveVia.CASEWORK) != (actor_role == SYSTEM_ROLE):
+        answerer = (
+            "Casework itself"
+            if workflow.redrive_via is RedriveVia.CASEWORK
+            else ("the owning system")
+        )
+        return NotPermitted(
+            f"redrives of workflow {exception.workflow!r} are answered by {answerer}"
+        )
     if redrive.succeeded is succeeded:
         return RedriveReported(exception, already_reported=True)
     if redrive.version != exception.version or redrive.succeeded is not None:

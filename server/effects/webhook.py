@@ -26,6 +26,9 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, moment.timestamp() - time.time())
 
 
+REDRIVE_HEADER = "Casework-Redrive-Key"
+
+
 async def post_webhook(client: httpx.AsyncClient, due: DueApplication) -> str:
     assert due.effect_target is not None
     assert due.effect_secret is not None
@@ -35,6 +38,10 @@ async def post_webhook(client: httpx.AsyncClient, due: DueApplication) -> str:
         "Idempotency-Key": str(due.decision_id),
         SIGNATURE_HEADER: sign(due.effect_secret, body),
     }
+    if due.redrive_key is not None:
+        # The same decision again, on purpose: a receiver that replays its stored answer per
+        # Idempotency-Key can tell a redrive (after a fix) from a retry.
+        headers[REDRIVE_HEADER] = due.redrive_key
     try:
         response = await client.post(
             due.effect_target, content=body, headers=headers, timeout=due.effect_timeout_seconds
