@@ -445,13 +445,17 @@ WITH overdue AS (
       AND e.escalated_at IS NULL
       AND e.due_at <= now()
       AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+    -- A bound on one claim's work; the next claim moves the rest.
+    LIMIT 100
     FOR UPDATE OF e, i SKIP LOCKED
 ),
+-- The ids as arrays: the planner cannot know how few rows `overdue` holds, and would
+-- otherwise join it to a full scan of exceptions and of review_items.
 changed AS (
     UPDATE exceptions AS e
     SET owner_role = o.escalation_role, escalated_at = now(), updated_at = now()
     FROM overdue AS o
-    WHERE e.id = o.id
+    WHERE e.id = o.id AND e.id = ANY (ARRAY(SELECT d.id FROM overdue AS d))
 ),
 moved AS (
     UPDATE review_items AS i
@@ -459,7 +463,7 @@ moved AS (
         lease_expires_at = NULL, abandon_count = 0,
         escalation_count = i.escalation_count + 1, updated_at = now()
     FROM overdue AS o
-    WHERE i.id = o.item_id
+    WHERE i.id = o.item_id AND i.id = ANY (ARRAY(SELECT d.item_id FROM overdue AS d))
 ),
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,

@@ -1,16 +1,19 @@
 -- Reads of exceptions. Overdue and the effective owner are evaluated here, at query time,
--- exactly as the next claim would: an exception waiting for review past its due time
--- belongs to its escalation owner, whether or not a claim has moved it yet.
+-- exactly as the next claim would: an exception waiting for review past its due time, and
+-- not under a live lease, belongs to its escalation owner, whether or not a claim has
+-- moved it yet.
 
 -- name: exceptions_get_by_ids
 -- $1 exception ids
 SELECT e.*,
        e.state IN ('needs_review', 'awaiting_approval') AND e.due_at <= now() AS overdue,
        CASE WHEN e.state = 'needs_review' AND e.escalated_at IS NULL AND e.due_at <= now()
+                 AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
             THEN e.escalation_role ELSE e.owner_role END AS effective_owner_role,
        i.queue AS item_queue, i.state AS item_state, i.lease_owner, i.lease_token,
        i.lease_expires_at, i.lease_expires_at > now() AS lease_live,
-       w.approval_queue, r.allowed_actions, r.label AS reason_label
+       w.approval_queue, r.allowed_actions, r.label AS reason_label,
+       r.owner_role AS reason_owner_role
 FROM exceptions AS e
 JOIN review_items AS i ON i.id = e.item_id
 JOIN workflows AS w ON w.name = e.workflow
@@ -29,18 +32,23 @@ SELECT e.item_id, e.id FROM exceptions AS e WHERE e.item_id = ANY ($1::bigint[])
 SELECT e.id
 FROM exceptions AS e
 JOIN workflows AS w ON w.name = e.workflow
+JOIN review_items AS i ON i.id = e.item_id
 WHERE ($1::text IS NULL OR e.workflow = $1)
   AND ($2::text IS NULL OR e.state = $2)
   AND ($3::text IS NULL
        OR $3 = CASE WHEN e.state = 'needs_review' AND e.escalated_at IS NULL
                          AND e.due_at <= now()
+                         AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
                     THEN e.escalation_role ELSE e.owner_role END)
   AND ($4::boolean IS NULL
        OR $4 = (e.state IN ('needs_review', 'awaiting_approval') AND e.due_at <= now()))
   AND ($5::text IS NULL OR e.source_record_id = $5)
   AND e.id > $6
   AND ($8::text[] IS NULL OR e.owner_role = ANY ($8) OR e.escalation_role = ANY ($8)
-       OR w.approval_queue = ANY ($8))
+       OR w.approval_queue = ANY ($8)
+       OR EXISTS (SELECT 1 FROM exception_reasons AS r
+                  WHERE r.workflow = e.workflow AND r.code = e.reason_code
+                    AND r.owner_role = ANY ($8)))
 ORDER BY e.id
 LIMIT $7;
 

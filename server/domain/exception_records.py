@@ -126,6 +126,8 @@ class ExceptionRecord:
     # waiting for review belongs to its escalation owner even before a claim moves it.
     owner_role: str
     escalation_role: str
+    # The reason's owner: the team it started with, which keeps sight of it after escalation.
+    reason_owner_role: str
     escalated_at: datetime | None
     due_at: datetime
     overdue: bool
@@ -169,6 +171,7 @@ class ExceptionRecord:
             closure=Closure(closure) if closure else None,
             owner_role=row["effective_owner_role"],
             escalation_role=row["escalation_role"],
+            reason_owner_role=row["reason_owner_role"],
             escalated_at=row["escalated_at"],
             due_at=row["due_at"],
             overdue=row["overdue"],
@@ -209,7 +212,13 @@ class ExceptionRecord:
     @property
     def queues(self) -> tuple[str, ...]:
         """Every queue the exception can sit in; a token covering one of them sees it."""
-        return (self.item_queue, self.owner_role, self.escalation_role, self.approval_queue)
+        return (
+            self.item_queue,
+            self.owner_role,
+            self.reason_owner_role,
+            self.escalation_role,
+            self.approval_queue,
+        )
 
 
 @dataclass(frozen=True)
