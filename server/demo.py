@@ -146,7 +146,9 @@ async def _configure_supplier_onboarding(db: Database) -> None:
     for name in (SUPPLIER_OPS, PROCUREMENT_LEADS, SUPPLIER_APPROVALS):
         _expect_success(await configure_queue(db, ADMIN, QueueSettings(name)), f"queue {name}")
     configured = await workflows.configure_workflow(
-        db, ADMIN, name=SUPPLIER_WORKFLOW, approval_queue=SUPPLIER_APPROVALS, redrive_via=None
+        db,
+        ADMIN,
+        workflows.WorkflowSettings(SUPPLIER_WORKFLOW, approval_queue=SUPPLIER_APPROVALS),
     )
     _expect_success(configured, "workflow supplier_onboarding")
     hours = 3600

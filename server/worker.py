@@ -1,5 +1,6 @@
 """The apply worker: carries recorded decisions out, at least once per attempt and recorded
-exactly once, with retries for what may pass and a visible failure for what will not.
+exactly once, with retries for what may pass and a visible failure for what will not. It
+also delivers the redrives of workflows that take them by webhook, the same way.
 
 Several workers may run at once (SKIP LOCKED shares the work). A hint wakes the worker; a
 short poll is the backstop for hints that never come (a retry falling due, a lost hint).
@@ -15,16 +16,18 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 
 import httpx
 
 from server.config import Settings
-from server.domain import apply
+from server.domain import apply, redrive_delivery
+from server.domain.redrive_delivery import DueDelivery
 from server.effects.errors import PermanentEffectError, TransientEffectError
 from server.effects.run import perform
+from server.effects.webhook import post_redrive
 from server.events.channels import Event
 from server.events.listener import PostgresListener
 from server.events.reconnecting import ReconnectingTransport
@@ -60,6 +63,9 @@ class WorkerStats:
     retried: int = 0
     failed: int = 0
     already_applied: int = 0
+    redrives_delivered: int = 0
+    redrives_retried: int = 0
+    redrives_undeliverable: int = 0
 
 
 class ApplyWorker:
@@ -104,20 +110,31 @@ class ApplyWorker:
         while not self._stopping.is_set():
             self._wake.clear()
             free = self._settings.concurrency - len(self._in_flight)
-            claimed: list[apply.DueApplication] = []
-            if free > 0:
-                try:
-                    claimed = await apply.claim_due(self._db, free)
-                except Exception:
-                    log.exception("worker %s: claiming failed; will poll again", self.name)
-                for due in claimed:
-                    task = asyncio.create_task(self._attempt(client, due))
-                    self._in_flight.add(task)
-                    task.add_done_callback(self._finished)
-            if free > 0 and len(claimed) == free:
+            started = await self._start(client, free) if free > 0 else 0
+            if free > 0 and started == free:
                 continue  # there may be more due right now
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._settings.poll_seconds)
+
+    async def _start(self, client: httpx.AsyncClient, free: int) -> int:
+        """Claims up to `free` attempts, decisions first, then redrive deliveries."""
+        started = 0
+        try:
+            for due in await apply.claim_due(self._db, free):
+                self._spawn(self._attempt(client, due))
+                started += 1
+            if started < free:
+                for delivery in await redrive_delivery.claim_due(self._db, free - started):
+                    self._spawn(self._deliver(client, delivery))
+                    started += 1
+        except Exception:
+            log.exception("worker %s: claiming failed; will poll again", self.name)
+        return started
+
+    def _spawn(self, attempt: Coroutine[None, None, None]) -> None:
+        task = asyncio.create_task(attempt)
+        self._in_flight.add(task)
+        task.add_done_callback(self._finished)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._in_flight.discard(task)
@@ -214,6 +231,43 @@ class ApplyWorker:
             )
         else:
             self.stats.retried += 1
+
+    async def _deliver(self, client: httpx.AsyncClient, due: DueDelivery) -> None:
+        try:
+            try:
+                await post_redrive(client, due)
+            except PermanentEffectError as error:
+                await self._undelivered(due, str(error), permanent=True, retry_after=None)
+            except TransientEffectError as error:
+                await self._undelivered(
+                    due, str(error), permanent=False, retry_after=error.retry_after
+                )
+            else:
+                if await redrive_delivery.record_delivered(self._db, due):
+                    self.stats.redrives_delivered += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # The lock lapses and the redrive is delivered again; keep the traceback.
+            log.exception("worker %s: delivering redrive %s failed", self.name, due.key)
+
+    async def _undelivered(
+        self, due: DueDelivery, error: str, *, permanent: bool, retry_after: float | None
+    ) -> None:
+        retry_at = apply.next_attempt_at(
+            due.attempt,
+            base_seconds=self._settings.backoff_seconds,
+            retry_after=retry_after,
+            now=apply.utcnow(),
+        )
+        state = await redrive_delivery.record_failure(
+            self._db, due, error=error, permanent=permanent, retry_at=retry_at
+        )
+        if state == "failed":
+            self.stats.redrives_undeliverable += 1
+            log.error("redrive %s could not be delivered: %s", due.key, error)
+        elif state == "pending":
+            self.stats.redrives_retried += 1
 
 
 async def run_standalone(app_dsn: str, settings: Settings) -> None:

@@ -280,10 +280,13 @@ WITH target AS (
 ),
 queued AS (
     INSERT INTO exception_redrives (key, exception_id, workflow, source_record_id, version,
-                                    resume_after, stale_steps, requested_by)
+                                    resume_after, stale_steps, requested_by, delivery_state,
+                                    next_delivery_at)
     SELECT t.workflow || ':' || t.source_record_id || ':v' || t.version, t.id, t.workflow,
            t.source_record_id, t.version,
-           exception_resume_after(t.completed_steps, t.stale_steps), t.stale_steps, $3
+           exception_resume_after(t.completed_steps, t.stale_steps), t.stale_steps, $3,
+           CASE WHEN t.redrive_via = 'webhook' THEN 'pending' END,
+           CASE WHEN t.redrive_via = 'webhook' THEN now() END
     FROM target AS t
     ON CONFLICT DO NOTHING
     RETURNING key, exception_id, resume_after
@@ -340,8 +343,13 @@ WITH target AS (
       AND e.version = x.version
       AND 'report_redrive_result' = ANY (r.allowed_actions)
       AND ($6::text[] IS NULL OR e.owner_role = ANY ($6))
-      -- Who may answer: the owning system, or Casework for the redrives it carries out.
-      AND (w.redrive_via = 'casework') = ($5 = 'system')
+      -- Who may answer: the owning system; Casework for the redrives it carries out, and
+      -- to say that a redrive could not be delivered by webhook.
+      AND CASE w.redrive_via
+              WHEN 'casework' THEN $5 = 'system'
+              WHEN 'webhook' THEN $5 <> 'system' OR NOT $2::boolean
+              ELSE $5 <> 'system'
+          END
     FOR UPDATE OF x, e
 ),
 reported AS (

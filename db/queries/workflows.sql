@@ -1,13 +1,20 @@
 -- name: workflow_upsert
--- Creates a workflow or changes its settings (NULL leaves one as it is). Its approval
--- queue becomes a queue approvers work.
--- $1 name, $2 approval queue, $3 redrive via
+-- Creates a workflow or changes its settings (NULL leaves one as it is; the redrive route,
+-- target and secret change together). Its approval queue becomes a queue approvers work.
+-- $1 name, $2 approval queue, $3 redrive via, $4 redrive target, $5 redrive secret,
+-- $6 redrive max attempts, $7 redrive timeout seconds
 WITH upserted AS (
-    INSERT INTO workflows AS w (name, approval_queue, redrive_via)
-    VALUES ($1, $2, coalesce($3, 'subscription'))
+    INSERT INTO workflows AS w (name, approval_queue, redrive_via, redrive_target,
+                                redrive_secret, redrive_max_attempts, redrive_timeout_seconds)
+    VALUES ($1, $2, coalesce($3, 'subscription'), $4, $5, coalesce($6, 8),
+            coalesce($7::double precision, 10))
     ON CONFLICT (name) DO UPDATE
         SET approval_queue = coalesce($2, w.approval_queue),
             redrive_via = coalesce($3, w.redrive_via),
+            redrive_target = CASE WHEN $3 IS NULL THEN w.redrive_target ELSE $4 END,
+            redrive_secret = CASE WHEN $3 IS NULL THEN w.redrive_secret ELSE $5 END,
+            redrive_max_attempts = coalesce($6, w.redrive_max_attempts),
+            redrive_timeout_seconds = coalesce($7::double precision, w.redrive_timeout_seconds),
             updated_at = now()
     RETURNING w.*
 ),

@@ -48,6 +48,7 @@ class RedriveVia(enum.Enum):
     """How the owning system learns of a redrive."""
 
     SUBSCRIPTION = "subscription"
+    WEBHOOK = "webhook"
     CASEWORK = "casework"
 
 
@@ -71,6 +72,10 @@ class Workflow:
     name: str
     approval_queue: str
     redrive_via: RedriveVia
+    # For WEBHOOK: where redrives are POSTed. The signing secret is never part of the record.
+    redrive_target: str | None
+    redrive_max_attempts: int
+    redrive_timeout_seconds: float
     created_at: datetime
 
     @classmethod
@@ -79,6 +84,9 @@ class Workflow:
             name=row["name"],
             approval_queue=row["approval_queue"],
             redrive_via=RedriveVia(row["redrive_via"]),
+            redrive_target=row["redrive_target"],
+            redrive_max_attempts=row["redrive_max_attempts"],
+            redrive_timeout_seconds=row["redrive_timeout_seconds"],
             created_at=row["created_at"],
         )
 
@@ -259,6 +267,11 @@ class Redrive:
     result_detail: str | None
     reported_by: str | None
     reported_at: datetime | None
+    # For a workflow that takes redrives by webhook: pending, delivered or failed.
+    delivery_state: str | None
+    delivery_attempts: int
+    last_delivery_error: str | None
+    delivered_at: datetime | None
 
     @classmethod
     def from_row(cls, row: Row) -> Redrive:
@@ -275,6 +288,10 @@ class Redrive:
             result_detail=row["result_detail"],
             reported_by=row["reported_by"],
             reported_at=row["reported_at"],
+            delivery_state=row["delivery_state"],
+            delivery_attempts=row["delivery_attempts"],
+            last_delivery_error=row["last_delivery_error"],
+            delivered_at=row["delivered_at"],
         )
 
 

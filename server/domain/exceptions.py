@@ -427,12 +427,13 @@ async def report_checked(
     if principal is not None and not any(map(principal.works_in, exception.queues)):
         return NotPermitted(f"your token does not cover the queues of {exception.id}")
     workflow = (await get_workflows(db, [exception.workflow]))[exception.workflow]
-    if (workflow.redrive_via is RedriveVia.CASEWORK) != (actor_role == SYSTEM_ROLE):
-        answerer = (
-            "Casework itself"
-            if workflow.redrive_via is RedriveVia.CASEWORK
-            else ("the owning system")
-        )
+    by_casework = workflow.redrive_via is RedriveVia.CASEWORK
+    # Casework may also say that a webhook redrive could not be delivered.
+    undeliverable = workflow.redrive_via is RedriveVia.WEBHOOK and not succeeded
+    if by_casework != (actor_role == SYSTEM_ROLE) and not (
+        undeliverable and actor_role == SYSTEM_ROLE
+    ):
+        answerer = "Casework itself" if by_casework else "the owning system"
         return NotPermitted(
             f"redrives of workflow {exception.workflow!r} are answered by {answerer}"
         )

@@ -78,13 +78,19 @@ def _check_effect(effect: Effect) -> InvalidInput | None:
     if not effect.target:
         return InvalidInput("a webhook needs a URL; a handler needs its name", "effect.target")
     if effect.kind is EffectKind.WEBHOOK:
-        parts = urlsplit(effect.target)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            return InvalidInput("a webhook target is an http(s) URL", "effect.target")
-        if not effect.secret or len(effect.secret) < 16:
-            return InvalidInput(
-                "a webhook needs a signing secret of at least 16 characters", "effect.secret"
-            )
+        return check_webhook(effect.target, effect.secret, "effect")
+    return None
+
+
+def check_webhook(target: str | None, secret: str | None, field: str) -> InvalidInput | None:
+    """A webhook is an http(s) URL and a signing secret of 16 characters or more."""
+    parts = urlsplit(target or "")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return InvalidInput("a webhook target is an http(s) URL", f"{field}.target")
+    if not secret or len(secret) < 16:
+        return InvalidInput(
+            "a webhook needs a signing secret of at least 16 characters", f"{field}.secret"
+        )
     return None
 
 

@@ -14,30 +14,69 @@ from server.domain.exception_records import (
 from server.domain.exception_rules import NAME
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import Principal, Role
-from server.domain.queues import REASON_CODE
+from server.domain.queues import REASON_CODE, check_webhook
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
 
 MAX_DUE_SECONDS = 365 * 86400
 
 
-async def configure_workflow(
-    db: Database,
-    principal: Principal,
-    *,
-    name: str,
-    approval_queue: str | None,
-    redrive_via: RedriveVia | None,
-) -> Workflow | NotPermitted | InvalidInput:
-    if principal.role is not Role.ADMIN:
-        return NotPermitted("only an admin may configure workflows")
-    if not NAME.fullmatch(name):
+@dataclass(frozen=True)
+class WorkflowSettings:
+    name: str
+    approval_queue: str | None = None
+    # How redrives reach the owning system; None leaves it (and the webhook) as it is.
+    redrive_via: RedriveVia | None = None
+    redrive_target: str | None = None
+    redrive_secret: str | None = None
+    redrive_max_attempts: int | None = None
+    redrive_timeout_seconds: float | None = None
+
+
+def _check_workflow(settings: WorkflowSettings) -> InvalidInput | None:
+    if not NAME.fullmatch(settings.name):
         return InvalidInput(
             "a workflow name is 1 to 63 characters of a-z, 0-9, '_', '.', '-'", "name"
         )
+    via = settings.redrive_via
+    if via is RedriveVia.WEBHOOK:
+        problem = check_webhook(settings.redrive_target, settings.redrive_secret, "redrive")
+        if problem:
+            return problem
+    elif settings.redrive_target or settings.redrive_secret:
+        return InvalidInput("only redriveVia WEBHOOK takes a target and secret", "redriveVia")
+    attempts = settings.redrive_max_attempts
+    if attempts is not None and not 1 <= attempts <= 100:
+        return InvalidInput("redriveMaxAttempts must be between 1 and 100", "redriveMaxAttempts")
+    timeout = settings.redrive_timeout_seconds
+    if timeout is not None and not 0 < timeout <= 300:
+        return InvalidInput(
+            "redriveTimeoutSeconds must be above 0 and at most 300", "redriveTimeoutSeconds"
+        )
+    return None
+
+
+async def configure_workflow(
+    db: Database, principal: Principal, settings: WorkflowSettings
+) -> Workflow | NotPermitted | InvalidInput:
+    if principal.role is not Role.ADMIN:
+        return NotPermitted("only an admin may configure workflows")
+    problem = _check_workflow(settings)
+    if problem:
+        return problem
+    name, approval_queue = settings.name, settings.approval_queue
     existing = await get_workflows(db, [name])
     if name not in existing and approval_queue is None:
         return InvalidInput("a new workflow needs its approval queue", "approvalQueue")
+    if name in existing and existing[name].redrive_via is RedriveVia.CASEWORK:
+        if settings.redrive_via not in (None, RedriveVia.CASEWORK):
+            return InvalidInput(
+                f"Casework carries out the redrives of {name!r} itself", "redriveVia"
+            )
+    elif settings.redrive_via is RedriveVia.CASEWORK:
+        return InvalidInput(
+            "only Casework's own workflow (apply_decision) is redriven by Casework", "redriveVia"
+        )
     if approval_queue is not None:
         owners = await db.fetch("exception_reasons_get_by_workflows", await _workflow_names(db))
         if any(approval_queue in (r["owner_role"], r["escalation_role"]) for r in owners):
@@ -48,7 +87,14 @@ async def configure_workflow(
             )
     try:
         row = await db.fetchrow(
-            "workflow_upsert", name, approval_queue, redrive_via.value if redrive_via else None
+            "workflow_upsert",
+            name,
+            approval_queue,
+            settings.redrive_via.value if settings.redrive_via else None,
+            settings.redrive_target,
+            settings.redrive_secret,
+            settings.redrive_max_attempts,
+            settings.redrive_timeout_seconds,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import email.utils
 import time
+from typing import Any
 
 import httpx
 
 from server.domain.apply import DueApplication
 from server.domain.evidence import canonical_json
+from server.domain.redrive_delivery import DueDelivery
 from server.effects.errors import PermanentEffectError, TransientEffectError
 from server.signatures import SIGNATURE_HEADER, sign
 
@@ -32,22 +34,56 @@ REDRIVE_HEADER = "Casework-Redrive-Key"
 async def post_webhook(client: httpx.AsyncClient, due: DueApplication) -> str:
     assert due.effect_target is not None
     assert due.effect_secret is not None
-    body = canonical_json(due.payload())
-    headers = {
-        "Content-Type": "application/json",
-        "Idempotency-Key": str(due.decision_id),
-        SIGNATURE_HEADER: sign(due.effect_secret, body),
-    }
+    extra: dict[str, str] = {}
     if due.redrive_key is not None:
         # The same decision again, on purpose: a receiver that replays its stored answer per
         # Idempotency-Key can tell a redrive (after a fix) from a retry.
-        headers[REDRIVE_HEADER] = due.redrive_key
+        extra[REDRIVE_HEADER] = due.redrive_key
+    return await post_signed(
+        client,
+        target=due.effect_target,
+        secret=due.effect_secret,
+        payload=due.payload(),
+        idempotency_key=str(due.decision_id),
+        timeout_seconds=due.effect_timeout_seconds,
+        extra_headers=extra,
+    )
+
+
+async def post_redrive(client: httpx.AsyncClient, due: DueDelivery) -> str:
+    return await post_signed(
+        client,
+        target=due.target,
+        secret=due.secret,
+        payload=due.payload(),
+        idempotency_key=due.key,
+        timeout_seconds=due.timeout_seconds,
+        extra_headers={REDRIVE_HEADER: due.key},
+    )
+
+
+async def post_signed(
+    client: httpx.AsyncClient,
+    *,
+    target: str,
+    secret: str,
+    payload: dict[str, Any],
+    idempotency_key: str,
+    timeout_seconds: float,
+    extra_headers: dict[str, str],
+) -> str:
+    """One signed POST: returns a note on 2xx, raises Transient- or PermanentEffectError."""
+    body = canonical_json(payload)
+    headers = {
+        "Content-Type": "application/json",
+        "Idempotency-Key": idempotency_key,
+        SIGNATURE_HEADER: sign(secret, body),
+        **extra_headers,
+    }
     try:
-        response = await client.post(
-            due.effect_target, content=body, headers=headers, timeout=due.effect_timeout_seconds
-        )
+        response = await client.post(target, content=body, headers=headers, timeout=timeout_seconds)
     except httpx.TimeoutException as error:
-        raise TransientEffectError(f"timed out after {due.effect_timeout_seconds:g} s") from error
+        raise TransientEffectError(f"timed out after {timeout_seconds:g} s") from error
     except httpx.TransportError as error:
         raise TransientEffectError(f"{type(error).__name__}: {error}") from error
     status = response.status_code

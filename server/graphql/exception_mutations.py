@@ -184,6 +184,14 @@ class ConfigureWorkflowInput:
         default=None, description="Where corrections wait for an approver; required at first."
     )
     redrive_via: RedriveVia | None = None  # type: ignore[valid-type]
+    redrive_target: str | None = strawberry.field(
+        default=None, description="WEBHOOK: the URL redrives are POSTed to."
+    )
+    redrive_secret: str | None = strawberry.field(
+        default=None, description="WEBHOOK: the HMAC-SHA256 signing key (16+ characters)."
+    )
+    redrive_max_attempts: int | None = None
+    redrive_timeout_seconds: float | None = None
 
 
 @strawberry.input
@@ -374,9 +382,15 @@ class ExceptionMutation:
         result = await workflows.configure_workflow(
             info.context.db,
             info.context.principal,
-            name=input.name,
-            approval_queue=input.approval_queue,
-            redrive_via=input.redrive_via,
+            workflows.WorkflowSettings(
+                name=input.name,
+                approval_queue=input.approval_queue,
+                redrive_via=input.redrive_via,
+                redrive_target=input.redrive_target,
+                redrive_secret=input.redrive_secret,
+                redrive_max_attempts=input.redrive_max_attempts,
+                redrive_timeout_seconds=input.redrive_timeout_seconds,
+            ),
         )
         if is_failure(result):
             return from_failure(result)  # type: ignore[return-value]

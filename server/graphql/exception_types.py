@@ -21,8 +21,9 @@ ExceptionAction = strawberry.enum(records.ExceptionAction, name="ExceptionAction
 RedriveVia = strawberry.enum(
     records.RedriveVia,
     name="RedriveVia",
-    description="SUBSCRIPTION: the owning system follows exceptionEvents. CASEWORK: Casework "
-    "carries the redrive out itself (apply_decision re-applies the decision).",
+    description="SUBSCRIPTION: the owning system follows exceptionEvents. WEBHOOK: Casework "
+    "POSTs each redrive to it, signed, with the redrive key as Idempotency-Key. CASEWORK: "
+    "Casework carries the redrive out itself (apply_decision re-applies the decision).",
 )
 
 
@@ -70,6 +71,9 @@ class Workflow:
     name: str
     approval_queue: str
     redrive_via: RedriveVia  # type: ignore[valid-type]
+    redrive_target: str | None
+    redrive_max_attempts: int
+    redrive_timeout_seconds: float
 
     @strawberry.field
     async def reasons(self, info: Info[Context, None]) -> list[ExceptionReason]:
@@ -82,6 +86,9 @@ class Workflow:
             name=workflow.name,
             approval_queue=workflow.approval_queue,
             redrive_via=workflow.redrive_via,
+            redrive_target=workflow.redrive_target,
+            redrive_max_attempts=workflow.redrive_max_attempts,
+            redrive_timeout_seconds=workflow.redrive_timeout_seconds,
         )
 
 
@@ -126,6 +133,13 @@ class Redrive:
     result_detail: str | None
     reported_by: str | None
     reported_at: datetime | None
+    delivery_state: str | None = strawberry.field(
+        description="WEBHOOK workflows: pending, delivered or failed. Delivered is not done: "
+        "the owning system reports the result."
+    )
+    delivery_attempts: int
+    last_delivery_error: str | None
+    delivered_at: datetime | None
 
     @classmethod
     def from_domain(cls, redrive: records.Redrive) -> Redrive:
@@ -140,6 +154,10 @@ class Redrive:
             result_detail=redrive.result_detail,
             reported_by=redrive.reported_by,
             reported_at=redrive.reported_at,
+            delivery_state=redrive.delivery_state,
+            delivery_attempts=redrive.delivery_attempts,
+            last_delivery_error=redrive.last_delivery_error,
+            delivered_at=redrive.delivered_at,
         )
 
 

@@ -1,0 +1,63 @@
+-- Delivering redrives by webhook. Like applications_claim and friends (apply.sql): claim
+-- due deliveries under a lock that lapses, attempt outside any transaction, record.
+
+-- name: redrive_deliveries_claim
+-- Takes up to $1 due deliveries for one attempt each, with what the owning system needs:
+-- the key, where to resume, and the approved correction.
+-- $1 how many
+WITH due AS (
+    SELECT x.key
+    FROM exception_redrives AS x
+    WHERE x.delivery_state = 'pending'
+      AND x.next_delivery_at <= now()
+      AND (x.delivery_locked_until IS NULL OR x.delivery_locked_until <= now())
+    ORDER BY x.next_delivery_at
+    LIMIT $1
+    FOR UPDATE OF x SKIP LOCKED
+),
+claimed AS (
+    UPDATE exception_redrives AS x
+    SET delivery_attempts = x.delivery_attempts + 1,
+        delivery_locked_until = now()
+            + make_interval(secs => w.redrive_timeout_seconds * 2 + 10)
+    FROM due, workflows AS w
+    WHERE x.key = due.key AND w.name = x.workflow
+    RETURNING x.*
+)
+SELECT c.key, c.exception_id, c.workflow, c.source_record_id, c.version, c.resume_after,
+       c.stale_steps, c.requested_by, c.requested_at, c.delivery_attempts,
+       e.completed_steps, e.blocked_step, e.reason_code,
+       k.changes, k.evidence AS correction_evidence, k.corrected_by,
+       w.redrive_target, w.redrive_secret, w.redrive_max_attempts, w.redrive_timeout_seconds
+FROM claimed AS c
+JOIN exceptions AS e ON e.id = c.exception_id
+JOIN exception_corrections AS k
+    ON k.workflow = c.workflow AND k.source_record_id = c.source_record_id
+   AND k.version = c.version
+JOIN workflows AS w ON w.name = c.workflow;
+
+-- name: redrive_delivery_record_delivered
+-- Only the latest attempt of a pending delivery counts (one that outlived its lock must not
+-- undo the one that took over).
+-- $1 key, $2 attempt
+UPDATE exception_redrives AS x
+SET delivery_state = 'delivered', delivered_at = now(), next_delivery_at = NULL,
+    delivery_locked_until = NULL, last_delivery_error = NULL
+WHERE x.key = $1 AND x.delivery_state = 'pending' AND x.delivery_attempts = $2
+RETURNING x.key;
+
+-- name: redrive_delivery_record_failure
+-- Retried at $5 unless permanent or the last attempt allowed: then `failed`, and the
+-- caller reports the redrive failed in the same transaction.
+-- $1 key, $2 attempt, $3 error, $4 permanent, $5 next attempt at
+UPDATE exception_redrives AS x
+SET delivery_state = CASE WHEN $4 OR x.delivery_attempts >= w.redrive_max_attempts
+                          THEN 'failed' ELSE 'pending' END,
+    next_delivery_at = CASE WHEN $4 OR x.delivery_attempts >= w.redrive_max_attempts
+                            THEN NULL ELSE $5::timestamptz END,
+    delivery_locked_until = NULL,
+    last_delivery_error = left($3, 1000)
+FROM workflows AS w
+WHERE w.name = x.workflow AND x.key = $1 AND x.delivery_state = 'pending'
+  AND x.delivery_attempts = $2
+RETURNING x.delivery_state;

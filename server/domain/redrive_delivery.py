@@ -1,0 +1,131 @@
+"""Delivering redrives by webhook, once per attempt and recorded: claiming due deliveries,
+and recording each attempt. Like applying decisions (apply.py), the POST itself runs
+outside any transaction, between a claim and its recording; the redrive key is its
+idempotency key. Delivered is not done: the owning system reports the result."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from server.domain import exceptions
+from server.domain.apply import storable
+from server.store.database import Database, Row
+
+log = logging.getLogger("casework.worker")
+
+
+@dataclass(frozen=True)
+class DueDelivery:
+    key: str
+    attempt: int
+    exception_id: str
+    workflow: str
+    source_record_id: str
+    version: int
+    reason_code: str
+    completed_steps: tuple[str, ...]
+    blocked_step: str | None
+    resume_after: str | None
+    stale_steps: tuple[str, ...]
+    changes: Any
+    correction_evidence: tuple[str, ...]
+    corrected_by: str
+    requested_by: str
+    requested_at: datetime
+    target: str
+    secret: str
+    max_attempts: int
+    timeout_seconds: float
+
+    @classmethod
+    def from_row(cls, row: Row) -> DueDelivery:
+        return cls(
+            key=row["key"],
+            attempt=row["delivery_attempts"],
+            exception_id=row["exception_id"],
+            workflow=row["workflow"],
+            source_record_id=row["source_record_id"],
+            version=row["version"],
+            reason_code=row["reason_code"],
+            completed_steps=tuple(row["completed_steps"]),
+            blocked_step=row["blocked_step"],
+            resume_after=row["resume_after"],
+            stale_steps=tuple(row["stale_steps"]),
+            changes=row["changes"],
+            correction_evidence=tuple(row["correction_evidence"]),
+            corrected_by=row["corrected_by"],
+            requested_by=row["requested_by"],
+            requested_at=row["requested_at"],
+            target=row["redrive_target"],
+            secret=row["redrive_secret"],
+            max_attempts=row["redrive_max_attempts"],
+            timeout_seconds=row["redrive_timeout_seconds"],
+        )
+
+    def payload(self) -> dict[str, Any]:
+        """What the owning system needs to re-run its work from the right step."""
+        return {
+            "redriveKey": self.key,
+            "exceptionId": self.exception_id,
+            "workflow": self.workflow,
+            "sourceRecordId": self.source_record_id,
+            "version": self.version,
+            "reasonCode": self.reason_code,
+            "completedSteps": list(self.completed_steps),
+            "blockedStep": self.blocked_step,
+            "resumeAfter": self.resume_after,
+            "staleSteps": list(self.stale_steps),
+            "changes": self.changes,
+            "evidence": list(self.correction_evidence),
+            "correctedBy": self.corrected_by,
+            "requestedBy": self.requested_by,
+            "requestedAt": self.requested_at.isoformat(),
+            "attempt": self.attempt,
+        }
+
+
+async def claim_due(db: Database, limit: int) -> list[DueDelivery]:
+    rows = await db.fetch("redrive_deliveries_claim", limit)
+    return [DueDelivery.from_row(row) for row in rows]
+
+
+async def record_delivered(db: Database, due: DueDelivery) -> bool:
+    """False if this attempt no longer counts (a later one took over its lapsed lock)."""
+    row = await db.fetchrow("redrive_delivery_record_delivered", due.key, due.attempt)
+    return row is not None
+
+
+async def record_failure(
+    db: Database, due: DueDelivery, *, error: str, permanent: bool, retry_at: datetime
+) -> str | None:
+    """'pending' (will retry), 'failed', or None if this attempt no longer counts. A redrive
+    that cannot be delivered goes back to a person in the same transaction."""
+    async with db.transaction() as tx:
+        row = await tx.fetchrow(
+            "redrive_delivery_record_failure",
+            due.key,
+            due.attempt,
+            storable(error),
+            permanent,
+            retry_at,
+        )
+        state = None if row is None else str(row["delivery_state"])
+        if state == "failed":
+            reported = await exceptions.report_checked(
+                tx,
+                due.key,
+                False,
+                f"the redrive could not be delivered after {due.attempt} attempt(s): "
+                f"{storable(error)}"[:4000],
+                actor=exceptions.SYSTEM_ACTOR,
+                actor_role=exceptions.SYSTEM_ROLE,
+            )
+            if not isinstance(reported, exceptions.RedriveReported):
+                # Answered meanwhile (the owning system reported before its 2xx reached us).
+                log.warning(
+                    "redrive %s: undeliverable, but already answered: %s", due.key, reported
+                )
+    return state
