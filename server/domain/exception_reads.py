@@ -12,7 +12,7 @@ from server.domain.exception_records import (
     Redrive,
 )
 from server.domain.failures import InvalidInput
-from server.domain.live import StreamPosition
+from server.domain.live import StreamPosition, stream_now
 from server.domain.model import Principal
 from server.domain.parsing import parse_id
 from server.store.database import Database
@@ -99,9 +99,7 @@ async def event_stream_start(
 ) -> StreamPosition | InvalidInput:
     """After the event `after` (the last one a client saw), or from now if None."""
     if after is None:
-        row = await db.fetchrow("decision_stream_horizon")
-        assert row is not None
-        return StreamPosition(row["horizon"] - 1, 2**63 - 1)
+        return await stream_now(db)
     event_id = parse_id(after, "after")
     if isinstance(event_id, InvalidInput):
         return event_id

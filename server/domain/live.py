@@ -58,15 +58,20 @@ class StreamPosition:
     row_id: int
 
 
+async def stream_now(db: Database) -> StreamPosition:
+    """The place in any commit-ordered stream where what is still to come begins."""
+    row = await db.fetchrow("decision_stream_horizon")
+    assert row is not None
+    # Everything below the horizon is past; anything at or above it is still to come.
+    return StreamPosition(row["horizon"] - 1, 2**63 - 1)
+
+
 async def stream_start(
     db: Database, queue: str, after: str | None
 ) -> StreamPosition | InvalidInput:
     """After the decision `after` (the last one a client saw), or from now if None."""
     if after is None:
-        row = await db.fetchrow("decision_stream_horizon")
-        assert row is not None
-        # Everything below the horizon is past; anything at or above it is still to come.
-        return StreamPosition(row["horizon"] - 1, 2**63 - 1)
+        return await stream_now(db)
     decision_id = parse_id(after, "after")
     if isinstance(decision_id, InvalidInput):
         return decision_id

@@ -4,7 +4,6 @@ subscription follow it for `redrive_requested`; consoles follow it to stay curre
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
 
@@ -12,16 +11,14 @@ import strawberry
 from strawberry.types import Info
 
 from server.domain import exception_reads, workflows
+from server.domain import exception_records as records
 from server.domain.failures import InvalidInput
+from server.domain.live import StreamPosition
 from server.events.subscriber import Inbox
 from server.graphql.context import Context
 from server.graphql.exception_types import ExceptionEvent
+from server.graphql.streams import commit_ordered
 from server.graphql.types import ClientError
-
-EVENT_PAGE = 100
-# A row held back by the commit horizon becomes deliverable when an unrelated transaction
-# ends, which no notification announces: look again at least this often.
-EVENT_RECHECK_SECONDS = 1.0
 
 
 async def _require_workflow(info: Info[Context, None], workflow: str) -> None:
@@ -51,17 +48,14 @@ class ExceptionSubscription:
             position = await exception_reads.event_stream_start(ctx.db, workflow, after)
             if isinstance(position, InvalidInput):
                 raise ClientError(position.message)
-            while True:
-                page = await exception_reads.events_after(ctx.db, workflow, position, EVENT_PAGE)
-                ctx.forget_reads()
-                for reached, event in page:
+
+            async def read_page(
+                after: StreamPosition, limit: int
+            ) -> list[tuple[StreamPosition, records.ExceptionEvent]]:
+                return await exception_reads.events_after(ctx.db, workflow, after, limit)
+
+            async with contextlib.aclosing(
+                commit_ordered(ctx, inbox, position, read_page)
+            ) as events:
+                async for event in events:
                     yield ExceptionEvent.from_domain(event)
-                    position = reached
-                if len(page) == EVENT_PAGE:
-                    continue
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(inbox.next(), EVENT_RECHECK_SECONDS)
-                # One read answers every hint that arrived meanwhile.
-                inbox.discard_pending()
-                if not await ctx.still_authorized():
-                    return

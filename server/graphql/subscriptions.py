@@ -3,7 +3,6 @@ where to look, and every resync re-reads."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import enum
 from collections.abc import AsyncGenerator
@@ -14,18 +13,14 @@ from strawberry.types import Info
 
 from server.domain import live
 from server.domain.failures import InvalidInput
+from server.domain.model import Decision as DomainDecision
 from server.domain.model import Item
 from server.domain.parsing import parse_id
 from server.events.channels import EXPIRED, Event
 from server.events.subscriber import Inbox, Resync
 from server.graphql.context import Context
+from server.graphql.streams import commit_ordered
 from server.graphql.types import ClientError, Decision, ReviewItem
-
-DECISION_PAGE = 100
-# The decision stream waits for a hint, but looks again at least this often: a row held
-# back by the horizon becomes deliverable when an unrelated transaction ends, which no
-# notification announces.
-DECISION_RECHECK_SECONDS = 1.0
 
 
 @strawberry.type
@@ -226,17 +221,14 @@ class Subscription:
             position = await live.stream_start(ctx.db, queue, after)
             if isinstance(position, InvalidInput):
                 raise ClientError(position.message)
-            while True:
-                page = await live.decisions_after(ctx.db, queue, position, DECISION_PAGE)
-                ctx.forget_reads()
-                for reached, decision in page:
+
+            async def read_page(
+                after: live.StreamPosition, limit: int
+            ) -> list[tuple[live.StreamPosition, DomainDecision]]:
+                return await live.decisions_after(ctx.db, queue, after, limit)
+
+            async with contextlib.aclosing(
+                commit_ordered(ctx, inbox, position, read_page)
+            ) as decisions:
+                async for decision in decisions:
                     yield Decision.from_domain(decision)
-                    position = reached
-                if len(page) == DECISION_PAGE:
-                    continue
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(inbox.next(), DECISION_RECHECK_SECONDS)
-                # One read answers every hint that arrived meanwhile.
-                inbox.discard_pending()
-                if not await ctx.still_authorized():
-                    return
