@@ -341,7 +341,8 @@ WITH target AS (
       AND x.result IS NULL
       AND e.state = 'redrive_pending'
       AND e.version = x.version
-      AND 'report_redrive_result' = ANY (r.allowed_actions)
+      -- The catalogue governs people; Casework's own answers are never refused by it.
+      AND ('report_redrive_result' = ANY (r.allowed_actions) OR $5 = 'system')
       AND ($6::text[] IS NULL OR e.owner_role = ANY ($6))
       -- Who may answer: the owning system; Casework for the redrives it carries out, and
       -- to say that a redrive could not be delivered by webhook.
@@ -355,7 +356,11 @@ WITH target AS (
 reported AS (
     UPDATE exception_redrives AS x
     SET result = CASE WHEN $2::boolean THEN 'succeeded' ELSE 'failed' END,
-        result_detail = $3, reported_by = $4, reported_at = now()
+        result_detail = $3, reported_by = $4, reported_at = now(),
+        -- Answered: a delivery not yet made is no longer wanted.
+        delivery_state = CASE WHEN x.delivery_state = 'pending' THEN NULL
+                              ELSE x.delivery_state END,
+        next_delivery_at = NULL, delivery_locked_until = NULL
     FROM target AS t
     WHERE x.key = t.key
 ),

@@ -8,9 +8,15 @@
 WITH due AS (
     SELECT x.key
     FROM exception_redrives AS x
+    JOIN exceptions AS e ON e.id = x.exception_id
+    JOIN workflows AS w ON w.name = x.workflow
     WHERE x.delivery_state = 'pending'
       AND x.next_delivery_at <= now()
       AND (x.delivery_locked_until IS NULL OR x.delivery_locked_until <= now())
+      -- Only the current redrive of a workflow that still takes them by webhook.
+      AND x.result IS NULL
+      AND x.version = e.version
+      AND w.redrive_via = 'webhook'
     ORDER BY x.next_delivery_at
     LIMIT $1
     FOR UPDATE OF x SKIP LOCKED

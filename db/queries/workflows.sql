@@ -22,6 +22,14 @@ approvers AS (
     UPDATE queues AS q SET holder_role = 'approver', updated_at = now()
     FROM upserted AS u
     WHERE q.name = u.approval_queue AND q.holder_role <> 'approver'
+),
+-- A workflow that stops taking redrives by webhook takes its undelivered ones by its new
+-- route (the owning system still sees them in exceptionEvents and exception queries).
+undelivered AS (
+    UPDATE exception_redrives AS x
+    SET delivery_state = NULL, next_delivery_at = NULL, delivery_locked_until = NULL
+    FROM upserted AS u
+    WHERE x.workflow = u.name AND u.redrive_via <> 'webhook' AND x.delivery_state = 'pending'
 )
 SELECT u.* FROM upserted AS u;
 

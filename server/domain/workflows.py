@@ -85,6 +85,9 @@ async def configure_workflow(
                 "own, worked by approvers",
                 "approvalQueue",
             )
+    if approval_queue is None:
+        # An upsert checks NOT NULL on the row it proposes before it finds the conflict.
+        approval_queue = existing[name].approval_queue
     try:
         row = await db.fetchrow(
             "workflow_upsert",

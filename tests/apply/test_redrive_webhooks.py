@@ -1,0 +1,958 @@
+"""Redrives delivered by webhook: a workflow configured with redriveVia WEBHOOK has each
+requested redrive POSTed by the worker to its redriveTarget, signed, with the redrive key as
+Idempotency-Key and Casework-Redrive-Key. 2xx: delivered (not done: the owning system still
+reports the result). 429, 5xx and connection errors: retried with backoff up to
+redriveMaxAttempts. Any other 4xx, or running out of attempts: undeliverable, and in the same
+transaction the redrive is reported failed by Casework, which sends the exception back to
+needs_review.
+
+Against a real PostgreSQL, the real GraphQL app (in-process ASGI), a real HTTP receiver as
+the owning system, and an in-process ApplyWorker whose claims and recordings the test awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import asyncpg
+import httpx
+import pytest
+
+from server.domain import exceptions
+from server.domain.failures import NotPermitted
+from server.domain.redrive_delivery import DueDelivery
+from server.effects.webhook import REDRIVE_HEADER
+from server.signatures import SIGNATURE_HEADER, verify_signature
+from server.store.database import Database
+from server.worker import ApplyWorker, WorkerStats
+from tests.api import conftest as api_fixtures
+from tests.api.conftest import GraphQL
+from tests.apply.receiver import (
+    OK,
+    Action,
+    Policy,
+    Reply,
+    Request,
+    Stall,
+    always,
+    webhook_receiver,
+)
+from tests.apply.test_repeats import FAST, running
+from tests.exceptions import conftest as exception_fixtures
+from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, WORKFLOW, People
+from tests.exceptions.operations import (
+    APPROVE_CORRECTION,
+    EXCEPTION_FIELDS,
+    REPORT_REDRIVE_RESULT,
+    REQUEST_REDRIVE,
+    SUBMIT_CORRECTION,
+    claim,
+    raise_mismatch,
+    run,
+)
+
+# The fixtures of the API and exception tests: the real app in-process, a GraphQL caller on
+# it, the supplier-onboarding people and workflow.
+client = api_fixtures.client
+gql = api_fixtures.gql
+people = exception_fixtures.people
+supplier_workflow = exception_fixtures.supplier_workflow
+
+# The owning system's signing key: 28 characters.
+REDRIVE_SECRET = "erp-redrive-signing-secret-1"
+# How long a test waits for the worker to claim or record what it is expected to.
+RECORD_SECONDS = 15.0
+SOURCE_RECORD = "SUP-1042"
+KEY = f"{WORKFLOW}:{SOURCE_RECORD}:v1"
+CORRECTION = {"legalEntityId": "LEI-5493001KJTIIGC8Y1R12", "legalName": "Acme Holdings Ltd"}
+CORRECTION_EVIDENCE = ["ticket://procurement/PRC-311"]
+COMPLETED_STEPS = ["collect_documents", "verify_bank_account"]
+
+UNAVAILABLE = Reply(503, body=b"down for maintenance")
+THROTTLED = Reply(429, headers=(("Retry-After", "0"),), body=b"slow down")
+
+CONFIGURE_WORKFLOW = """
+mutation($input: ConfigureWorkflowInput!) {
+  result: configureWorkflow(input: $input) {
+    __typename
+    ... on WorkflowConfigured {
+      workflow { name approvalQueue redriveVia redriveTarget redriveMaxAttempts
+                 redriveTimeoutSeconds }
+    }
+    ... on Error { message }
+    ... on InvalidInput { field }
+  }
+}
+"""
+
+DELIVERY_FIELDS = """
+  key version resumeAfter staleSteps requestedBy requestedAt succeeded resultDetail reportedBy
+  deliveryState deliveryAttempts lastDeliveryError deliveredAt
+"""
+
+EXCEPTION_WITH_DELIVERY = f"""
+query($id: ID!) {{ exception(id: $id) {{ {EXCEPTION_FIELDS} redrive {{ {DELIVERY_FIELDS} }} }} }}
+"""
+
+
+class DeliveringWorker(ApplyWorker):
+    """The real worker, effects and webhook client; the test awaits its claim rounds and its
+    recorded deliveries instead of polling or sleeping."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db, FAST, name="redrive-webhooks")
+        self._changed = asyncio.Condition()
+        # Claim rounds completed (each claims decisions, then redrive deliveries).
+        self.rounds = 0
+
+    async def _start(self, client: httpx.AsyncClient, free: int) -> int:
+        try:
+            return await super()._start(client, free)
+        finally:
+            async with self._changed:
+                self.rounds += 1
+                self._changed.notify_all()
+
+    async def _deliver(self, client: httpx.AsyncClient, due: DueDelivery) -> None:
+        try:
+            await super()._deliver(client, due)
+        finally:
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def _wait(self, ready: Callable[[], bool], what: str, within: float) -> None:
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(ready), within)
+            except TimeoutError:
+                raise AssertionError(
+                    f"not within {within} s: {what}; {self.stats}, {self.rounds} round(s)"
+                ) from None
+
+    async def until(
+        self, check: Callable[[WorkerStats], bool], what: str, within: float = RECORD_SECONDS
+    ) -> None:
+        """Until the worker's stats satisfy `check` (after a recording), bounded."""
+        await self._wait(lambda: check(self.stats), what, within)
+
+    async def claimed_everything_due(self, within: float = RECORD_SECONDS) -> None:
+        """Wakes the worker and waits for a whole claim round that began after this call:
+        whatever was due (and claimable) by now has been claimed by then."""
+        seen = self.rounds
+        self.wake()
+        # Round seen + 1 may have begun before the call; seen + 2 began after it ended.
+        await self._wait(lambda: self.rounds >= seen + 2, "two more claim rounds", within)
+
+
+def answers(*first: Action, then: Action = OK) -> Policy:
+    """Answers with `first`, one per request, then always `then`."""
+    pending = list(first)
+    return lambda request: pending.pop(0) if pending else then
+
+
+async def configure_workflow(gql: GraphQL, token: str, **settings: Any) -> dict[str, Any]:
+    return await run(gql, token, CONFIGURE_WORKFLOW, input={"name": WORKFLOW, **settings})
+
+
+async def take_redrives_by_webhook(
+    gql: GraphQL, people: People, target: str, **settings: Any
+) -> dict[str, Any]:
+    """The admin points supplier_onboarding's redrives at `target`, over the API.
+
+    The approval queue is sent again, unchanged: without it the reconfiguration fails (see
+    test_changing_only_the_redrive_route_keeps_the_approval_queue)."""
+    configured = await configure_workflow(
+        gql,
+        people.admin,
+        approvalQueue=APPROVAL_QUEUE,
+        redriveVia="WEBHOOK",
+        redriveTarget=target,
+        redriveSecret=REDRIVE_SECRET,
+        **settings,
+    )
+    assert configured["__typename"] == "WorkflowConfigured", configured
+    workflow: dict[str, Any] = configured["workflow"]
+    return workflow
+
+
+async def correct_and_approve(
+    gql: GraphQL, people: People, exception_id: str, *, stale_steps: list[str]
+) -> int:
+    """sam claims and corrects the exception; ann approves. Returns the approved version."""
+    mine = await claim(gql, people.sam, OWNER_QUEUE)
+    assert mine["item"]["exception"]["id"] == exception_id, mine
+    corrected = await run(
+        gql,
+        people.sam,
+        SUBMIT_CORRECTION,
+        input={
+            "exceptionId": exception_id,
+            "leaseToken": mine["leaseToken"],
+            "reasonCode": "entity_mismatch",
+            "changes": CORRECTION,
+            "evidence": CORRECTION_EVIDENCE,
+            "staleSteps": stale_steps,
+            "note": "The supplier trades under the holding's name; record updated.",
+        },
+    )
+    assert corrected["__typename"] == "ExceptionUpdated", corrected
+    version: int = corrected["exception"]["version"]
+    theirs = await claim(gql, people.ann, APPROVAL_QUEUE)
+    assert theirs["item"]["exception"]["id"] == exception_id, theirs
+    approved = await run(
+        gql,
+        people.ann,
+        APPROVE_CORRECTION,
+        input={"exceptionId": exception_id, "leaseToken": theirs["leaseToken"], "version": version},
+    )
+    assert approved["__typename"] == "ExceptionUpdated", approved
+    assert approved["exception"]["state"] == "REDRIVE_PENDING"
+    return version
+
+
+async def approved_mismatch(
+    gql: GraphQL, people: People, *, stale_steps: list[str] | None = None
+) -> tuple[str, int]:
+    """The walk-through's exception, raised by the ERP, corrected and approved: its id and
+    approved version."""
+    raised = await raise_mismatch(gql, people.erp)
+    assert raised["completedSteps"] == COMPLETED_STEPS
+    version = await correct_and_approve(gql, people, raised["id"], stale_steps=stale_steps or [])
+    return raised["id"], version
+
+
+async def request_redrive(gql: GraphQL, people: People, exception_id: str, version: int) -> str:
+    queued = await run(
+        gql, people.ann, REQUEST_REDRIVE, input={"exceptionId": exception_id, "version": version}
+    )
+    assert queued["__typename"] == "RedriveQueued", queued
+    key: str = queued["redriveKey"]
+    return key
+
+
+async def exception_of(gql: GraphQL, token: str, exception_id: str) -> dict[str, Any]:
+    body = await gql(token, EXCEPTION_WITH_DELIVERY, id=exception_id)
+    assert "errors" not in body, body
+    exception: dict[str, Any] = body["data"]["exception"]
+    return exception
+
+
+def delivery(exception: dict[str, Any]) -> tuple[Any, ...]:
+    """(deliveryState, deliveryAttempts, lastDeliveryError, delivered) of its redrive."""
+    redrive = exception["redrive"]
+    return (
+        redrive["deliveryState"],
+        redrive["deliveryAttempts"],
+        redrive["lastDeliveryError"],
+        redrive["deliveredAt"] is not None,
+    )
+
+
+async def report(
+    gql: GraphQL, token: str, key: str, *, succeeded: bool, detail: str | None = None
+) -> dict[str, Any]:
+    return await run(
+        gql,
+        token,
+        REPORT_REDRIVE_RESULT,
+        input={"redriveKey": key, "succeeded": succeeded, "detail": detail},
+    )
+
+
+async def rows_of(conn: asyncpg.Connection, exception_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Every row the exception machinery keeps for the exception."""
+
+    async def fetch(sql: str) -> list[dict[str, Any]]:
+        return [dict(row) for row in await conn.fetch(sql, exception_id)]
+
+    return {
+        "exception": await fetch("SELECT * FROM exceptions WHERE id = $1"),
+        "redrives": await fetch("SELECT * FROM exception_redrives WHERE exception_id = $1"),
+        "events": await fetch("SELECT * FROM exception_events WHERE exception_id = $1 ORDER BY id"),
+        "item": await fetch(
+            "SELECT i.* FROM review_items AS i JOIN exceptions AS e ON e.item_id = i.id "
+            "WHERE e.id = $1"
+        ),
+    }
+
+
+async def delivery_row(conn: asyncpg.Connection, key: str) -> dict[str, Any]:
+    row = await conn.fetchrow(
+        "SELECT delivery_state, delivery_attempts, next_delivery_at, delivery_locked_until, "
+        "last_delivery_error, delivered_at FROM exception_redrives WHERE key = $1",
+        key,
+    )
+    assert row is not None, key
+    return dict(row)
+
+
+def signed_by_the_secret(request: Request) -> bool:
+    """Verified as the owning system would, with the module integrators are given."""
+    header = request.headers[SIGNATURE_HEADER.lower()]
+    return verify_signature(REDRIVE_SECRET, header, request.body) and not verify_signature(
+        REDRIVE_SECRET[:-1] + "2", header, request.body
+    )
+
+
+def no_delivery_errors(caplog: pytest.LogCaptureFixture) -> None:
+    """The worker never failed to deliver or record (it logs and moves on if it does)."""
+    broken = [
+        record.getMessage()
+        for record in caplog.records
+        if record.levelno >= logging.ERROR and "delivering redrive" in record.getMessage()
+    ]
+    assert broken == [], broken
+
+
+def body_without_time(request: Request) -> tuple[dict[str, Any], datetime]:
+    body = request.json()
+    requested_at = datetime.fromisoformat(body.pop("requestedAt"))
+    return body, requested_at
+
+
+def expected_body(exception_id: str, *, attempt: int, resume_after: str, stale: list[str]) -> Any:
+    return {
+        "redriveKey": KEY,
+        "exceptionId": exception_id,
+        "workflow": WORKFLOW,
+        "sourceRecordId": SOURCE_RECORD,
+        "version": 1,
+        "reasonCode": "entity_mismatch",
+        "completedSteps": COMPLETED_STEPS,
+        "blockedStep": "verify_legal_entity",
+        "resumeAfter": resume_after,
+        "staleSteps": stale,
+        "changes": CORRECTION,
+        "evidence": CORRECTION_EVIDENCE,
+        "correctedBy": "sam",
+        "requestedBy": "ann",
+        "attempt": attempt,
+    }
+
+
+# --- 1. delivered ------------------------------------------------------------------------------
+
+
+async def test_a_redrive_is_posted_once_signed_and_closed_only_by_the_owning_systems_report(
+    db: Database,
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with webhook_receiver(REDRIVE_SECRET) as erp:
+        configured = await take_redrives_by_webhook(gql, people, erp.url)
+        assert configured == {
+            "name": WORKFLOW,
+            "approvalQueue": APPROVAL_QUEUE,
+            "redriveVia": "WEBHOOK",
+            "redriveTarget": erp.url,
+            "redriveMaxAttempts": 8,
+            "redriveTimeoutSeconds": 10.0,
+        }
+        # The bank account must be verified again: resume after the step before it.
+        exception_id, version = await approved_mismatch(
+            gql, people, stale_steps=["verify_bank_account"]
+        )
+        key = await request_redrive(gql, people, exception_id, version)
+        assert key == KEY
+
+        # Before any worker runs: due, not attempted.
+        queued = await exception_of(gql, people.manager, exception_id)
+        assert delivery(queued) == ("pending", 0, None, False)
+
+        worker = DeliveringWorker(db)
+        async with running(worker):
+            worker.wake()
+            await worker.until(lambda s: s.redrives_delivered == 1, "the redrive delivered")
+            # Nothing more is due: no second POST.
+            await worker.claimed_everything_due()
+        assert worker.stats == WorkerStats(redrives_delivered=1)
+
+    [request] = erp.requests
+    assert (request.method, request.path) == ("POST", urlsplit(erp.url).path)
+    assert request.headers["idempotency-key"] == KEY
+    assert request.headers[REDRIVE_HEADER.lower()] == KEY
+    assert request.headers["content-type"] == "application/json"
+    assert request.signature_ok
+    assert signed_by_the_secret(request)
+    delivered = await exception_of(gql, people.manager, exception_id)
+    body, requested_at = body_without_time(request)
+    assert body == expected_body(
+        exception_id, attempt=1, resume_after="collect_documents", stale=["verify_bank_account"]
+    )
+    assert requested_at == datetime.fromisoformat(delivered["redrive"]["requestedAt"])
+    assert body["changes"] == delivered["currentCorrection"]["changes"]
+
+    # Delivered is not done: it waits, parked, for the owning system's result.
+    assert (delivered["state"], delivered["closure"], delivered["attempts"]) == (
+        "REDRIVE_PENDING",
+        None,
+        1,
+    )
+    assert delivered["item"]["state"] == "PARKED"
+    assert delivery(delivered) == ("delivered", 1, None, True)
+    assert delivered["redrive"]["succeeded"] is None
+    assert [e["kind"] for e in delivered["events"]][-1] == "redrive_requested"
+    row = await delivery_row(owner_conn, key)
+    assert (row["next_delivery_at"], row["delivery_locked_until"]) == (None, None)
+
+    reported = await report(
+        gql, people.erp, key, succeeded=True, detail="Supplier SUP-1042 onboarded."
+    )
+    assert reported["__typename"] == "RedriveResultRecorded", reported
+    assert reported["alreadyReported"] is False
+    closed = await exception_of(gql, people.manager, exception_id)
+    assert (closed["state"], closed["closure"], closed["attempts"]) == ("CLOSED", "CORRECTED", 1)
+    assert delivery(closed) == ("delivered", 1, None, True)
+    redrive = closed["redrive"]
+    assert (redrive["succeeded"], redrive["reportedBy"], redrive["resultDetail"]) == (
+        True,
+        "erp-onboarding",
+        "Supplier SUP-1042 onboarded.",
+    )
+    assert [(e["kind"], e["actor"], e["actorRole"]) for e in closed["events"]] == [
+        ("raised", "erp-onboarding", "integration"),
+        ("correction_submitted", "sam", "reviewer"),
+        ("correction_approved", "ann", "approver"),
+        ("redrive_requested", "ann", "approver"),
+        ("redrive_succeeded", "erp-onboarding", "integration"),
+    ]
+    no_delivery_errors(caplog)
+
+
+# --- 2. transient, then delivered --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transient", [UNAVAILABLE, THROTTLED], ids=["503", "429"])
+async def test_a_transient_refusal_is_retried_with_backoff_under_the_same_key(
+    db: Database,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+    transient: Reply,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with webhook_receiver(REDRIVE_SECRET, answers(transient)) as erp:
+        await take_redrives_by_webhook(gql, people, erp.url)
+        exception_id, version = await approved_mismatch(gql, people)
+        worker = DeliveringWorker(db)
+        async with running(worker):
+            key = await request_redrive(gql, people, exception_id, version)
+            worker.wake()
+            await worker.until(lambda s: s.redrives_delivered == 1, "the redrive delivered")
+            await worker.claimed_everything_due()
+        assert worker.stats == WorkerStats(redrives_delivered=1, redrives_retried=1)
+
+    assert [status for _, status in erp.replies] == [transient.status, 200]
+    first, second = erp.requests
+    assert [first.key, second.key] == [key, key]
+    assert [r.headers[REDRIVE_HEADER.lower()] for r in erp.requests] == [key, key]
+    assert all(signed_by_the_secret(r) for r in erp.requests)
+    assert first.json()["attempt"] == 1
+    assert second.json() == {**first.json(), "attempt": 2}
+    # Backoff: the first retry falls due after 0.05 s x [0.5, 1.5].
+    assert second.received_at - first.received_at >= 0.025
+    assert body_without_time(first)[0] == expected_body(
+        exception_id, attempt=1, resume_after="verify_bank_account", stale=[]
+    )
+
+    delivered = await exception_of(gql, people.manager, exception_id)
+    assert delivered["state"] == "REDRIVE_PENDING"
+    # The error of the failed attempt is cleared by the delivery.
+    assert delivery(delivered) == ("delivered", 2, None, True)
+    no_delivery_errors(caplog)
+
+
+# --- 3. undeliverable --------------------------------------------------------------------------
+
+
+async def test_a_permanent_refusal_makes_the_redrive_undeliverable_and_back_to_a_person(
+    db: Database,
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    refusal = Reply(422, body=b'{"error":"unknown supplier"}')
+    async with webhook_receiver(REDRIVE_SECRET, always(refusal)) as erp:
+        await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=5)
+        exception_id, version = await approved_mismatch(gql, people)
+        worker = DeliveringWorker(db)
+        async with running(worker):
+            key = await request_redrive(gql, people, exception_id, version)
+            worker.wake()
+            await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
+            await worker.claimed_everything_due()
+        assert worker.stats == WorkerStats(redrives_undeliverable=1)
+
+    # One POST: a 4xx other than 429 is not retried.
+    [request] = erp.requests
+    assert request.key == key
+    error = 'webhook answered 422: {"error":"unknown supplier"}'
+    back = await exception_of(gql, people.manager, exception_id)
+    assert delivery(back) == ("failed", 1, error, False)
+    assert (back["state"], back["closure"], back["attempts"]) == ("NEEDS_REVIEW", None, 2)
+    assert (back["item"]["queue"], back["item"]["state"]) == (OWNER_QUEUE, "PENDING")
+    failed = back["events"][-1]
+    assert (
+        failed["kind"],
+        failed["actor"],
+        failed["actorRole"],
+        failed["fromState"],
+        failed["toState"],
+        failed["redriveKey"],
+    ) == ("redrive_failed", "casework", "system", "REDRIVE_PENDING", "NEEDS_REVIEW", key)
+    assert failed["detail"].startswith("the redrive could not be delivered")
+    assert failed["detail"] == f"the redrive could not be delivered after 1 attempt(s): {error}"
+    assert (back["redrive"]["succeeded"], back["redrive"]["reportedBy"]) == (False, "casework")
+    assert [e["kind"] for e in back["events"]][-2:] == ["redrive_requested", "redrive_failed"]
+    row = await delivery_row(owner_conn, key)
+    assert (row["next_delivery_at"], row["delivery_locked_until"]) == (None, None)
+
+    # The owning system cannot close it now: the redrive was answered (undelivered).
+    before = await rows_of(owner_conn, exception_id)
+    refused = await report(gql, people.erp, key, succeeded=True, detail="done after all")
+    assert refused["__typename"] == "InvalidTransition", refused
+    assert (refused["state"], refused["action"]) == ("NEEDS_REVIEW", "REPORT_REDRIVE_RESULT")
+    assert await rows_of(owner_conn, exception_id) == before
+
+    # And the exception is a person's again.
+    again = await claim(gql, people.sam, OWNER_QUEUE)
+    assert again["item"]["exception"] == {"id": exception_id, "state": "NEEDS_REVIEW"}
+    no_delivery_errors(caplog)
+
+
+async def test_running_out_of_attempts_makes_the_redrive_undeliverable(
+    db: Database,
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with webhook_receiver(REDRIVE_SECRET, always(UNAVAILABLE)) as erp:
+        configured = await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=2)
+        assert configured["redriveMaxAttempts"] == 2
+        exception_id, version = await approved_mismatch(gql, people)
+        worker = DeliveringWorker(db)
+        async with running(worker):
+            key = await request_redrive(gql, people, exception_id, version)
+            worker.wake()
+            await worker.until(lambda s: s.redrives_undeliverable == 1, "attempts exhausted")
+            await worker.claimed_everything_due()
+        assert worker.stats == WorkerStats(redrives_retried=1, redrives_undeliverable=1)
+
+    assert [r.key for r in erp.requests] == [key, key]
+    assert [r.json()["attempt"] for r in erp.requests] == [1, 2]
+    error = "webhook answered 503: down for maintenance"
+    back = await exception_of(gql, people.manager, exception_id)
+    assert delivery(back) == ("failed", 2, error, False)
+    assert (back["state"], back["attempts"]) == ("NEEDS_REVIEW", 2)
+    failed = back["events"][-1]
+    assert (failed["kind"], failed["actor"], failed["actorRole"]) == (
+        "redrive_failed",
+        "casework",
+        "system",
+    )
+    assert failed["detail"] == f"the redrive could not be delivered after 2 attempt(s): {error}"
+    row = await delivery_row(owner_conn, key)
+    assert (row["next_delivery_at"], row["delivery_locked_until"]) == (None, None)
+    no_delivery_errors(caplog)
+
+
+async def test_a_receiver_that_never_answers_is_timed_out_at_the_workflows_timeout(
+    db: Database,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with webhook_receiver(REDRIVE_SECRET, always(Stall())) as erp:
+        await take_redrives_by_webhook(
+            gql, people, erp.url, redriveMaxAttempts=1, redriveTimeoutSeconds=0.2
+        )
+        exception_id, version = await approved_mismatch(gql, people)
+        worker = DeliveringWorker(db)
+        async with running(worker):
+            key = await request_redrive(gql, people, exception_id, version)
+            worker.wake()
+            await worker.until(lambda s: s.redrives_undeliverable == 1, "timed out")
+        assert worker.stats == WorkerStats(redrives_undeliverable=1)
+
+    assert [r.key for r in erp.requests] == [key]
+    assert erp.replies == []
+    back = await exception_of(gql, people.manager, exception_id)
+    assert delivery(back) == ("failed", 1, "timed out after 0.2 s", False)
+    assert (back["state"], back["attempts"]) == ("NEEDS_REVIEW", 2)
+    no_delivery_errors(caplog)
+
+
+async def test_a_refused_connection_is_retried_then_undeliverable(
+    db: Database,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A port nothing listens on any more.
+    async with webhook_receiver(REDRIVE_SECRET) as gone:
+        target = gone.url
+    await take_redrives_by_webhook(gql, people, target, redriveMaxAttempts=2)
+    exception_id, version = await approved_mismatch(gql, people)
+    worker = DeliveringWorker(db)
+    async with running(worker):
+        await request_redrive(gql, people, exception_id, version)
+        worker.wake()
+        await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
+    assert worker.stats == WorkerStats(redrives_retried=1, redrives_undeliverable=1)
+
+    back = await exception_of(gql, people.manager, exception_id)
+    state, attempts, error, delivered = delivery(back)
+    assert (state, attempts, delivered) == ("failed", 2, False)
+    assert error.startswith("ConnectError: "), error
+    assert (back["state"], back["attempts"]) == ("NEEDS_REVIEW", 2)
+    no_delivery_errors(caplog)
+
+
+# --- who may answer a webhook redrive ----------------------------------------------------------
+
+
+async def test_casework_may_only_report_a_webhook_redrive_failed(
+    db: Database,
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+) -> None:
+    """No worker runs: the redrive stays pending while Casework (system) and the owning
+    system answer it."""
+    await take_redrives_by_webhook(gql, people, "http://127.0.0.1:9/erp/redrives")
+    exception_id, version = await approved_mismatch(gql, people)
+    key = await request_redrive(gql, people, exception_id, version)
+
+    before = await rows_of(owner_conn, exception_id)
+    claimed = await exceptions.report_checked(
+        db,
+        key,
+        True,
+        "Casework claims a success",
+        actor=exceptions.SYSTEM_ACTOR,
+        actor_role=exceptions.SYSTEM_ROLE,
+    )
+    assert isinstance(claimed, NotPermitted), claimed
+    assert await rows_of(owner_conn, exception_id) == before
+
+    # The owning system may report a failure (as it may a success).
+    failed = await report(gql, people.erp, key, succeeded=False, detail="ERP rejected the LEI.")
+    assert failed["__typename"] == "RedriveResultRecorded", failed
+    assert (failed["exception"]["state"], failed["exception"]["attempts"]) == ("NEEDS_REVIEW", 2)
+    event = failed["exception"]["events"][-1]
+    assert (event["kind"], event["actor"], event["actorRole"]) == (
+        "redrive_failed",
+        "erp-onboarding",
+        "integration",
+    )
+
+
+# --- reconfiguring an existing workflow -------------------------------------------------------
+
+
+async def test_changing_only_the_redrive_route_keeps_the_approval_queue(
+    owner_conn: asyncpg.Connection, gql: GraphQL, people: People, supplier_workflow: str
+) -> None:
+    """ConfigureWorkflowInput.approvalQueue is "required at first" only, and the docs change
+    the route with `configureWorkflow(input: {redriveVia: …})`: an existing workflow's
+    redrive settings change without sending its approval queue again."""
+    configured = await configure_workflow(
+        gql,
+        people.admin,
+        redriveVia="WEBHOOK",
+        redriveTarget=TARGET,
+        redriveSecret=REDRIVE_SECRET,
+        redriveMaxAttempts=3,
+    )
+    assert configured == {
+        "__typename": "WorkflowConfigured",
+        "workflow": {
+            "name": WORKFLOW,
+            "approvalQueue": APPROVAL_QUEUE,
+            "redriveVia": "WEBHOOK",
+            "redriveTarget": TARGET,
+            "redriveMaxAttempts": 3,
+            "redriveTimeoutSeconds": 10.0,
+        },
+    }
+    row = await owner_conn.fetchrow(
+        "SELECT approval_queue, redrive_via, redrive_target, redrive_secret FROM workflows "
+        "WHERE name = $1",
+        WORKFLOW,
+    )
+    assert dict(row) == {
+        "approval_queue": APPROVAL_QUEUE,
+        "redrive_via": "webhook",
+        "redrive_target": TARGET,
+        "redrive_secret": REDRIVE_SECRET,
+    }
+
+
+# --- 4. settings refusals ----------------------------------------------------------------------
+
+SECRET_15 = "x" * 15
+TARGET = "https://erp.example.com/casework/redrives"
+
+# What each refused setting is, and the field the refusal names.
+REFUSED_SETTINGS: dict[str, tuple[dict[str, Any], str]] = {
+    "WEBHOOK without a target": (
+        {"redriveVia": "WEBHOOK", "redriveSecret": REDRIVE_SECRET},
+        "redrive.target",
+    ),
+    "WEBHOOK with a non-http target": (
+        {
+            "redriveVia": "WEBHOOK",
+            "redriveTarget": "ftp://erp.example.com/redrives",
+            "redriveSecret": REDRIVE_SECRET,
+        },
+        "redrive.target",
+    ),
+    "WEBHOOK with a host-less target": (
+        {"redriveVia": "WEBHOOK", "redriveTarget": "https:///r", "redriveSecret": REDRIVE_SECRET},
+        "redrive.target",
+    ),
+    "WEBHOOK without a secret": (
+        {"redriveVia": "WEBHOOK", "redriveTarget": TARGET},
+        "redrive.secret",
+    ),
+    "WEBHOOK with a secret under 16 characters": (
+        {"redriveVia": "WEBHOOK", "redriveTarget": TARGET, "redriveSecret": SECRET_15},
+        "redrive.secret",
+    ),
+    "a target with SUBSCRIPTION": (
+        {"redriveVia": "SUBSCRIPTION", "redriveTarget": TARGET},
+        "redriveVia",
+    ),
+    "a secret with SUBSCRIPTION": (
+        {"redriveVia": "SUBSCRIPTION", "redriveSecret": REDRIVE_SECRET},
+        "redriveVia",
+    ),
+    "a target without redriveVia": ({"redriveTarget": TARGET}, "redriveVia"),
+    "CASEWORK for a workflow of an owning system": ({"redriveVia": "CASEWORK"}, "redriveVia"),
+    "no attempts": ({"redriveMaxAttempts": 0}, "redriveMaxAttempts"),
+    "101 attempts": ({"redriveMaxAttempts": 101}, "redriveMaxAttempts"),
+    "a zero timeout": ({"redriveTimeoutSeconds": 0.0}, "redriveTimeoutSeconds"),
+    "a timeout over 300 s": ({"redriveTimeoutSeconds": 300.5}, "redriveTimeoutSeconds"),
+}
+
+
+async def workflows_table(conn: asyncpg.Connection) -> list[dict[str, Any]]:
+    return [dict(row) for row in await conn.fetch("SELECT * FROM workflows ORDER BY name")]
+
+
+@pytest.mark.parametrize("starting_as", ["SUBSCRIPTION", "WEBHOOK"])
+async def test_invalid_redrive_settings_are_refused_and_change_nothing(
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+    starting_as: str,
+) -> None:
+    if starting_as == "WEBHOOK":
+        await take_redrives_by_webhook(
+            gql, people, TARGET, redriveMaxAttempts=3, redriveTimeoutSeconds=5.0
+        )
+    before = await workflows_table(owner_conn)
+    [supplier] = [w for w in before if w["name"] == WORKFLOW]
+    assert supplier["redrive_via"] == starting_as.lower()
+
+    observed: dict[str, tuple[str, str | None]] = {}
+    for label, (settings, _) in REFUSED_SETTINGS.items():
+        result = await configure_workflow(gql, people.admin, **settings)
+        observed[label] = (result["__typename"], result.get("field"))
+    assert observed == {
+        label: ("InvalidInput", field) for label, (_, field) in REFUSED_SETTINGS.items()
+    }
+    assert await workflows_table(owner_conn) == before
+
+    # Only an admin configures workflows, however valid the settings.
+    refused = await configure_workflow(
+        gql, people.erp, redriveVia="WEBHOOK", redriveTarget=TARGET, redriveSecret=REDRIVE_SECRET
+    )
+    assert refused["__typename"] == "NotPermitted", refused
+    assert await workflows_table(owner_conn) == before
+
+    # The boundary: a 16-character secret is enough.
+    accepted = await configure_workflow(
+        gql,
+        people.admin,
+        approvalQueue=APPROVAL_QUEUE,
+        redriveVia="WEBHOOK",
+        redriveTarget=TARGET,
+        redriveSecret="y" * 16,
+    )
+    assert accepted["__typename"] == "WorkflowConfigured", accepted
+
+
+# --- 5. subscription workflows are not the worker's --------------------------------------------
+
+
+async def test_a_subscription_workflows_redrive_is_never_claimed_or_posted(
+    db: Database,
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+) -> None:
+    exception_id, version = await approved_mismatch(gql, people)
+    worker = DeliveringWorker(db)
+    async with running(worker):
+        key = await request_redrive(gql, people, exception_id, version)
+        await worker.claimed_everything_due()
+        assert worker.rounds >= 2
+    assert worker.stats == WorkerStats()
+
+    assert await delivery_row(owner_conn, key) == {
+        "delivery_state": None,
+        "delivery_attempts": 0,
+        "next_delivery_at": None,
+        "delivery_locked_until": None,
+        "last_delivery_error": None,
+        "delivered_at": None,
+    }
+    waiting = await exception_of(gql, people.manager, exception_id)
+    assert waiting["state"] == "REDRIVE_PENDING"
+    assert delivery(waiting) == (None, 0, None, False)
+
+    # Casework may not report for a subscription workflow, not even a failure.
+    refused = await exceptions.report_checked(
+        db,
+        key,
+        False,
+        "the redrive could not be delivered",
+        actor=exceptions.SYSTEM_ACTOR,
+        actor_role=exceptions.SYSTEM_ROLE,
+    )
+    assert isinstance(refused, NotPermitted), refused
+
+    reported = await report(gql, people.erp, key, succeeded=True)
+    assert reported["__typename"] == "RedriveResultRecorded", reported
+    assert (reported["exception"]["state"], reported["exception"]["closure"]) == (
+        "CLOSED",
+        "CORRECTED",
+    )
+
+
+# --- changing the route while a delivery is due ------------------------------------------------
+
+
+async def test_a_delivery_due_when_the_workflow_leaves_webhook_is_not_attempted_blindly(
+    db: Database,
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The redrive is requested while the workflow takes redrives by webhook; before any
+    worker delivers it, the admin switches the workflow to SUBSCRIPTION (its target and
+    secret are cleared). The worker must not claim a delivery it has no target or secret
+    for: doing so raises inside the worker, every time the lock lapses, forever, with the
+    attempt count growing past redriveMaxAttempts."""
+    async with webhook_receiver(REDRIVE_SECRET) as erp:
+        await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=2)
+        exception_id, version = await approved_mismatch(gql, people)
+        key = await request_redrive(gql, people, exception_id, version)
+        switched = await configure_workflow(
+            gql, people.admin, approvalQueue=APPROVAL_QUEUE, redriveVia="SUBSCRIPTION"
+        )
+        assert switched["__typename"] == "WorkflowConfigured", switched
+        assert switched["workflow"]["redriveTarget"] is None
+
+        worker = DeliveringWorker(db)
+        async with running(worker):
+            for _ in range(3):
+                await worker.claimed_everything_due()
+                # As if the lock had lapsed (it lasts redriveTimeoutSeconds * 2 + 10 s).
+                await owner_conn.execute(
+                    "UPDATE exception_redrives SET delivery_locked_until = now() "
+                    "WHERE key = $1 AND delivery_locked_until IS NOT NULL",
+                    key,
+                )
+        stats = worker.stats
+
+    row = await delivery_row(owner_conn, key)
+    errors = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.ERROR and key in r.getMessage()
+    ]
+    observed = {
+        "posts": len(erp.requests),
+        "worker errors": errors,
+        "claimed attempts": row["delivery_attempts"],
+        "stats": stats,
+    }
+    assert observed == {
+        "posts": 0,
+        "worker errors": [],
+        "claimed attempts": 0,
+        "stats": WorkerStats(),
+    }
+
+
+# --- a redrive answered before it was delivered ------------------------------------------------
+
+
+async def test_a_redrive_answered_before_delivery_is_not_delivered_after_its_successor(
+    db: Database,
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
+    supplier_workflow: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """v1's redrive is requested but not yet delivered (no worker runs; in production: the
+    ERP answering 503 while the worker backs off). The ERP, following exceptionEvents too,
+    reports v1 failed; sam corrects again, ann approves v2 and requests its redrive. When the
+    worker runs, only v2 may be POSTed: v1 was answered, and its changes are superseded.
+    Delivering v1 now would have the ERP apply a stale correction under a key it never saw."""
+    async with webhook_receiver(REDRIVE_SECRET) as erp:
+        await take_redrives_by_webhook(gql, people, erp.url)
+        exception_id, first = await approved_mismatch(gql, people)
+        key1 = await request_redrive(gql, people, exception_id, first)
+        answered = await report(gql, people.erp, key1, succeeded=False, detail="LEI unknown")
+        assert answered["__typename"] == "RedriveResultRecorded", answered
+        assert answered["exception"]["state"] == "NEEDS_REVIEW"
+        second = await correct_and_approve(gql, people, exception_id, stale_steps=[])
+        key2 = await request_redrive(gql, people, exception_id, second)
+        assert (key1, key2) == (KEY, f"{WORKFLOW}:{SOURCE_RECORD}:v2")
+
+        worker = DeliveringWorker(db)
+        async with running(worker):
+            worker.wake()
+            await worker.until(lambda s: s.redrives_delivered >= 1, "a redrive delivered")
+            await worker.claimed_everything_due()
+        stats = worker.stats
+
+    first_row = await delivery_row(owner_conn, key1)
+    observed = {
+        "posted keys": sorted(r.key for r in erp.requests),
+        "stats": stats,
+        # Claimed (and so POSTed) how often; its state may stay pending or be dropped.
+        "v1 claimed attempts": first_row["delivery_attempts"],
+    }
+    assert observed == {
+        "posted keys": [key2],
+        "stats": WorkerStats(redrives_delivered=1),
+        "v1 claimed attempts": 0,
+    }
+    current = await exception_of(gql, people.manager, exception_id)
+    assert (current["state"], current["redrive"]["key"]) == ("REDRIVE_PENDING", key2)
+    assert delivery(current) == ("delivered", 1, None, True)
+    no_delivery_errors(caplog)
