@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from server.domain import exceptions
-from server.domain.exception_records import Consequence
+from server.domain import exceptions, redrives
+from server.domain.exception_records import SYSTEM_ACTOR, SYSTEM_ROLE, Consequence
 from server.domain.model import EffectKind, Verdict
 from server.store.database import Database, Row
 
@@ -134,15 +134,15 @@ async def record_applied(
 
 
 async def _answer_redrive(db: Database, key: str, succeeded: bool, detail: str | None) -> None:
-    reported = await exceptions.report_checked(
+    reported = await redrives.report_checked(
         db,
         key,
         succeeded,
         detail,
-        actor=exceptions.SYSTEM_ACTOR,
-        actor_role=exceptions.SYSTEM_ROLE,
+        actor=SYSTEM_ACTOR,
+        actor_role=SYSTEM_ROLE,
     )
-    if not isinstance(reported, exceptions.RedriveReported):
+    if not isinstance(reported, redrives.RedriveReported):
         # The exception moved on without this answer (reopened, say); its history and the
         # application's state both still show what happened, so say it and go on.
         log.error("redrive %s: its result could not be recorded: %s", key, reported)
@@ -223,8 +223,8 @@ async def _hand_to_person(
                 "attempts": attempts,
             },
         ),
-        actor=exceptions.SYSTEM_ACTOR,
-        actor_role=exceptions.SYSTEM_ROLE,
+        actor=SYSTEM_ACTOR,
+        actor_role=SYSTEM_ROLE,
         decision_id=due.decision_id,
     )
 

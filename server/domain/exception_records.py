@@ -11,6 +11,10 @@ from uuid import UUID
 
 from server.store.database import Row
 
+# Who Casework is when it acts itself (raising for a failed effect, answering a redrive).
+SYSTEM_ACTOR = "casework"
+SYSTEM_ROLE = "system"
+
 
 class ExceptionState(enum.Enum):
     NEEDS_REVIEW = "needs_review"

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from server.domain import exceptions
+from server.domain import redrives
 from server.domain.apply import storable
+from server.domain.exception_records import SYSTEM_ACTOR, SYSTEM_ROLE
 from server.store.database import Database, Row
 
 log = logging.getLogger("casework.worker")
@@ -114,16 +115,16 @@ async def record_failure(
         )
         state = None if row is None else str(row["delivery_state"])
         if state == "failed":
-            reported = await exceptions.report_checked(
+            reported = await redrives.report_checked(
                 tx,
                 due.key,
                 False,
                 f"the redrive could not be delivered after {due.attempt} attempt(s): "
                 f"{storable(error)}"[:4000],
-                actor=exceptions.SYSTEM_ACTOR,
-                actor_role=exceptions.SYSTEM_ROLE,
+                actor=SYSTEM_ACTOR,
+                actor_role=SYSTEM_ROLE,
             )
-            if not isinstance(reported, exceptions.RedriveReported):
+            if not isinstance(reported, redrives.RedriveReported):
                 # Answered meanwhile (the owning system reported before its 2xx reached us).
                 log.warning(
                     "redrive %s: undeliverable, but already answered: %s", due.key, reported

@@ -8,7 +8,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import exceptions, workflows
+from server.domain import exceptions, redrives, workflows
 from server.domain.exception_records import Consequence as DomainConsequence
 from server.domain.exception_records import ExceptionRecord
 from server.domain.failures import Failure, is_failure
@@ -320,7 +320,7 @@ class ExceptionMutation:
     async def request_redrive(
         self, info: Info[Context, None], input: RequestRedriveInput
     ) -> RequestRedriveResult:
-        result = await exceptions.request_redrive(
+        result = await redrives.request_redrive(
             info.context.db, info.context.principal, input.exception_id, input.version
         )
         if is_failure(result):
@@ -334,7 +334,7 @@ class ExceptionMutation:
     async def report_redrive_result(
         self, info: Info[Context, None], input: ReportRedriveResultInput
     ) -> ReportRedriveResultResult:
-        result = await exceptions.report_redrive_result(
+        result = await redrives.report_redrive_result(
             info.context.db,
             info.context.principal,
             input.redrive_key,

@@ -23,7 +23,8 @@ import asyncpg
 import httpx
 import pytest
 
-from server.domain import exceptions
+from server.domain import redrives
+from server.domain.exception_records import SYSTEM_ACTOR, SYSTEM_ROLE
 from server.domain.failures import NotPermitted
 from server.domain.redrive_delivery import DueDelivery
 from server.effects.webhook import REDRIVE_HEADER
@@ -639,13 +640,13 @@ async def test_casework_may_only_report_a_webhook_redrive_failed(
     key = await request_redrive(gql, people, exception_id, version)
 
     before = await rows_of(owner_conn, exception_id)
-    claimed = await exceptions.report_checked(
+    claimed = await redrives.report_checked(
         db,
         key,
         True,
         "Casework claims a success",
-        actor=exceptions.SYSTEM_ACTOR,
-        actor_role=exceptions.SYSTEM_ROLE,
+        actor=SYSTEM_ACTOR,
+        actor_role=SYSTEM_ROLE,
     )
     assert isinstance(claimed, NotPermitted), claimed
     assert await rows_of(owner_conn, exception_id) == before
@@ -830,13 +831,13 @@ async def test_a_subscription_workflows_redrive_is_never_claimed_or_posted(
     assert delivery(waiting) == (None, 0, None, False)
 
     # Casework may not report for a subscription workflow, not even a failure.
-    refused = await exceptions.report_checked(
+    refused = await redrives.report_checked(
         db,
         key,
         False,
         "the redrive could not be delivered",
-        actor=exceptions.SYSTEM_ACTOR,
-        actor_role=exceptions.SYSTEM_ROLE,
+        actor=SYSTEM_ACTOR,
+        actor_role=SYSTEM_ROLE,
     )
     assert isinstance(refused, NotPermitted), refused
 

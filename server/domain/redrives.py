@@ -1,0 +1,155 @@
+"""Redrives: issuing the one redrive of an approved correction, and recording the owning
+system's durable result. No one holds an exception once its correction is approved (its
+item is parked), so these are fenced by the state, the version and the redrive key rather
+than a lease."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server.domain import exception_reads
+from server.domain.exception_records import (
+    SYSTEM_ACTOR,
+    SYSTEM_ROLE,
+    ExceptionAction,
+    ExceptionRecord,
+    RedriveVia,
+)
+from server.domain.exception_refusals import reload_exception, transition_refused, why_refused
+from server.domain.exception_rules import check_exception_id, check_text
+from server.domain.failures import (
+    AlreadyQueued,
+    InvalidInput,
+    InvalidTransition,
+    NotPermitted,
+    StaleLease,
+)
+from server.domain.model import Principal, Role
+from server.domain.workflows import get_workflows
+from server.store.database import Database
+
+
+@dataclass(frozen=True)
+class RedriveQueued:
+    exception: ExceptionRecord
+    redrive_key: str
+
+
+async def request_redrive(
+    db: Database, principal: Principal, exception_id: str, version: int
+) -> RedriveQueued | AlreadyQueued | InvalidTransition | NotPermitted | InvalidInput:
+    if principal.role not in (Role.REVIEWER, Role.APPROVER):
+        return NotPermitted("only a reviewer or approver may request a redrive")
+    problem = check_exception_id(exception_id)
+    if problem:
+        return problem
+    async with db.transaction() as tx:
+        row = await tx.fetchrow(
+            "exception_request_redrive",
+            exception_id,
+            version,
+            principal.user,
+            principal.role.value,
+            principal.queue_scope(),
+        )
+        if row is not None and row["nothing_to_reapply"]:
+            # The decision was carried out already: the work is done, say so at once.
+            await report_checked(
+                tx,
+                row["key"],
+                True,
+                "the decision had been carried out already; nothing to re-apply",
+                actor=SYSTEM_ACTOR,
+                actor_role=SYSTEM_ROLE,
+            )
+    if row is not None:
+        if not row["queued"]:
+            return AlreadyQueued(exception_id, row["key"])
+        return RedriveQueued(await reload_exception(db, exception_id), row["key"])
+    for redrive in await exception_reads.redrives_of(db, exception_id):
+        if redrive.version == version:
+            return AlreadyQueued(exception_id, redrive.key)
+    refusal = await why_refused(
+        db, principal, ExceptionAction.REQUEST_REDRIVE, exception_id, None, version=version
+    )
+    # Without a lease there is no lease to be stale, and a refused write returns no record.
+    assert not isinstance(refusal, ExceptionRecord | StaleLease)
+    return refusal
+
+
+@dataclass(frozen=True)
+class RedriveReported:
+    exception: ExceptionRecord
+    # The same result for the same key was reported before: nothing changed.
+    already_reported: bool
+
+
+async def report_redrive_result(
+    db: Database, principal: Principal, redrive_key: str, succeeded: bool, detail: str | None
+) -> RedriveReported | InvalidTransition | NotPermitted | InvalidInput:
+    if principal.role is not Role.INTEGRATION:
+        return NotPermitted("the owning system (an integration token) reports redrive results")
+    problem = check_text(detail, "detail", required=False)
+    if problem:
+        return problem
+    return await report_checked(
+        db,
+        redrive_key,
+        succeeded,
+        detail,
+        actor=principal.user,
+        actor_role=principal.role.value,
+        scope=principal.queue_scope(),
+        principal=principal,
+    )
+
+
+async def report_checked(
+    db: Database,
+    redrive_key: str,
+    succeeded: bool,
+    detail: str | None,
+    *,
+    actor: str,
+    actor_role: str,
+    scope: list[str] | None = None,
+    principal: Principal | None = None,
+) -> RedriveReported | InvalidTransition | NotPermitted | InvalidInput:
+    row = await db.fetchrow(
+        "exception_report_redrive_result",
+        redrive_key,
+        succeeded,
+        detail,
+        actor,
+        actor_role,
+        scope,
+    )
+    redrive = await exception_reads.redrive_by_key(db, redrive_key)
+    if redrive is None:
+        return InvalidInput(f"no redrive with key {redrive_key[:200]!r}", "redriveKey")
+    exception = await reload_exception(db, redrive.exception_id)
+    if row is not None:
+        return RedriveReported(exception, already_reported=False)
+    if principal is not None and not any(map(principal.works_in, exception.queues)):
+        return NotPermitted(f"your token does not cover the queues of {exception.id}")
+    workflow = (await get_workflows(db, [exception.workflow]))[exception.workflow]
+    by_casework = workflow.redrive_via is RedriveVia.CASEWORK
+    # Casework may also say that a webhook redrive could not be delivered.
+    undeliverable = workflow.redrive_via is RedriveVia.WEBHOOK and not succeeded
+    if by_casework != (actor_role == SYSTEM_ROLE) and not (
+        undeliverable and actor_role == SYSTEM_ROLE
+    ):
+        answerer = "Casework itself" if by_casework else "the owning system"
+        return NotPermitted(
+            f"redrives of workflow {exception.workflow!r} are answered by {answerer}"
+        )
+    if redrive.succeeded is succeeded:
+        return RedriveReported(exception, already_reported=True)
+    if redrive.version != exception.version or redrive.succeeded is not None:
+        return transition_refused(
+            exception,
+            ExceptionAction.REPORT_REDRIVE_RESULT,
+            f"redrive {redrive.key} was answered already or is no longer the current one; "
+            f"the exception is {exception.state.value}",
+        )
+    return transition_refused(exception, ExceptionAction.REPORT_REDRIVE_RESULT)
