@@ -187,5 +187,12 @@ async def get_reasons(db: Database, workflows: list[str]) -> dict[str, list[Exce
     return by_workflow
 
 
+def queues_of(workflow: Workflow, reasons: list[ExceptionReason]) -> list[str]:
+    """Every queue a workflow's exceptions can sit in: a token covering one sees it."""
+    return [workflow.approval_queue] + [
+        queue for reason in reasons for queue in (reason.owner_role, reason.escalation_role)
+    ]
+
+
 async def _workflow_names(db: Database) -> list[str]:
     return [workflow.name for workflow in await list_workflows(db)]

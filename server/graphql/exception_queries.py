@@ -65,6 +65,13 @@ class ExceptionQuery:
             ),
         )
 
-    @strawberry.field(description="Workflows and their reason catalogues.")
+    @strawberry.field(description="The workflows your token covers, with their catalogues.")
     async def workflows(self, info: Info[Context, None]) -> list[Workflow]:
-        return [Workflow.from_domain(w) for w in await workflows.list_workflows(info.context.db)]
+        ctx = info.context
+        found = await workflows.list_workflows(ctx.db)
+        reasons = await workflows.get_reasons(ctx.db, [w.name for w in found])
+        return [
+            Workflow.from_domain(w)
+            for w in found
+            if any(map(ctx.principal.works_in, workflows.queues_of(w, reasons[w.name])))
+        ]

@@ -25,8 +25,7 @@ async def _require_workflow(info: Info[Context, None], workflow: str) -> None:
     ctx = info.context
     found = await workflows.get_workflows(ctx.db, [workflow])
     reasons = (await workflows.get_reasons(ctx.db, [workflow]))[workflow]
-    queues = [found[workflow].approval_queue] if workflow in found else []
-    queues += [q for r in reasons for q in (r.owner_role, r.escalation_role)]
+    queues = workflows.queues_of(found[workflow], reasons) if workflow in found else []
     if not any(map(ctx.principal.works_in, queues)):
         raise ClientError(f"no workflow {workflow!r} that your token covers")
 
