@@ -15,7 +15,15 @@ from typing import Any
 import asyncpg
 
 from server.config import ConfigError, Settings
-from server.demo import ESCALATIONS, ITEM_COUNT, KYC, seed_demo
+from server.demo import (
+    ESCALATIONS,
+    ITEM_COUNT,
+    KYC,
+    SUPPLIER_EXCEPTIONS,
+    SUPPLIER_OPS,
+    SUPPLIER_WORKFLOW,
+    seed_demo,
+)
 from server.domain.model import Role
 from server.domain.queues import QUEUE_NAME, get_queues
 from server.domain.tokens import create_token, revoke_tokens
@@ -186,7 +194,9 @@ async def _prepare_service(databases: Databases, settings: Settings, *, demo: bo
         )
         print(
             f"demo: queues {KYC} and {ESCALATIONS} are configured; {KYC} has {ITEM_COUNT} "
-            f"applications ({seed.items_created} new this run). Tokens, shown once:"
+            f"applications ({seed.items_created} new this run). Workflow {SUPPLIER_WORKFLOW} "
+            f"has {len(SUPPLIER_EXCEPTIONS)} open exceptions in {SUPPLIER_OPS}. "
+            "Tokens, shown once:"
         )
         print("\n".join(seed.exports()), flush=True)
 
