@@ -10,8 +10,8 @@ start from the same rows:
            claimNext, then submitDecision, per cycle.
   raw      N workers on an asyncpg pool of N connections as the application role (the
            service's create_pool, so the same JSON codecs) run the same named queries as the
-           domain, with the same arguments: exceptions_escalate_overdue and item_claim_next
-           (a claim), then decision_submit.
+           domain, with the same arguments: item_claim_next (and exceptions_escalate_overdue
+           when it says overdue exceptions wait, as the domain does), then decision_submit.
 
 Each worker first does a few untimed warm-up cycles; then the workers share a fixed budget
 of timed cycles. Each cell is run --repeats times, alternating which path goes first, and
@@ -279,10 +279,11 @@ def raw_worker(pool: asyncpg.Pool, queries: Queries, redis: aioredis.Redis | Non
         user = reviewer_name(index)
         done = 0
         while tickets.take() if tickets else done < count:
-            await pool.fetchrow(escalate_sql, benchlib.QUEUE)
             row = await pool.fetchrow(claim_sql, benchlib.QUEUE, user, Role.REVIEWER.value)
             if row is None or row["escalated"]:
                 raise RuntimeError(f"claim returned {row}; is --items large enough?")
+            if row["overdue_exceptions"]:
+                await pool.fetchrow(escalate_sql, benchlib.QUEUE)
             await publish(row)
             decided = await pool.fetchrow(
                 decide_sql,

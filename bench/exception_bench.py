@@ -2,10 +2,11 @@
 costs against a review cycle, each pair measured side by side in one run.
 
   claims     raw SQL, N workers on an asyncpg pool as the application role: claim+decide
-             cycles on queue `bench`, with the overdue check that now runs before every
-             claim (exceptions_escalate_overdue, then item_claim_next) and without it. The
-             database holds --open-exceptions open, not-yet-due exceptions that escalate to
-             `bench`, so the check walks a populated index. Runs alternate.
+             cycles on queue `bench` (item_claim_next, which also looks for overdue
+             exceptions of the queue, then decision_submit), on a database without
+             exceptions and on one holding --open-exceptions open, not-yet-due exceptions
+             that escalate to `bench`, so the overdue probe walks a populated index. Runs
+             alternate.
   lifecycle  GraphQL over HTTP against a real uvicorn process, N workers: an exception
              cycle (raiseException, claimNext, submitCorrection, claimNext by an approver,
              approveCorrection, requestRedrive, reportRedriveResult: 7 mutations) against a
@@ -148,8 +149,14 @@ async def seed_open_exceptions(owner: asyncpg.Connection, count: int) -> None:
     await owner.execute("VACUUM ANALYZE")
 
 
-async def claim_run(config: Config, database: str, with_check: bool) -> Run:
+async def claim_run(config: Config, database: str, with_exceptions: bool) -> Run:
     queries = benchlib.load_queries()
+    if with_exceptions:
+        owner = await asyncpg.connect(benchlib.owner_dsn(config.server, database))
+        try:
+            await seed_open_exceptions(owner, config.open_exceptions)
+        finally:
+            await owner.close()
     pool = await create_pool(
         benchlib.app_dsn(config.server, database),
         min_size=config.concurrency,
@@ -159,12 +166,10 @@ async def claim_run(config: Config, database: str, with_check: bool) -> Run:
 
         async def cycle(index: int) -> None:
             user = f"bench-reviewer-{index:02d}"
-            if with_check:
-                await pool.fetchrow(queries["exceptions_escalate_overdue"], benchlib.QUEUE)
             row = await pool.fetchrow(
                 queries["item_claim_next"], benchlib.QUEUE, user, Role.REVIEWER.value
             )
-            if row is None or row["escalated"]:
+            if row is None or row["escalated"] or row["overdue_exceptions"]:
                 raise RuntimeError(f"claim returned {row}; are there enough items?")
             decided = await pool.fetchrow(
                 queries["decision_submit"], row["id"], row["lease_token"], user,
@@ -358,8 +363,6 @@ async def build_template(config: Config, name: str) -> People:
                     for r in body["data"].values()
                 ):
                     raise RuntimeError(f"setup failed: {body}")
-        async with owner_pool.acquire() as conn:
-            await seed_open_exceptions(conn, config.open_exceptions)
         return people
     finally:
         await app_pool.close()
@@ -393,18 +396,18 @@ async def main(config: Config) -> None:
         f"path, {config.open_exceptions} open exceptions seeded; {os.cpu_count()} CPUs",
         flush=True,
     )
-    runs: dict[str, list[Run]] = {"plain": [], "checked": [], "review": [], "exception": []}
+    runs: dict[str, list[Run]] = {"empty": [], "loaded": [], "review": [], "exception": []}
     try:
         people = await build_template(config, template)
         for repeat in range(config.repeats):
-            pairs = (("plain", "checked"), ("review", "exception"))
+            pairs = (("empty", "loaded"), ("review", "exception"))
             for first, second in pairs:
                 order = (first, second) if repeat % 2 == 0 else (second, first)
                 for mode in order:
 
                     async def measure(database: str, mode: str = mode) -> Run:
-                        if mode in ("plain", "checked"):
-                            return await claim_run(config, database, mode == "checked")
+                        if mode in ("empty", "loaded"):
+                            return await claim_run(config, database, mode == "loaded")
                         return await lifecycle_run(config, database, people, mode)
 
                     run = await in_clone(config, template, mode, measure)
@@ -418,13 +421,13 @@ async def main(config: Config) -> None:
     finally:
         await benchlib.drop_database(config.server, template)
     total = {mode: pooled(found) for mode, found in runs.items()}
-    plain, checked = total["plain"], total["checked"]
+    empty, loaded = total["empty"], total["loaded"]
     review, exception = total["review"], total["exception"]
     print()
     print("Claims, raw SQL (claim+decide cycles per second, pooled)")
-    print(f"  without the overdue check {plain.rate:8.0f}/s")
-    print(f"  with the overdue check    {checked.rate:8.0f}/s")
-    print(f"  with/without              {checked.rate / plain.rate:8.2f}")
+    print(f"  no exceptions             {empty.rate:8.0f}/s")
+    print(f"  {config.open_exceptions:>6} open exceptions    {loaded.rate:8.0f}/s")
+    print(f"  with/without              {loaded.rate / empty.rate:8.2f}")
     print()
     print("Lifecycles over GraphQL (pooled)")
     print(

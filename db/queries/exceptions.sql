@@ -444,8 +444,9 @@ FROM target AS t,
          'w', t.workflow, 'x', t.id)::text) AS hint (notification);
 
 -- name: exceptions_escalate_overdue
--- Runs before every claim on a queue, so no cron job is needed: an exception waiting for
--- review past its due time moves to its escalation owner's queue, once. One under a live
+-- Runs from the claim path (when item_claim_next finds nothing, or says overdue exceptions
+-- are waiting), so no cron job is needed: an exception waiting for review past its due
+-- time moves to its escalation owner's queue, once. One under a live
 -- lease stays with its holder until the lease ends. SKIP LOCKED: a concurrent claim or
 -- action on the same exception is never waited for; the next claim looks again.
 -- $1 queue

@@ -4,6 +4,9 @@
 -- of leasing it (`escalated` is then true and the caller claims again).
 -- Sends one hint (casework_notify): `claimed`, or `escalated` with the queue the item left.
 -- Only a queue's holder role claims there: reviewers, or approvers in an approval queue.
+-- An overdue exception waiting for review belongs to its escalation owner: it is never
+-- handed out from its old owner's queue, and `overdue_exceptions` tells the caller to move
+-- such exceptions (exceptions_escalate_overdue), so no cron job is needed.
 -- $1 queue, $2 lease owner, $3 the caller's role
 WITH candidate AS (
     SELECT i.id,
@@ -18,6 +21,12 @@ WITH candidate AS (
       AND i.state = 'pending'
       AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
       AND q.holder_role = $3
+      AND NOT EXISTS (SELECT 1 FROM exceptions AS e
+                      WHERE e.item_id = i.id
+                        AND e.state = 'needs_review'
+                        AND e.escalated_at IS NULL
+                        AND e.due_at <= now()
+                        AND e.escalation_role <> i.queue)
     ORDER BY i.priority DESC, i.created_at
     LIMIT 1
     FOR UPDATE OF i SKIP LOCKED
@@ -39,7 +48,12 @@ FROM candidate AS c
 WHERE i.id = c.id
 RETURNING i.*, c.escalates AS escalated
 )
-SELECT claimed.*, hint.notification
+SELECT claimed.*, hint.notification,
+       EXISTS (SELECT 1 FROM exceptions AS e
+               WHERE (e.owner_role = $1 OR e.escalation_role = $1)
+                 AND e.state = 'needs_review'
+                 AND e.escalated_at IS NULL
+                 AND e.due_at <= now()) AS overdue_exceptions
 FROM claimed,
      casework_notify(json_build_object(
          'k', CASE WHEN claimed.escalated THEN 'escalated' ELSE 'claimed' END,

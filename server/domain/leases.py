@@ -8,8 +8,8 @@ from server.domain.parsing import parse_id, parse_lease_token
 from server.domain.queues import require_queue
 from server.store.database import Database
 
-# Each pass of the claim either leases an item or escalates an abandoned one; the bound
-# only guards against a pathological backlog of abandoned items.
+# Each pass of the claim leases an item, escalates an abandoned one, or moves overdue
+# exceptions; the bound only guards against a pathological backlog of abandoned items.
 MAX_ESCALATIONS_PER_CLAIM = 100
 
 
@@ -28,12 +28,16 @@ async def claim_next(
         return refusal
     if not principal.works_in(queue):
         return NotPermitted(f"your token does not cover queue {queue!r}")
-    # Overdue exceptions change owner here, at claim time: no cron job keeps that alive.
-    await db.fetchrow("exceptions_escalate_overdue", queue)
     for _ in range(MAX_ESCALATIONS_PER_CLAIM):
         row = await db.fetchrow("item_claim_next", queue, principal.user, principal.role.value)
         if row is None:
+            # Overdue exceptions change owner at claim time: one may be due to move in.
+            if await _escalate_overdue(db, queue):
+                continue
             break
+        if row["overdue_exceptions"]:
+            # Handed out already; the next claim finds them where they now belong.
+            await _escalate_overdue(db, queue)
         if not row["escalated"]:
             return Claim(
                 item=Item.from_row(row),
@@ -47,6 +51,12 @@ async def claim_next(
     if known.holder_role is not principal.role:
         return NotPermitted(f"queue {queue!r} is worked by {known.holder_role.value}s")
     return QueueEmpty(queue)
+
+
+async def _escalate_overdue(db: Database, queue: str) -> int:
+    row = await db.fetchrow("exceptions_escalate_overdue", queue)
+    assert row is not None, "an aggregate always returns a row"
+    return int(row["escalated"])
 
 
 async def renew_lease(
