@@ -85,13 +85,18 @@ class ApplyWorker:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._in_flight: set[asyncio.Task[None]] = set()
+        self._look_for_redrives = True
+        self._next_redrive_look = 0.0
         self.stats = WorkerStats()
 
     def hint(self, event: Event) -> None:
+        if event.kind == "exception":
+            self._look_for_redrives = True
         if event.kind in HINT_KINDS:
             self._wake.set()
 
     def wake(self) -> None:
+        self._look_for_redrives = True
         self._wake.set()
 
     def stop(self) -> None:
@@ -123,13 +128,27 @@ class ApplyWorker:
             for due in await apply.claim_due(self._db, free):
                 self._spawn(self._attempt(client, due))
                 started += 1
-            if started < free:
-                for delivery in await redrive_delivery.claim_due(self._db, free - started):
+            if started < free and self._redrives_may_be_due():
+                deliveries = await redrive_delivery.claim_due(self._db, free - started)
+                for delivery in deliveries:
                     self._spawn(self._deliver(client, delivery))
-                    started += 1
+                started += len(deliveries)
+                # A full batch: there may be more right now.
+                self._look_for_redrives = started == free
         except Exception:
             log.exception("worker %s: claiming failed; will poll again", self.name)
         return started
+
+    def _redrives_may_be_due(self) -> bool:
+        """Redrive deliveries are rare beside decisions: look for them on a hint that an
+        exception changed, and otherwise once a poll interval (for retries falling due),
+        not on every round of a busy worker."""
+        now = asyncio.get_running_loop().time()
+        if not self._look_for_redrives and now < self._next_redrive_look:
+            return False
+        self._look_for_redrives = False
+        self._next_redrive_look = now + self._settings.poll_seconds
+        return True
 
     def _spawn(self, attempt: Coroutine[None, None, None]) -> None:
         task = asyncio.create_task(attempt)

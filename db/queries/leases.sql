@@ -49,11 +49,16 @@ WHERE i.id = c.id
 RETURNING i.*, c.escalates AS escalated
 )
 SELECT claimed.*, hint.notification,
+       -- Only those the move can take: one under a live lease stays with its holder, and
+       -- must not send every claim on the queue to exceptions_escalate_overdue for nothing.
        EXISTS (SELECT 1 FROM exceptions AS e
+               JOIN review_items AS x ON x.id = e.item_id
                WHERE (e.owner_role = $1 OR e.escalation_role = $1)
                  AND e.state = 'needs_review'
                  AND e.escalated_at IS NULL
-                 AND e.due_at <= now()) AS overdue_exceptions
+                 AND e.due_at <= now()
+                 AND (x.lease_expires_at IS NULL OR x.lease_expires_at <= now()))
+           AS overdue_exceptions
 FROM claimed,
      casework_notify(json_build_object(
          'k', CASE WHEN claimed.escalated THEN 'escalated' ELSE 'claimed' END,

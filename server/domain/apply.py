@@ -7,7 +7,6 @@ lock that lapses, and the decision is attempted again.
 
 from __future__ import annotations
 
-import logging
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,8 +18,6 @@ from server.domain.model import EffectKind, Verdict
 from server.store.database import Database, Row
 
 BACKOFF_MAX_SECONDS = 300.0
-
-log = logging.getLogger("casework.worker")
 
 
 @dataclass(frozen=True)
@@ -118,34 +115,16 @@ async def record_applied(
 ) -> bool:
     """True if this call applied it; False if it had been applied already (no change).
     A redriven decision's exception closes as corrected in the same transaction."""
-    async with db.transaction() as tx:
-        row = await tx.fetchrow(
-            "application_record_applied",
-            due.decision_id,
-            storable(note),
-            due.attempt,
-            worker,
-            started_at,
-        )
-        assert row is not None
-        if due.redrive_key is not None:
-            await _answer_redrive(tx, due.redrive_key, True, storable(note))
+    arguments = (due.decision_id, storable(note), due.attempt, worker, started_at)
+    if due.redrive_key is None:
+        # The common case: one statement, no transaction to open and close.
+        row = await db.fetchrow("application_record_applied", *arguments)
+    else:
+        async with db.transaction() as tx:
+            row = await tx.fetchrow("application_record_applied", *arguments)
+            await redrives.answer_as_casework(tx, due.redrive_key, True, storable(note))
+    assert row is not None
     return bool(row["applied"])
-
-
-async def _answer_redrive(db: Database, key: str, succeeded: bool, detail: str | None) -> None:
-    reported = await redrives.report_checked(
-        db,
-        key,
-        succeeded,
-        detail,
-        actor=SYSTEM_ACTOR,
-        actor_role=SYSTEM_ROLE,
-    )
-    if not isinstance(reported, redrives.RedriveReported):
-        # The exception moved on without this answer (reopened, say); its history and the
-        # application's state both still show what happened, so say it and go on.
-        log.error("redrive %s: its result could not be recorded: %s", key, reported)
 
 
 def next_attempt_at(
@@ -198,7 +177,7 @@ async def _hand_to_person(
     db: Database, due: DueApplication, error: str, *, permanent: bool
 ) -> None:
     if due.redrive_key is not None:
-        await _answer_redrive(db, due.redrive_key, False, error[:4000])
+        await redrives.answer_as_casework(db, due.redrive_key, False, error[:4000])
         return
     attempts = due.attempt
     await exceptions.raise_checked(

@@ -5,17 +5,13 @@ idempotency key. Delivered is not done: the owning system reports the result."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from server.domain import redrives
 from server.domain.apply import storable
-from server.domain.exception_records import SYSTEM_ACTOR, SYSTEM_ROLE
 from server.store.database import Database, Row
-
-log = logging.getLogger("casework.worker")
 
 
 @dataclass(frozen=True)
@@ -115,18 +111,8 @@ async def record_failure(
         )
         state = None if row is None else str(row["delivery_state"])
         if state == "failed":
-            reported = await redrives.report_checked(
-                tx,
-                due.key,
-                False,
-                f"the redrive could not be delivered after {due.attempt} attempt(s): "
-                f"{storable(error)}"[:4000],
-                actor=SYSTEM_ACTOR,
-                actor_role=SYSTEM_ROLE,
+            detail = f"the redrive could not be delivered after {due.attempt} attempt(s): "
+            await redrives.answer_as_casework(
+                tx, due.key, False, (detail + (storable(error) or ""))[:4000]
             )
-            if not isinstance(reported, redrives.RedriveReported):
-                # Answered meanwhile (the owning system reported before its 2xx reached us).
-                log.warning(
-                    "redrive %s: undeliverable, but already answered: %s", due.key, reported
-                )
     return state

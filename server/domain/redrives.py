@@ -5,6 +5,7 @@ than a lease."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from server.domain import exception_reads
@@ -26,7 +27,9 @@ from server.domain.failures import (
 )
 from server.domain.model import Principal, Role
 from server.domain.workflows import get_workflows
-from server.store.database import Database
+from server.store.database import Database, Row
+
+log = logging.getLogger("casework.exceptions")
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,11 @@ async def request_redrive(
         )
         if row is not None and row["nothing_to_reapply"]:
             # The decision was carried out already: the work is done, say so at once.
-            await report_checked(
+            await answer_as_casework(
                 tx,
                 row["key"],
                 True,
                 "the decision had been carried out already; nothing to re-apply",
-                actor=SYSTEM_ACTOR,
-                actor_role=SYSTEM_ROLE,
             )
     if row is not None:
         if not row["queued"]:
@@ -115,7 +116,37 @@ async def report_checked(
     scope: list[str] | None = None,
     principal: Principal | None = None,
 ) -> RedriveReported | InvalidTransition | NotPermitted | InvalidInput:
-    row = await db.fetchrow(
+    row = await _write_report(db, redrive_key, succeeded, detail, actor, actor_role, scope)
+    if row is not None:
+        return RedriveReported(await reload_exception(db, row["id"]), already_reported=False)
+    return await _why_not_reported(db, redrive_key, succeeded, actor_role, principal)
+
+
+async def answer_as_casework(
+    db: Database, redrive_key: str, succeeded: bool, detail: str | None
+) -> None:
+    """Casework's own answer (a re-applied decision, an undeliverable webhook redrive). No
+    one reads a response here, so a recorded answer costs one statement."""
+    row = await _write_report(db, redrive_key, succeeded, detail, SYSTEM_ACTOR, SYSTEM_ROLE, None)
+    if row is not None:
+        return
+    refusal = await _why_not_reported(db, redrive_key, succeeded, SYSTEM_ROLE, None)
+    if not isinstance(refusal, RedriveReported):
+        # The exception moved on without this answer (answered meanwhile, reopened); its
+        # history and the work list both still show what happened, so say it and go on.
+        log.error("redrive %s: Casework's answer could not be recorded: %s", redrive_key, refusal)
+
+
+async def _write_report(
+    db: Database,
+    redrive_key: str,
+    succeeded: bool,
+    detail: str | None,
+    actor: str,
+    actor_role: str,
+    scope: list[str] | None,
+) -> Row | None:
+    return await db.fetchrow(
         "exception_report_redrive_result",
         redrive_key,
         succeeded,
@@ -124,12 +155,21 @@ async def report_checked(
         actor_role,
         scope,
     )
+
+
+async def _why_not_reported(
+    db: Database,
+    redrive_key: str,
+    succeeded: bool,
+    actor_role: str,
+    principal: Principal | None,
+) -> RedriveReported | InvalidTransition | NotPermitted | InvalidInput:
+    """The report wrote nothing: the same answer given before, or the first condition that
+    failed."""
     redrive = await exception_reads.redrive_by_key(db, redrive_key)
     if redrive is None:
         return InvalidInput(f"no redrive with key {redrive_key[:200]!r}", "redriveKey")
     exception = await reload_exception(db, redrive.exception_id)
-    if row is not None:
-        return RedriveReported(exception, already_reported=False)
     if principal is not None and not any(map(principal.works_in, exception.queues)):
         return NotPermitted(f"your token does not cover the queues of {exception.id}")
     workflow = (await get_workflows(db, [exception.workflow]))[exception.workflow]
