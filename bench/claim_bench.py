@@ -280,7 +280,7 @@ def raw_worker(pool: asyncpg.Pool, queries: Queries, redis: aioredis.Redis | Non
         done = 0
         while tickets.take() if tickets else done < count:
             row = await pool.fetchrow(claim_sql, benchlib.QUEUE, user, Role.REVIEWER.value)
-            if row is None or row["escalated"]:
+            if row is None or row["id"] is None or row["escalated"]:
                 raise RuntimeError(f"claim returned {row}; is --items large enough?")
             if row["overdue_exceptions"]:
                 await pool.fetchrow(escalate_sql, benchlib.QUEUE)

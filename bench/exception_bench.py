@@ -169,7 +169,7 @@ async def claim_run(config: Config, database: str, with_exceptions: bool) -> Run
             row = await pool.fetchrow(
                 queries["item_claim_next"], benchlib.QUEUE, user, Role.REVIEWER.value
             )
-            if row is None or row["escalated"] or row["overdue_exceptions"]:
+            if row is None or row["id"] is None or row["escalated"] or row["overdue_exceptions"]:
                 raise RuntimeError(f"claim returned {row}; are there enough items?")
             decided = await pool.fetchrow(
                 queries["decision_submit"], row["id"], row["lease_token"], user,

@@ -6,7 +6,8 @@
 -- Only a queue's holder role claims there: reviewers, or approvers in an approval queue.
 -- An overdue exception waiting for review belongs to its escalation owner: it is never
 -- handed out from its old owner's queue, and `overdue_exceptions` tells the caller to move
--- such exceptions (exceptions_escalate_overdue), so no cron job is needed.
+-- such exceptions (exceptions_escalate_overdue), so no cron job is needed, and a queue
+-- without overdue exceptions pays for none of it.
 -- $1 queue, $2 lease owner, $3 the caller's role
 WITH candidate AS (
     SELECT i.id,
@@ -21,12 +22,15 @@ WITH candidate AS (
       AND i.state = 'pending'
       AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
       AND q.holder_role = $3
-      AND NOT EXISTS (SELECT 1 FROM exceptions AS e
-                      WHERE e.item_id = i.id
-                        AND e.state = 'needs_review'
-                        AND e.escalated_at IS NULL
-                        AND e.due_at <= now()
-                        AND e.escalation_role <> i.queue)
+      -- The OR keeps this a per-row lookup by item id, made for exception items only;
+      -- as a plain anti-join the planner scans every overdue exception on every claim.
+      AND (i.kind = 'review'
+           OR NOT EXISTS (SELECT 1 FROM exceptions AS e
+                          WHERE e.item_id = i.id
+                            AND e.state = 'needs_review'
+                            AND e.escalated_at IS NULL
+                            AND e.due_at <= now()
+                            AND e.escalation_role <> i.queue))
     ORDER BY i.priority DESC, i.created_at
     LIMIT 1
     FOR UPDATE OF i SKIP LOCKED
@@ -48,21 +52,40 @@ FROM candidate AS c
 WHERE i.id = c.id
 RETURNING i.*, c.escalates AS escalated
 )
+-- Always one row: the claimed item's columns (NULL when nothing was claimed) and whether
+-- overdue exceptions wait to move in or out of this queue. Each probe walks one partial
+-- index in due order (ORDER BY ... LIMIT keeps even a generic plan on the index: a table
+-- scan would have to sort), and counts only exceptions the move can take: one under a live
+-- lease stays with its holder.
 SELECT claimed.*, hint.notification,
-       -- Only those the move can take: one under a live lease stays with its holder, and
-       -- must not send every claim on the queue to exceptions_escalate_overdue for nothing.
-       EXISTS (SELECT 1 FROM exceptions AS e
-               JOIN review_items AS x ON x.id = e.item_id
-               WHERE (e.owner_role = $1 OR e.escalation_role = $1)
-                 AND e.state = 'needs_review'
-                 AND e.escalated_at IS NULL
-                 AND e.due_at <= now()
-                 AND (x.lease_expires_at IS NULL OR x.lease_expires_at <= now()))
-           AS overdue_exceptions
-FROM claimed,
-     casework_notify(json_build_object(
-         'k', CASE WHEN claimed.escalated THEN 'escalated' ELSE 'claimed' END,
-         'q', claimed.queue, 'i', claimed.id, 'from', $1::text)::text) AS hint (notification);
+       coalesce((SELECT true
+                 FROM exceptions AS e
+                 JOIN review_items AS x ON x.id = e.item_id
+                 WHERE e.owner_role = $1
+                   AND e.state = 'needs_review'
+                   AND e.escalated_at IS NULL
+                   AND e.due_at <= now()
+                   AND (x.lease_expires_at IS NULL OR x.lease_expires_at <= now())
+                 ORDER BY e.due_at
+                 LIMIT 1), false)
+       OR coalesce((SELECT true
+                    FROM exceptions AS e
+                    JOIN review_items AS x ON x.id = e.item_id
+                    WHERE e.escalation_role = $1
+                      AND e.state = 'needs_review'
+                      AND e.escalated_at IS NULL
+                      AND e.due_at <= now()
+                      AND (x.lease_expires_at IS NULL OR x.lease_expires_at <= now())
+                    ORDER BY e.due_at
+                    LIMIT 1), false) AS overdue_exceptions
+FROM (SELECT 1) AS one
+LEFT JOIN claimed ON true
+LEFT JOIN LATERAL (
+    SELECT casework_notify(json_build_object(
+               'k', CASE WHEN claimed.escalated THEN 'escalated' ELSE 'claimed' END,
+               'q', claimed.queue, 'i', claimed.id, 'from', $1::text)::text) AS notification
+    WHERE claimed.id IS NOT NULL
+) AS hint ON true;
 
 -- name: lease_renew
 -- Fence: the token must match a live lease of the caller on a pending item, in a queue the

@@ -30,14 +30,13 @@ async def claim_next(
         return NotPermitted(f"your token does not cover queue {queue!r}")
     for _ in range(MAX_ESCALATIONS_PER_CLAIM):
         row = await db.fetchrow("item_claim_next", queue, principal.user, principal.role.value)
-        if row is None:
-            # Overdue exceptions change owner at claim time: one may be due to move in.
-            if await _escalate_overdue(db, queue):
-                continue
+        assert row is not None, "the claim always answers with one row"
+        # Overdue exceptions change owner at claim time; the claim says when some wait.
+        moved = await _escalate_overdue(db, queue) if row["overdue_exceptions"] else 0
+        if row["id"] is None:
+            if moved:
+                continue  # one may have moved into this queue
             break
-        if row["overdue_exceptions"]:
-            # Handed out already; the next claim finds them where they now belong.
-            await _escalate_overdue(db, queue)
         if not row["escalated"]:
             return Claim(
                 item=Item.from_row(row),

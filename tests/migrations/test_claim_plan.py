@@ -74,3 +74,63 @@ async def test_generic_plan_uses_the_claimable_index(
 
     outline = plan_outline(explained)
     assert ("Index Scan", CLAIM_INDEX) in outline, outline
+
+
+@pytest.fixture
+async def overdue_elsewhere(history: None, owner_conn: asyncpg.Connection) -> None:
+    """Thousands of overdue exceptions of another workflow: none of the claim's business."""
+    await owner_conn.execute(
+        """
+        INSERT INTO queues (name) VALUES ('ops'), ('ops-leads'), ('ops-approvals');
+        INSERT INTO workflows (name, approval_queue) VALUES ('ops_flow', 'ops-approvals');
+        INSERT INTO exception_reasons (workflow, code, label, owner_role, escalation_role,
+                                       allowed_actions, due_low_seconds, due_medium_seconds,
+                                       due_high_seconds, due_critical_seconds)
+        VALUES ('ops_flow', 'stuck', 'stuck', 'ops', 'ops-leads', ARRAY['attach_evidence'],
+                60, 60, 60, 60);
+        WITH items AS (
+            INSERT INTO review_items (origin_queue, queue, external_key, payload,
+                                      evidence_hash, kind)
+            SELECT 'ops', 'ops', 'exc_' || lpad(n::text, 20, '0'), '{}', repeat('0', 64),
+                   'exception'
+            FROM generate_series(1, 3000) AS n
+            RETURNING id, external_key
+        )
+        INSERT INTO exceptions (id, workflow, source_record_id, reason_code, detail,
+                                consequence, owner_role, escalation_role, due_at, item_id)
+        SELECT external_key, 'ops_flow', 'rec-' || id, 'stuck', 'stuck', 'low', 'ops',
+               'ops-leads', now() - interval '1 day', id
+        FROM items;
+        ANALYZE review_items;
+        ANALYZE exceptions;
+        """
+    )
+
+
+@pytest.mark.parametrize("mode", ["force_custom_plan", "force_generic_plan"])
+async def test_a_claim_never_walks_other_queues_overdue_exceptions(
+    overdue_elsewhere: None, owner_conn: asyncpg.Connection, queries: Queries, mode: str
+) -> None:
+    await owner_conn.execute(f"SET plan_cache_mode = {mode}")
+    await owner_conn.execute(
+        f"PREPARE claim_next (text, text, text) AS {queries['item_claim_next']}"
+    )
+
+    explained = await owner_conn.fetchval(
+        "EXPLAIN (FORMAT JSON) EXECUTE claim_next ('kyc', 'planner', 'reviewer')"
+    )
+
+    # Overdue exceptions are looked up by item id (for exception items only) and by queue,
+    # through the partial indexes in due order; the table is never scanned whole.
+    outline = plan_outline(explained)
+    assert ("Index Scan", CLAIM_INDEX) in outline, outline
+    scans_of_exceptions = sorted(
+        (kind, target)
+        for kind, target in outline
+        if target is not None and target.startswith("exceptions")
+    )
+    assert scans_of_exceptions == [
+        ("Index Scan", "exceptions_item_id_key"),
+        ("Index Scan", "exceptions_overdue_by_escalation"),
+        ("Index Scan", "exceptions_overdue_by_owner"),
+    ], outline
