@@ -10,6 +10,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # A revoked token keeps working on a process for at most this long.
 DEFAULT_TOKEN_CACHE_SECONDS = 5.0
+# Room for the largest legal enqueueItems call (its item count times 64 KiB payloads).
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,10 @@ class Settings:
     redis_url: str = "redis://127.0.0.1:6379/0"
     # One channel per deployment: deployments sharing a Redis must not share hints.
     redis_channel: str = "casework_events"
+    # The largest HTTP request body accepted, enforced while reading (413 beyond it).
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # Hosts webhook targets (effects and redrives) may point at; empty means any host.
+    effect_allowed_hosts: frozenset[str] = frozenset()
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -57,6 +63,12 @@ class Settings:
             redis_channel=env.get("CASEWORK_REDIS_CHANNEL") or "casework_events",
             token_cache_seconds=float(
                 env.get("CASEWORK_TOKEN_CACHE_SECONDS") or DEFAULT_TOKEN_CACHE_SECONDS
+            ),
+            max_body_bytes=int(env.get("CASEWORK_MAX_BODY_BYTES") or DEFAULT_MAX_BODY_BYTES),
+            effect_allowed_hosts=frozenset(
+                host.strip().lower()
+                for host in (env.get("CASEWORK_EFFECT_ALLOWED_HOSTS") or "").split(",")
+                if host.strip()
             ),
         )
 

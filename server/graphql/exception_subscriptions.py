@@ -15,10 +15,10 @@ from server.domain import exception_records as records
 from server.domain.failures import InvalidInput
 from server.domain.live import StreamPosition
 from server.events.subscriber import Inbox
+from server.graphql.codes import ClientError
 from server.graphql.context import Context
 from server.graphql.exception_types import ExceptionEvent
 from server.graphql.streams import commit_ordered
-from server.graphql.types import ClientError
 
 
 async def _require_workflow(info: Info[Context, None], workflow: str) -> None:

@@ -8,8 +8,9 @@ from strawberry.types import Info
 from server.domain import queues
 from server.domain.failures import InvalidInput
 from server.domain.parsing import parse_id
+from server.graphql.codes import ClientError
 from server.graphql.context import Context
-from server.graphql.types import ClientError, Decision, Me, Queue, ReviewItem
+from server.graphql.types import Decision, Me, Queue, ReviewItem
 
 
 def _parse_id(value: strawberry.ID, field: str) -> int:

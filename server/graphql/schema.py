@@ -24,6 +24,7 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
+from server.graphql.codes import ClientError
 from server.graphql.errors import Error
 from server.graphql.exception_mutations import ExceptionMutation
 from server.graphql.exception_queries import ExceptionQuery
@@ -31,7 +32,6 @@ from server.graphql.exception_subscriptions import ExceptionSubscription
 from server.graphql.mutations import Mutation
 from server.graphql.queries import Query
 from server.graphql.subscriptions import Subscription
-from server.graphql.types import ClientError
 
 MAX_DEPTH = 10
 MAX_ALIASES = 30

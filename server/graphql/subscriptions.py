@@ -18,9 +18,10 @@ from server.domain.model import Item
 from server.domain.parsing import parse_id
 from server.events.channels import EXPIRED, Event
 from server.events.subscriber import Inbox, Resync
+from server.graphql.codes import ClientError
 from server.graphql.context import Context
 from server.graphql.streams import commit_ordered
-from server.graphql.types import ClientError, Decision, ReviewItem
+from server.graphql.types import Decision, ReviewItem
 
 
 @strawberry.type

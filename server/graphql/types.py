@@ -12,6 +12,7 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from server.domain import apply, live, model, reads
+from server.graphql.codes import ClientError
 from server.graphql.context import Context
 
 if TYPE_CHECKING:
@@ -24,10 +25,6 @@ ItemState = strawberry.enum(
 )
 
 MAX_PAGE = 200
-
-
-class ClientError(Exception):
-    """A refusal the client caused and may read; never masked."""
 
 
 def encode_cursor(kind: str, row_id: int | str) -> str:
