@@ -24,6 +24,7 @@ COPY db /app/db
 WORKDIR /app
 USER casework
 EXPOSE 8000
+# /readyz: 503 (urlopen raises) while the database or the event listener is down.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=3)"]
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=3)"]
 CMD ["casework", "serve", "--host", "0.0.0.0"]

@@ -15,15 +15,16 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.status import (
+    HTTP_401_UNAUTHORIZED,
+    HTTP_405_METHOD_NOT_ALLOWED,
+    HTTP_503_SERVICE_UNAVAILABLE,
+)
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
-from starlette.websockets import WebSocketDisconnected as StarletteWebSocketDisconnected
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
-from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
-from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
-    BaseGraphQLTransportWSHandler,
-)
 from strawberry.types.unset import UNSET, UnsetType
 
 from server.config import Settings
@@ -31,11 +32,15 @@ from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
 from server.events.transport import MemoryTransport, Transport
+from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
 from server.graphql.context import NOBODY, Context
 from server.graphql.loaders import Loaders
 from server.graphql.schema import build_schema
+from server.graphql.websocket import TransportWSHandler, authorization_of
+from server.http_limits import body_limit
 from server.identity import TokenResolver
 from server.store.database import Database, create_pool
+from server.store.errors import is_unavailable
 from server.store.queries import Queries
 from server.worker import ApplyWorker, worker_settings
 
@@ -58,6 +63,10 @@ class Runtime:
         self._tokens: TokenResolver | None = None
         self._live: LiveUpdates | None = None
         self.worker: ApplyWorker | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
 
     @property
     def db(self) -> Database:
@@ -129,12 +138,17 @@ class Runtime:
             return await asyncio.wait_for(self.db.fetchrow("health_check"), 2) is not None
         return False
 
+    async def livez(self, request: Request) -> JSONResponse:
+        """200 while the process answers; touches nothing else. Restart it when this fails."""
+        return JSONResponse({"live": True})
+
     async def healthz(self, request: Request) -> JSONResponse:
-        """Always answers: what works and what does not, for a person or a dashboard."""
+        """What works and what does not, for a person or a dashboard: 503 when degraded."""
         status = self.live.status()
         database_ok = await self._database_ok()
+        healthy = database_ok and status.transport.connected
         body = {
-            "status": "ok" if database_ok and status.transport.connected else "degraded",
+            "status": "ok" if healthy else "degraded",
             "database": database_ok,
             "listener": {
                 "transport": status.transport.name,
@@ -148,7 +162,7 @@ class Runtime:
             "inbox_overflows": status.inbox_overflows,
             "worker": None if self.worker is None else vars(self.worker.stats),
         }
-        return JSONResponse(body)
+        return JSONResponse(body, status_code=200 if healthy else 503)
 
     async def readyz(self, request: Request) -> JSONResponse:
         """503 while the database or the listener is down: take this process out of rotation."""
@@ -159,21 +173,6 @@ class Runtime:
             {"ready": ready, "database": database_ok, "listener": listener_ok},
             status_code=200 if ready else 503,
         )
-
-
-class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
-    """Strawberry's graphql-transport-ws handler, quiet about sockets that are gone.
-
-    A client that drops its connection, or a socket a resolver closed (a revoked token),
-    makes the next send of each of its operations fail. That ends the operation, as it
-    should; strawberry would also log it as "Exception in worker task" with tracebacks.
-    """
-
-    async def handle_task_exception(self, error: Exception) -> None:
-        if isinstance(error, WebSocketDisconnected | StarletteWebSocketDisconnected):
-            log.debug("subscription ended: its socket is closed")
-            return
-        await super().handle_task_exception(error)
 
 
 class CaseworkGraphQL(GraphQL[Context, None]):
@@ -190,6 +189,16 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         )
         self.runtime = runtime
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        try:
+            response = await self.run(Request(scope, receive=receive))
+        except HTTPException as refusal:
+            response = _refusal_response(refusal)
+        await response(scope, receive, send)
+
     async def get_context(  # type: ignore[override]
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context | None:
@@ -203,9 +212,19 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 runtime.live,
                 runtime.tokens,
                 socket=request,
+                effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
             )
         authorization = request.headers.get("authorization")
-        principal = await runtime.tokens.resolve(authorization)
+        try:
+            principal = await runtime.tokens.resolve(authorization)
+        except Exception as error:
+            if not is_unavailable(error):
+                raise
+            log.warning("token lookup: database unavailable: %r", error)
+            raise HTTPException(
+                HTTP_503_SERVICE_UNAVAILABLE,
+                f"The database is unavailable; try again in {RETRY_AFTER_SECONDS} seconds.",
+            ) from error
         if principal is not None:
             return Context(
                 runtime.db,
@@ -214,6 +233,8 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 runtime.live,
                 runtime.tokens,
                 authorization=authorization,
+                response=response if isinstance(response, Response) else None,
+                effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
             )
         if request.scope.get("method") == "GET":
             # GraphiQL's page carries no token; the operations it sends do.
@@ -221,14 +242,32 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         raise HTTPException(401, "a valid bearer token is required: Authorization: Bearer <token>")
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
-        """connection_init: the token rides in its payload, as `authorization`."""
-        value = context.connection_params.get("authorization")
-        authorization = value if isinstance(value, str) else None
+        """connection_init: the token rides in its payload (forms: `authorization_of`)."""
+        authorization = authorization_of(context.connection_params)
         principal = await self.runtime.tokens.resolve(authorization)
         if principal is None:
             raise ConnectionRejectionError({"reason": "a valid bearer token is required"})
         context.principal, context.authorization = principal, authorization
         return cast(UnsetType, UNSET)
+
+
+def _refusal_response(refusal: HTTPException) -> JSONResponse:
+    """A refusal made before any operation ran, as a GraphQL-shaped JSON body with a code."""
+    headers: dict[str, str] = {}
+    if refusal.status_code == HTTP_401_UNAUTHORIZED:
+        code = ErrorCode.UNAUTHENTICATED
+        headers["WWW-Authenticate"] = "Bearer"
+    elif refusal.status_code == HTTP_503_SERVICE_UNAVAILABLE:
+        code = ErrorCode.UNAVAILABLE
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    else:
+        # Strawberry's own: a body that is not JSON, a query over GET, a wrong method.
+        code = ErrorCode.BAD_REQUEST
+        if refusal.status_code == HTTP_405_METHOD_NOT_ALLOWED:
+            headers["Allow"] = "GET, POST"
+    return JSONResponse(
+        error_body(code, refusal.reason), status_code=refusal.status_code, headers=headers
+    )
 
 
 def create_app(
@@ -239,10 +278,13 @@ def create_app(
     graphql = CaseworkGraphQL(runtime, dev=dev)
     return Starlette(
         routes=[
-            Route("/graphql", graphql, methods=["GET", "POST"]),
+            # Every method reaches the view, so a wrong one is refused in JSON like the rest.
+            Route("/graphql", graphql),
             WebSocketRoute("/graphql", graphql),
+            Route("/livez", runtime.livez),
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
         ],
+        middleware=[body_limit(runtime.settings.max_body_bytes)],
         lifespan=runtime.lifespan,
     )

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-from server.domain.model import Principal
-from server.domain.tokens import authenticate
+from server.domain.tokens import TokenPrincipal, authenticate
 from server.store.database import Database
 
 CACHE_LIMIT = 10_000
@@ -16,10 +15,18 @@ class TokenResolver:
         """ttl: how long a resolved token is trusted; a revoked one works that long at most."""
         self._db = db
         self._ttl = ttl
-        self._cache: dict[str, tuple[float, Principal]] = {}
+        self._cache: dict[str, tuple[float, TokenPrincipal]] = {}
 
-    async def resolve(self, authorization: str | None) -> Principal | None:
-        """From an `Authorization: Bearer <token>` header value (or the bare token)."""
+    @property
+    def ttl(self) -> float:
+        return self._ttl
+
+    async def resolve(self, authorization: str | None) -> TokenPrincipal | None:
+        """From an `Authorization: Bearer <token>` header value (or the bare token).
+
+        Raises what the database raises when it cannot be asked and the cache has no answer:
+        callers tell an outage from a refusal (`server.store.errors.is_unavailable`).
+        """
         if not authorization:
             return None
         scheme, _, token = authorization.strip().partition(" ")
@@ -33,5 +40,11 @@ class TokenResolver:
         if principal is not None:
             if len(self._cache) >= CACHE_LIMIT:
                 self._cache.clear()
-            self._cache[token] = (now + self._ttl, principal)
+            trusted_until = now + self._ttl
+            if principal.expires_at is not None:
+                # An expiring token is not trusted past its expiry, cache or not.
+                trusted_until = min(
+                    trusted_until, now + principal.expires_at.timestamp() - time.time()
+                )
+            self._cache[token] = (trusted_until, principal)
         return principal

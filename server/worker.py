@@ -24,6 +24,8 @@ import httpx
 
 from server.config import Settings
 from server.domain import apply, redrive_delivery
+from server.domain.model import EffectKind
+from server.domain.queues import target_refusal
 from server.domain.redrive_delivery import DueDelivery
 from server.effects.errors import PermanentEffectError, TransientEffectError
 from server.effects.run import perform
@@ -49,11 +51,15 @@ class WorkerSettings:
     backoff_seconds: float = 1.0
     poll_seconds: float = POLL_SECONDS
     grace_seconds: float = GRACE_SECONDS
+    # Hosts webhooks may be posted to (CASEWORK_EFFECT_ALLOWED_HOSTS); empty: any host.
+    allowed_hosts: frozenset[str] = frozenset()
 
 
 def worker_settings(settings: Settings) -> WorkerSettings:
     return WorkerSettings(
-        concurrency=settings.worker_concurrency, backoff_seconds=settings.apply_backoff_seconds
+        concurrency=settings.worker_concurrency,
+        backoff_seconds=settings.apply_backoff_seconds,
+        allowed_hosts=settings.effect_allowed_hosts,
     )
 
 
@@ -189,6 +195,8 @@ class ApplyWorker:
     ) -> None:
         started = apply.utcnow()
         try:
+            if due.effect_kind is EffectKind.WEBHOOK:
+                self._check_target(due.effect_target or "")
             note = await self._perform(client, due)
         except PermanentEffectError as error:
             await self._failed(due, str(error), permanent=True, retry_after=None, started=started)
@@ -215,6 +223,14 @@ class ApplyWorker:
                 self.stats.applied += 1
             else:
                 self.stats.already_applied += 1
+
+    def _check_target(self, target: str) -> None:
+        """Targets are checked when configured; the allow-list may have changed since (or a
+        target predates it), so it is checked again before every POST. Retrying cannot help:
+        a person must change the target or the allow-list."""
+        refusal = target_refusal(target, self._settings.allowed_hosts)
+        if refusal:
+            raise PermanentEffectError(f"not sent: {refusal}")
 
     async def _failed(
         self,
@@ -254,6 +270,7 @@ class ApplyWorker:
     async def _deliver(self, client: httpx.AsyncClient, due: DueDelivery) -> None:
         try:
             try:
+                self._check_target(due.target)
                 await post_redrive(client, due)
             except PermanentEffectError as error:
                 await self._undelivered(due, str(error), permanent=True, retry_after=None)

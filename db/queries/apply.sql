@@ -65,7 +65,7 @@ SELECT EXISTS (SELECT 1 FROM proof) AS applied, (SELECT count(*) FROM attempt) A
 -- this is still the latest attempt of a pending application (an attempt that outlived its
 -- lock must not undo the one that took over); the history row is written either way.
 -- $1 decision id, $2 attempt, $3 worker, $4 attempt started at, $5 error, $6 permanent,
--- $7 next attempt at
+-- $7 next attempt at (the error arrives cut to size: apply.RECEIVER_TEXT_LIMIT)
 WITH settled AS (
     UPDATE decision_applications AS a
     SET state = CASE WHEN $6 OR a.attempts - a.attempts_before_redrive >= q.effect_max_attempts
@@ -86,7 +86,7 @@ attempt AS (
     SELECT $1, $2, $3, $4,
            CASE WHEN s.state = 'failed' OR (s.state IS NULL AND $6) THEN 'permanent'
                 ELSE 'transient' END,
-           left($5, 1000), CASE WHEN s.state = 'pending' THEN $7 END
+           $5, CASE WHEN s.state = 'pending' THEN $7 END
     FROM (SELECT 1) AS one LEFT JOIN settled AS s ON true
     RETURNING id
 )

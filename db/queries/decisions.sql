@@ -57,14 +57,18 @@ JOIN target AS t ON t.id = r.item_id,
 
 -- name: decision_submit_diagnose
 -- Read-only: why did decision_submit write nothing? Runs only on that failure path.
--- $1 item id, $2 reason code, $3 verdict
+-- `prior_decision_id` is the verdict already recorded on this item under this very lease:
+-- a console whose answer was lost retries with the same token, and is answered with it.
+-- $1 item id, $2 reason code, $3 verdict, $4 lease token
 SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        i.lease_expires_at > now() AS lease_live,
        i.evidence_hash,
        EXISTS (SELECT 1 FROM reason_codes AS r
                WHERE r.queue = i.queue AND r.code = $2 AND $3 = ANY (r.verdicts))
-           AS reason_allowed
+           AS reason_allowed,
+       d.id AS prior_decision_id
 FROM review_items AS i
+LEFT JOIN review_decisions AS d ON d.lease_token = $4 AND d.item_id = i.id
 WHERE i.id = $1;
 
 -- name: decision_overturn

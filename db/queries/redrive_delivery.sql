@@ -55,14 +55,15 @@ RETURNING x.key;
 -- name: redrive_delivery_record_failure
 -- Retried at $5 unless permanent or the last attempt allowed: then `failed`, and the
 -- caller reports the redrive failed in the same transaction.
--- $1 key, $2 attempt, $3 error, $4 permanent, $5 next attempt at
+-- $1 key, $2 attempt, $3 error (cut to size: apply.RECEIVER_TEXT_LIMIT), $4 permanent,
+-- $5 next attempt at
 UPDATE exception_redrives AS x
 SET delivery_state = CASE WHEN $4 OR x.delivery_attempts >= w.redrive_max_attempts
                           THEN 'failed' ELSE 'pending' END,
     next_delivery_at = CASE WHEN $4 OR x.delivery_attempts >= w.redrive_max_attempts
                             THEN NULL ELSE $5::timestamptz END,
     delivery_locked_until = NULL,
-    last_delivery_error = left($3, 1000)
+    last_delivery_error = $3
 FROM workflows AS w
 WHERE w.name = x.workflow AND x.key = $1 AND x.delivery_state = 'pending'
   AND x.delivery_attempts = $2

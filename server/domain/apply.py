@@ -14,7 +14,7 @@ from typing import Any
 
 from server.domain import exceptions, redrives
 from server.domain.exception_records import SYSTEM_ACTOR, SYSTEM_ROLE, Consequence
-from server.domain.model import EffectKind, Verdict
+from server.domain.model import EffectKind, Principal, Role, Verdict
 from server.store.database import Database, Row
 
 BACKOFF_MAX_SECONDS = 300.0
@@ -103,11 +103,38 @@ async def claim_due(db: Database, limit: int) -> list[DueApplication]:
     return [DueApplication.from_row(row) for row in rows]
 
 
+# What a receiver answered (a response body, an error text, a handler's note) is stored at
+# most this many characters: enough to tell what went wrong, not a place to keep a
+# receiver's documents. Applications, apply attempts and redrive deliveries alike; the
+# CHECK constraints of migrations 0004 and 0006 hold the attempts' and deliveries' columns
+# to the same bound.
+RECEIVER_TEXT_LIMIT = 1000
+TRUNCATED_MARK = " [truncated]"
+
+
 def storable(text: str | None) -> str | None:
     """PostgreSQL text holds no NUL character. An error or note comes from the receiver or a
     handler (a response body, an exception message): one with a NUL would make recording the
-    attempt fail, every time, and the decision would be retried forever, never recorded."""
-    return None if text is None else text.replace("\x00", "\ufffd")
+    attempt fail, every time, and the decision would be retried forever, never recorded.
+    A longer one is cut to RECEIVER_TEXT_LIMIT characters, marked as cut."""
+    if text is None:
+        return None
+    text = text.replace("\x00", "\ufffd")
+    if len(text) <= RECEIVER_TEXT_LIMIT:
+        return text
+    return text[: RECEIVER_TEXT_LIMIT - len(TRUNCATED_MARK)] + TRUNCATED_MARK
+
+
+def may_read_receiver_text(principal: Principal, queues: tuple[str, ...]) -> bool:
+    """Whether the principal sees what a receiver answered, for work in these queues.
+
+    A receiver's answer is the owning system's text: it can carry its internal errors, its
+    hosts and the data it echoes. Admins (who configure the target) and integrations (who
+    run the receiver) need it to fix a failure and may see it for their queues. Reviewers,
+    approvers and managers need to know that carrying out failed, how often and when (state,
+    attempts, outcome, times), not what the receiver said; a person who owns a failure
+    through an exception sees its detail there."""
+    return principal.role in (Role.ADMIN, Role.INTEGRATION) and any(map(principal.works_in, queues))
 
 
 async def record_applied(

@@ -33,8 +33,21 @@ class DecisionInput:
     note: str | None = None
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """A retried submission that was recorded already: its decision. Nothing was written."""
+
+    decision: Decision
+
+
 SubmitResult = (
-    Decision | StaleLease | EvidenceChanged | InvalidReasonCode | NotPermitted | InvalidInput
+    Decision
+    | Replayed
+    | StaleLease
+    | EvidenceChanged
+    | InvalidReasonCode
+    | NotPermitted
+    | InvalidInput
 )
 
 
@@ -77,10 +90,11 @@ async def submit_decision(
             sorted(principal.queues),
         )
     except IntegrityViolation as violation:
-        # One verdict per lease: a second one lost the race for the row.
-        if violation.constraint == "review_decisions_lease_token_key":
-            return StaleLease(item_id)
-        raise
+        # One verdict per lease: this one lost the race for the row, and the diagnosis
+        # finds the verdict that won.
+        if violation.constraint != "review_decisions_lease_token_key":
+            raise
+        row = None
     if row is not None:
         return Decision.from_row(row)
     return await _why_not_recorded(db, principal, item_id, token, decision)
@@ -88,14 +102,21 @@ async def submit_decision(
 
 async def _why_not_recorded(
     db: Database, principal: Principal, item_id: int, token: UUID, decision: DecisionInput
-) -> StaleLease | EvidenceChanged | InvalidReasonCode | NotPermitted | InvalidInput:
+) -> Replayed | StaleLease | EvidenceChanged | InvalidReasonCode | NotPermitted | InvalidInput:
     """The fence refused the write; say which condition failed, in order of precedence."""
     verdict = decision.verdict.value
-    state = await db.fetchrow("decision_submit_diagnose", item_id, decision.reason_code, verdict)
-    if state is None:
+    state = await db.fetchrow(
+        "decision_submit_diagnose", item_id, decision.reason_code, verdict, token
+    )
+    if state is not None and state["prior_decision_id"] is not None:
+        # Before the scope check: an escalation moved the item to a queue the token of the
+        # reviewer who escalated it need not cover.
+        answer = await _answer_retry(db, principal, state["prior_decision_id"], decision)
+        if answer is not None:
+            return answer
+    if state is None or not principal.works_in(state["queue"]):
+        # Outside the token's queues reads as missing: no team learns another's item ids.
         return InvalidInput(f"no item with id {item_id}", "itemId")
-    if not principal.works_in(state["queue"]):
-        return NotPermitted(f"your token does not cover queue {state['queue']!r}")
     if state["kind"] == "exception":
         return InvalidInput(
             f"item {item_id} stands for an exception: act on it with the exception mutations",
@@ -115,6 +136,37 @@ async def _why_not_recorded(
         return InvalidReasonCode(state["queue"], decision.reason_code, decision.verdict.name)
     # Every condition holds now, so it failed an instant ago: a concurrent write won.
     return StaleLease(item_id)
+
+
+async def _answer_retry(
+    db: Database, principal: Principal, prior_id: int, decision: DecisionInput
+) -> Replayed | StaleLease | None:
+    """A verdict was recorded under this lease already: is this submission a retry of it?
+
+    Only the reviewer who recorded it, with a token that still covers its queue, is told:
+    the same verdict, reason code, evidence hash and note again is answered with that
+    decision; anything else is stale, and says that this lease was used. A lease token is
+    its holder's secret, so anyone else presenting it gets the answer of any lease that is
+    not theirs (None: the diagnosis goes on), and learns nothing of the decision.
+    """
+    rows = await db.fetch("decisions_get_by_ids", [prior_id])
+    prior = Decision.from_row(rows[0])
+    if prior.reviewer != principal.user or not principal.works_in(prior.queue):
+        return None
+    if (
+        prior.outcome is decision.verdict
+        and prior.reason_code == decision.reason_code
+        and prior.evidence_hash == decision.evidence_hash
+        and prior.note == decision.note
+    ):
+        return Replayed(prior)
+    return StaleLease(
+        prior.item_id,
+        f"decision {prior.id} was recorded under this lease already, with another verdict, "
+        "reason code, evidence hash or note; nothing was written",
+        decided_under_this_lease=True,
+        decision_id=prior.id,
+    )
 
 
 @dataclass(frozen=True)
@@ -139,11 +191,9 @@ async def overturn_decision(
     if problem:
         return problem
     rows = await db.fetch("decisions_get_by_ids", [decision_id])
-    if not rows:
+    if not rows or not principal.works_in(rows[0]["queue"]):
         return InvalidInput(f"no decision with id {decision_id}", "decisionId")
     target = Decision.from_row(rows[0])
-    if not principal.works_in(target.queue):
-        return NotPermitted(f"your token does not cover queue {target.queue!r}")
     if target.superseded_by is not None or target.outcome is Verdict.ESCALATE:
         return AlreadySuperseded(decision_id, target.superseded_by)
     try:

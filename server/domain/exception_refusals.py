@@ -19,6 +19,21 @@ async def reload_exception(db: Database, exception_id: str) -> ExceptionRecord:
     return found[exception_id]
 
 
+async def visible_exception(
+    db: Database, principal: Principal, exception_id: str
+) -> ExceptionRecord | None:
+    """The exception if it exists and the token covers one of its queues; otherwise None,
+    so that one outside the scope reads exactly as one that does not exist."""
+    found = (await exception_reads.exceptions_by_ids(db, [exception_id])).get(exception_id)
+    if found is None or not exception_reads.visible_to(principal, found):
+        return None
+    return found
+
+
+def no_such_exception(exception_id: str) -> InvalidInput:
+    return InvalidInput(f"no exception {exception_id}", "exceptionId")
+
+
 def transition_refused(
     exception: ExceptionRecord, action: ExceptionAction, message: str | None = None
 ) -> InvalidTransition:
@@ -49,12 +64,9 @@ async def why_refused(
     version: int | None = None,
 ) -> Refusal:
     """The fence refused the write; name the first condition that failed."""
-    found = await exception_reads.exceptions_by_ids(db, [exception_id])
-    exception = found.get(exception_id)
+    exception = await visible_exception(db, principal, exception_id)
     if exception is None:
-        return InvalidInput(f"no exception {exception_id}", "exceptionId")
-    if not any(map(principal.works_in, exception.queues)):
-        return NotPermitted(f"your token does not cover the queues of {exception_id}")
+        return no_such_exception(exception_id)
     if (
         exception.state not in ALLOWED_FROM[action]
         or action not in exception.reason_allowed_actions

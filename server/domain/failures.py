@@ -35,6 +35,10 @@ class StaleLease:
         "this lease is no longer valid (expired, released, or the item was decided); "
         "nothing was written"
     )
+    # Set only for the reviewer whose verdict was recorded under this lease, when this
+    # submission differs from it. Anyone else presenting the token learns nothing of it.
+    decided_under_this_lease: bool = False
+    decision_id: int | None = None
 
 
 @dataclass(frozen=True)

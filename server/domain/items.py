@@ -8,10 +8,15 @@ from typing import Any
 from server.domain.evidence import MAX_PAYLOAD_BYTES, canonical_json, evidence_hash
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import EnqueuedItem, Item, Principal, Role
+from server.domain.parsing import MAX_VALUE_DEPTH, nested_deeper_than
 from server.domain.queues import require_queue
 from server.store.database import Database
 
 MAX_BATCH = 1000
+# The payloads of one call together, in canonical form: 64 full-size payloads. The largest
+# legal call must fit the HTTP body limit (DEFAULT_MAX_BODY_BYTES in server/config.py says
+# how), and MAX_BATCH payloads of 64 KiB each (64 MiB) would not.
+MAX_BATCH_PAYLOAD_BYTES = 64 * MAX_PAYLOAD_BYTES
 MAX_EXTERNAL_KEY = 200
 PRIORITY_LIMIT = 1_000_000
 
@@ -23,33 +28,57 @@ class NewItem:
     priority: int = 0
 
 
-def _check_item(index: int, item: NewItem) -> tuple[str, InvalidInput | None]:
-    """Returns the evidence hash, or what is wrong with the item."""
+def _check_item(index: int, item: NewItem) -> tuple[str, int, InvalidInput | None]:
+    """Returns the evidence hash and the payload's canonical size, or what is wrong."""
     where = f"items[{index}]"
     if not 1 <= len(item.external_key) <= MAX_EXTERNAL_KEY:
-        return "", InvalidInput(
-            f"{where}.externalKey must be 1 to {MAX_EXTERNAL_KEY} characters",
-            f"{where}.externalKey",
+        return (
+            "",
+            0,
+            InvalidInput(
+                f"{where}.externalKey must be 1 to {MAX_EXTERNAL_KEY} characters",
+                f"{where}.externalKey",
+            ),
         )
     if not -PRIORITY_LIMIT <= item.priority <= PRIORITY_LIMIT:
-        return "", InvalidInput(
-            f"{where}.priority must be between -{PRIORITY_LIMIT} and {PRIORITY_LIMIT}",
-            f"{where}.priority",
+        return (
+            "",
+            0,
+            InvalidInput(
+                f"{where}.priority must be between -{PRIORITY_LIMIT} and {PRIORITY_LIMIT}",
+                f"{where}.priority",
+            ),
         )
     if not isinstance(item.payload, dict):
-        return "", InvalidInput(f"{where}.payload must be a JSON object", f"{where}.payload")
+        return "", 0, InvalidInput(f"{where}.payload must be a JSON object", f"{where}.payload")
+    if nested_deeper_than(item.payload, MAX_VALUE_DEPTH):
+        return (
+            "",
+            0,
+            InvalidInput(
+                f"{where}.payload nests deeper than {MAX_VALUE_DEPTH} levels", f"{where}.payload"
+            ),
+        )
     try:
         size = len(canonical_json(item.payload))
     except ValueError as error:
-        return "", InvalidInput(f"{where}.payload is not valid JSON: {error}", f"{where}.payload")
-    if size > MAX_PAYLOAD_BYTES:
-        return "", InvalidInput(
-            f"{where}.payload is {size} bytes in canonical form; the limit is "
-            f"{MAX_PAYLOAD_BYTES} bytes (64 KiB). Store large evidence elsewhere and "
-            "reference it.",
-            f"{where}.payload",
+        return (
+            "",
+            0,
+            InvalidInput(f"{where}.payload is not valid JSON: {error}", f"{where}.payload"),
         )
-    return evidence_hash(item.payload), None
+    if size > MAX_PAYLOAD_BYTES:
+        return (
+            "",
+            0,
+            InvalidInput(
+                f"{where}.payload is {size} bytes in canonical form; the limit is "
+                f"{MAX_PAYLOAD_BYTES} bytes (64 KiB). Store large evidence elsewhere and "
+                "reference it.",
+                f"{where}.payload",
+            ),
+        )
+    return evidence_hash(item.payload), size, None
 
 
 async def enqueue_items(
@@ -62,10 +91,19 @@ async def enqueue_items(
         return InvalidInput(f"send between 1 and {MAX_BATCH} items per call", "items")
     hashes = []
     seen: set[str] = set()
+    total = 0
     for index, item in enumerate(items):
-        digest, problem = _check_item(index, item)
+        digest, size, problem = _check_item(index, item)
         if problem:
             return problem
+        total += size
+        if total > MAX_BATCH_PAYLOAD_BYTES:
+            return InvalidInput(
+                f"the payloads of items[0] to items[{index}] are {total} bytes in canonical "
+                f"form; one call carries at most {MAX_BATCH_PAYLOAD_BYTES} bytes (4 MiB) of "
+                "payloads: send the rest in another call",
+                "items",
+            )
         if item.external_key in seen:
             return InvalidInput(
                 f"items[{index}].externalKey {item.external_key!r} appears twice in this batch",

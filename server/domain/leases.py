@@ -84,9 +84,7 @@ async def _fenced_lease_write(
         return token
     row = await db.fetchrow(query, parsed_id, token, principal.user, principal.queue_scope())
     if row is None:
-        # The fence refused; a caller without the queue learns that, not that a lease lapsed.
-        current = await db.fetch("items_get_by_ids", [parsed_id])
-        if current and not principal.works_in(current[0]["queue"]):
-            return NotPermitted(f"your token does not cover queue {current[0]['queue']!r}")
+        # The fence refused. An item outside the token's scope answers as one that does not
+        # exist, and both as a lease that no longer holds: the caller holds nothing there.
         return StaleLease(parsed_id)
     return Item.from_row(row)

@@ -1,7 +1,9 @@
-"""Parsing of identifiers that arrive as strings."""
+"""Parsing of identifiers that arrive as strings, and what text and JSON must be to be stored."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
 from uuid import UUID
 
 from server.domain.failures import InvalidInput
@@ -20,3 +22,41 @@ def parse_lease_token(value: str) -> UUID | InvalidInput:
         return UUID(value)
     except ValueError:
         return InvalidInput("leaseToken is not a lease token", "leaseToken")
+
+
+# What PostgreSQL cannot store in text or jsonb: NUL, and lone surrogates (not UTF-8).
+UNSTORABLE_CHARACTER = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(value: str) -> str | None:
+    """Why PostgreSQL could not store the string, or None if it can."""
+    found = UNSTORABLE_CHARACTER.search(value)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return f"contains a NUL character (at {found.start()}), which cannot be stored"
+    return (
+        f"contains a lone surrogate (U+{ord(found.group()):04X} at {found.start()}): "
+        "it is not valid Unicode text"
+    )
+
+
+# Payloads, context and changes are records of facts, a few levels deep.
+MAX_VALUE_DEPTH = 32
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether a JSON value nests objects and arrays more than `limit` deep.
+
+    A loop over an explicit stack: json.dumps and PostgreSQL's jsonb input both recurse per
+    level, so the depth is checked before either sees the value.
+    """
+    stack = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict | list):
+            if depth >= limit:
+                return True
+            children = current.values() if isinstance(current, dict) else current
+            stack.extend((child, depth + 1) for child in children)
+    return False

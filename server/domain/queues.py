@@ -37,7 +37,7 @@ class Effect:
     secret: str | None = None
 
 
-def _check_settings(settings: QueueSettings) -> InvalidInput | None:
+def _check_settings(settings: QueueSettings, allowed_hosts: frozenset[str]) -> InvalidInput | None:
     if not QUEUE_NAME.fullmatch(settings.name):
         return InvalidInput(
             "a queue name is 1 to 63 characters of a-z, 0-9, '_', '.', '-', "
@@ -51,7 +51,7 @@ def _check_settings(settings: QueueSettings) -> InvalidInput | None:
         return InvalidInput("maxAbandons must be between 1 and 100", "maxAbandons")
     effect = settings.effect
     if effect is not None:
-        problem = _check_effect(effect)
+        problem = _check_effect(effect, allowed_hosts)
         if problem:
             return problem
     attempts = settings.effect_max_attempts
@@ -70,7 +70,7 @@ def _check_settings(settings: QueueSettings) -> InvalidInput | None:
     return None
 
 
-def _check_effect(effect: Effect) -> InvalidInput | None:
+def _check_effect(effect: Effect, allowed_hosts: frozenset[str]) -> InvalidInput | None:
     if effect.kind is EffectKind.NONE:
         if effect.target or effect.secret:
             return InvalidInput("an effect of kind NONE takes no target or secret", "effect")
@@ -78,15 +78,18 @@ def _check_effect(effect: Effect) -> InvalidInput | None:
     if not effect.target:
         return InvalidInput("a webhook needs a URL; a handler needs its name", "effect.target")
     if effect.kind is EffectKind.WEBHOOK:
-        return check_webhook(effect.target, effect.secret, "effect")
+        return check_webhook(effect.target, effect.secret, "effect", allowed_hosts)
     return None
 
 
-def check_webhook(target: str | None, secret: str | None, field: str) -> InvalidInput | None:
-    """A webhook is an http(s) URL and a signing secret of 16 characters or more."""
-    parts = urlsplit(target or "")
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        return InvalidInput("a webhook target is an http(s) URL", f"{field}.target")
+def check_webhook(
+    target: str | None, secret: str | None, field: str, allowed_hosts: frozenset[str]
+) -> InvalidInput | None:
+    """A webhook is an http(s) URL, without credentials, to an allowed host, and a signing
+    secret of 16 characters or more."""
+    refusal = target_refusal(target or "", allowed_hosts)
+    if refusal:
+        return InvalidInput(refusal, f"{field}.target")
     if not secret or len(secret) < 16:
         return InvalidInput(
             "a webhook needs a signing secret of at least 16 characters", f"{field}.secret"
@@ -94,12 +97,61 @@ def check_webhook(target: str | None, secret: str | None, field: str) -> Invalid
     return None
 
 
+def target_refusal(target: str, allowed_hosts: frozenset[str]) -> str | None:
+    """Why a webhook target may not be posted to, or None. Checked when it is configured and
+    again by the worker before each POST (the allow-list may have changed since): an empty
+    allow-list means any host.
+
+    A user or password in the URL is refused: it would be shown to every reader of the
+    queue and sent as Basic credentials to whatever host the URL names; the signing secret
+    is how a receiver knows the sender."""
+    try:
+        parts = urlsplit(target)
+        host = parts.hostname
+    except ValueError:
+        return "a webhook target is an http(s) URL"
+    if parts.scheme not in ("http", "https") or not host:
+        return "a webhook target is an http(s) URL"
+    if "@" in parts.netloc:
+        return "a webhook target may not carry a user or password; the signature authenticates"
+    if allowed_hosts and host.rstrip(".") not in allowed_hosts:
+        return (
+            f"webhook host {host[:200]!r} is not allowed (CASEWORK_EFFECT_ALLOWED_HOSTS names "
+            "the hosts effects and redrives may be sent to)"
+        )
+    return None
+
+
+def shown_target(target: str | None) -> str | None:
+    """A target as readers see it: a user or password stored before they were refused is
+    not shown (the worker refuses to post to such a target, so it must be reconfigured)."""
+    if target is None:
+        return None
+    try:
+        parts = urlsplit(target)
+    except ValueError:
+        return target
+    if "@" not in parts.netloc:
+        return target
+    return parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl()
+
+
 async def configure_queue(
-    db: Database, principal: Principal, settings: QueueSettings
+    db: Database,
+    principal: Principal,
+    settings: QueueSettings,
+    *,
+    allowed_hosts: frozenset[str] = frozenset(),
 ) -> Queue | NotPermitted | InvalidInput:
+    """allowed_hosts: where webhook effects may point (empty: anywhere)."""
     if principal.role is not Role.ADMIN:
         return NotPermitted("only an admin may configure queues")
-    problem = _check_settings(settings)
+    # The queue and the queue it escalates to are both the admin's to change: an escalation
+    # into another team's queue hands that team work, so it must be in the token's scope.
+    for name in (settings.name, settings.escalation_queue):
+        if name is not None and not principal.works_in(name):
+            return not_covered(name)
+    problem = _check_settings(settings, allowed_hosts)
     if problem:
         return problem
     try:
@@ -139,6 +191,8 @@ async def define_reason_code(
 ) -> ReasonCode | NotPermitted | InvalidInput:
     if principal.role is not Role.ADMIN:
         return NotPermitted("only an admin may change a reason-code catalogue")
+    if not principal.works_in(queue):
+        return not_covered(queue)
     if not REASON_CODE.fullmatch(code):
         return InvalidInput(
             "a reason code is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
@@ -185,8 +239,14 @@ async def require_queue(
 ) -> Queue | NotPermitted | InvalidInput:
     """The queue a caller acts in: permission first, so no queue's existence leaks."""
     if not principal.works_in(name):
-        return NotPermitted(f"your token does not cover queue {name!r}")
+        return not_covered(name)
     queues = await get_queues(db, [name])
     if name not in queues:
         return InvalidInput(f"unknown queue {name!r}", "queue")
     return queues[name]
+
+
+def not_covered(queue: str) -> NotPermitted:
+    """The answer for a queue outside the token's scope, whether or not it exists: a scoped
+    token learns nothing about the names of other teams' queues."""
+    return NotPermitted(f"your token does not cover queue {queue[:100]!r}")

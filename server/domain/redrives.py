@@ -16,7 +16,13 @@ from server.domain.exception_records import (
     ExceptionRecord,
     RedriveVia,
 )
-from server.domain.exception_refusals import reload_exception, transition_refused, why_refused
+from server.domain.exception_refusals import (
+    no_such_exception,
+    reload_exception,
+    transition_refused,
+    visible_exception,
+    why_refused,
+)
 from server.domain.exception_rules import check_exception_id, check_text
 from server.domain.failures import (
     AlreadyQueued,
@@ -67,6 +73,9 @@ async def request_redrive(
         if not row["queued"]:
             return AlreadyQueued(exception_id, row["key"])
         return RedriveQueued(await reload_exception(db, exception_id), row["key"])
+    # The key of an existing redrive is told only to those who may see the exception.
+    if await visible_exception(db, principal, exception_id) is None:
+        return no_such_exception(exception_id)
     for redrive in await exception_reads.redrives_of(db, exception_id):
         if redrive.version == version:
             return AlreadyQueued(exception_id, redrive.key)
@@ -167,11 +176,14 @@ async def _why_not_reported(
     """The report wrote nothing: the same answer given before, or the first condition that
     failed."""
     redrive = await exception_reads.redrive_by_key(db, redrive_key)
-    if redrive is None:
+    exception = None if redrive is None else await reload_exception(db, redrive.exception_id)
+    # A key outside the token's scope reads as one that does not exist.
+    if (
+        redrive is None
+        or exception is None
+        or (principal is not None and not exception_reads.visible_to(principal, exception))
+    ):
         return InvalidInput(f"no redrive with key {redrive_key[:200]!r}", "redriveKey")
-    exception = await reload_exception(db, redrive.exception_id)
-    if principal is not None and not any(map(principal.works_in, exception.queues)):
-        return NotPermitted(f"your token does not cover the queues of {exception.id}")
     workflow = (await get_workflows(db, [exception.workflow]))[exception.workflow]
     by_casework = workflow.redrive_via is RedriveVia.CASEWORK
     # Casework may also say that a webhook redrive could not be delivered.

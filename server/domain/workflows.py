@@ -14,7 +14,7 @@ from server.domain.exception_records import (
 from server.domain.exception_rules import NAME
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import Principal, Role
-from server.domain.queues import REASON_CODE, check_webhook
+from server.domain.queues import REASON_CODE, check_webhook, not_covered
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
 
@@ -33,14 +33,18 @@ class WorkflowSettings:
     redrive_timeout_seconds: float | None = None
 
 
-def _check_workflow(settings: WorkflowSettings) -> InvalidInput | None:
+def _check_workflow(
+    settings: WorkflowSettings, allowed_hosts: frozenset[str]
+) -> InvalidInput | None:
     if not NAME.fullmatch(settings.name):
         return InvalidInput(
             "a workflow name is 1 to 63 characters of a-z, 0-9, '_', '.', '-'", "name"
         )
     via = settings.redrive_via
     if via is RedriveVia.WEBHOOK:
-        problem = check_webhook(settings.redrive_target, settings.redrive_secret, "redrive")
+        problem = check_webhook(
+            settings.redrive_target, settings.redrive_secret, "redrive", allowed_hosts
+        )
         if problem:
             return problem
     elif settings.redrive_target or settings.redrive_secret:
@@ -57,17 +61,31 @@ def _check_workflow(settings: WorkflowSettings) -> InvalidInput | None:
 
 
 async def configure_workflow(
-    db: Database, principal: Principal, settings: WorkflowSettings
+    db: Database,
+    principal: Principal,
+    settings: WorkflowSettings,
+    *,
+    allowed_hosts: frozenset[str] = frozenset(),
 ) -> Workflow | NotPermitted | InvalidInput:
+    """allowed_hosts: where redrive webhooks may point (empty: anywhere)."""
     if principal.role is not Role.ADMIN:
         return NotPermitted("only an admin may configure workflows")
-    problem = _check_workflow(settings)
+    name, approval_queue = settings.name, settings.approval_queue
+    if approval_queue is not None and not principal.works_in(approval_queue):
+        return not_covered(approval_queue)
+    problem = _check_workflow(settings, allowed_hosts)
     if problem:
         return problem
-    name, approval_queue = settings.name, settings.approval_queue
-    existing = await get_workflows(db, [name])
+    # Another team's workflow answers as a new one would...
+    existing = await workflows_in_scope(db, principal, [name])
     if name not in existing and approval_queue is None:
         return InvalidInput("a new workflow needs its approval queue", "approvalQueue")
+    if name not in existing and await get_workflows(db, [name]):
+        # ...until it would be created: names are one namespace, so a name another team's
+        # workflow holds is the one thing this answer tells (not what the workflow is).
+        return NotPermitted(
+            f"workflow name {name[:100]!r} is taken by a workflow your token does not cover"
+        )
     if name in existing and existing[name].redrive_via is RedriveVia.CASEWORK:
         if settings.redrive_via not in (None, RedriveVia.CASEWORK):
             return InvalidInput(
@@ -125,6 +143,9 @@ async def define_exception_reason(
 ) -> ExceptionReason | NotPermitted | InvalidInput:
     if principal.role is not Role.ADMIN:
         return NotPermitted("only an admin may change an exception-reason catalogue")
+    for queue in (reason.owner_role, reason.escalation_role):
+        if not principal.works_in(queue):
+            return not_covered(queue)
     if not REASON_CODE.fullmatch(reason.code):
         return InvalidInput(
             "a reason code is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
@@ -140,9 +161,9 @@ async def define_exception_reason(
                 f"dueSeconds.{level.value} must be between 1 and {MAX_DUE_SECONDS}",
                 "dueSeconds",
             )
-    workflows = await get_workflows(db, [reason.workflow])
+    workflows = await workflows_in_scope(db, principal, [reason.workflow])
     if reason.workflow not in workflows:
-        return InvalidInput(f"unknown workflow {reason.workflow!r}", "workflow")
+        return unknown_workflow(reason.workflow)
     holders = {
         row["name"]: row["holder_role"]
         for row in await db.fetch("queue_holder_roles", [reason.owner_role, reason.escalation_role])
@@ -192,6 +213,34 @@ def queues_of(workflow: Workflow, reasons: list[ExceptionReason]) -> list[str]:
     return [workflow.approval_queue] + [
         queue for reason in reasons for queue in (reason.owner_role, reason.escalation_role)
     ]
+
+
+def changeable_by(principal: Principal, workflow: Workflow, reasons: list[ExceptionReason]) -> bool:
+    """An admin changes a workflow only if the token covers every queue it uses.
+
+    Changing a workflow (its approval queue, its redrive route and webhook, its reasons)
+    changes the work of every team whose queue it uses: an admin of one of those teams is
+    not the admin of the others. Reading takes one queue (`queues_of`, `visible_to`): a team
+    sees the workflows its work comes from."""
+    return all(map(principal.works_in, queues_of(workflow, reasons)))
+
+
+async def workflows_in_scope(
+    db: Database, principal: Principal, names: list[str]
+) -> dict[str, Workflow]:
+    """The named workflows the principal may change; the others read as nonexistent."""
+    found = await get_workflows(db, names)
+    reasons = await get_reasons(db, list(found))
+    return {
+        name: workflow
+        for name, workflow in found.items()
+        if changeable_by(principal, workflow, reasons[name])
+    }
+
+
+def unknown_workflow(name: str) -> InvalidInput:
+    """The answer for a workflow that does not exist and for one outside the token's scope."""
+    return InvalidInput(f"unknown workflow {name[:100]!r}", "workflow")
 
 
 async def _workflow_names(db: Database) -> list[str]:

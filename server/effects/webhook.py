@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from server.domain.apply import DueApplication
+from server.domain.apply import RECEIVER_TEXT_LIMIT, DueApplication
 from server.domain.evidence import canonical_json
 from server.domain.redrive_delivery import DueDelivery
 from server.effects.errors import PermanentEffectError, TransientEffectError
@@ -89,7 +89,8 @@ async def post_signed(
     status = response.status_code
     if 200 <= status < 300:
         return f"webhook answered {status}"
-    summary = f"webhook answered {status}: {response.text[:200]}"
+    # Stored cut to size (apply.storable), and shown only to admins and integrations.
+    summary = f"webhook answered {status}: {response.text[:RECEIVER_TEXT_LIMIT]}"
     if status == 429 or status >= 500:
         raise TransientEffectError(
             summary, retry_after=retry_after_seconds(response.headers.get("Retry-After"))

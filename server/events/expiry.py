@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from server.domain import live
 from server.events.channels import EXPIRED, Event
 from server.events.hub import Hub
+from server.events.outage import OutageLog, Retrying
 from server.store.database import Database
 
 log = logging.getLogger("casework.events.expiry")
@@ -52,7 +53,16 @@ class LeaseExpiryTimer:
     def watchers_changed(self) -> None:
         self._changed.set()
 
+    @staticmethod
+    async def _failed(retrying: Retrying, error: Exception) -> None:
+        if retrying.failed(error):
+            await asyncio.sleep(retrying.delay())
+            return
+        log.error("lease expiry: query failed; retrying", exc_info=error)
+        await asyncio.sleep(RETRY_SECONDS)
+
     async def _run(self) -> None:
+        retrying = Retrying(OutageLog(log, "lease expiry"))
         checked_until = _now()
         while True:
             queues = sorted(self._hub.watched_queues())
@@ -62,10 +72,10 @@ class LeaseExpiryTimer:
                     if queues
                     else None
                 )
-            except Exception:
-                log.warning("lease expiry: query failed; retrying", exc_info=True)
-                await asyncio.sleep(RETRY_SECONDS)
+            except Exception as error:
+                await self._failed(retrying, error)
                 continue
+            retrying.succeeded()
             timeout = None
             if next_expiry is not None:
                 timeout = max(0.0, (next_expiry - _now()).total_seconds())
@@ -79,10 +89,10 @@ class LeaseExpiryTimer:
             until = _now()
             try:
                 expired = await live.leases_expired_between(self._db, queues, checked_until, until)
-            except Exception:
-                log.warning("lease expiry: query failed; retrying", exc_info=True)
-                await asyncio.sleep(RETRY_SECONDS)
+            except Exception as error:
+                await self._failed(retrying, error)
                 continue
+            retrying.succeeded()
             for lease in expired:
                 self._hub.dispatch(
                     Event(

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from server.domain import live
 from server.events.channels import Event
+from server.events.outage import OutageLog, Retrying
 from server.events.subscriber import Inbox, LatestValue, Resync
 from server.store.database import Database
 
@@ -24,6 +25,8 @@ log = logging.getLogger("casework.events")
 # A backlog figure goes out at most this often per queue; changes in between coalesce.
 BACKLOG_INTERVAL_SECONDS = 0.25
 RETRY_SECONDS = 1.0
+# Every feed of the process shares one: an outage is one line, not one per watched queue.
+BACKLOG_OUTAGE = OutageLog(log, "backlog feeds")
 
 K = TypeVar("K")
 
@@ -43,6 +46,7 @@ class BacklogFeed:
         self.watchers: set[LatestValue[BacklogUpdate]] = set()
         self._dirty = asyncio.Event()
         self._resync = False
+        self._retrying = Retrying(BACKLOG_OUTAGE)
         self._task = asyncio.create_task(self._run(), name=f"backlog:{queue}")
 
     def mark_dirty(self, *, resync: bool = False) -> None:
@@ -53,6 +57,7 @@ class BacklogFeed:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
+        self._retrying.abandon()
 
     async def _run(self) -> None:
         while True:
@@ -61,11 +66,15 @@ class BacklogFeed:
             resync, self._resync = self._resync, False
             try:
                 backlog = await live.queue_backlog(self._db, self._queue)
-            except Exception:
-                log.warning("backlog of %s: query failed; retrying", self._queue, exc_info=True)
+            except Exception as error:
                 self.mark_dirty(resync=True)
+                if self._retrying.failed(error):
+                    await asyncio.sleep(self._retrying.delay())
+                    continue
+                log.error("backlog of %s: query failed; retrying", self._queue, exc_info=error)
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
+            self._retrying.succeeded()
             update = BacklogUpdate(backlog, resync)
             for watcher in self.watchers:
                 watcher.set(update)

@@ -21,6 +21,9 @@ from server.events.reconnecting import (
 )
 from server.events.transport import TransportStatus
 
+# What an operator looks for in pg_stat_activity.application_name.
+APPLICATION_NAME = "casework-listener"
+
 
 class PostgresListener(ReconnectingTransport):
     name = "postgres"
@@ -44,7 +47,8 @@ class PostgresListener(ReconnectingTransport):
 
     async def _session(self) -> None:
         conn: asyncpg.Connection = await asyncio.wait_for(
-            asyncpg.connect(self._dsn), CONNECT_TIMEOUT_SECONDS
+            asyncpg.connect(self._dsn, server_settings={"application_name": APPLICATION_NAME}),
+            CONNECT_TIMEOUT_SECONDS,
         )
         self._connection = conn
         lost = asyncio.Event()

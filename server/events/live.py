@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from server.events.channels import Event
 from server.events.expiry import LeaseExpiryTimer
 from server.events.hub import Hub
+from server.events.outage import quiet_outage_tracebacks
 from server.events.transport import (
     EventHandler,
     ReconnectHandler,
@@ -36,6 +37,9 @@ class LiveUpdates:
         self._observers.append((on_event, on_reconnect))
 
     async def start(self) -> None:
+        # This machinery says when the database is lost and back; other loops that retry
+        # while it is away must not drown that in a traceback per attempt.
+        quiet_outage_tracebacks()
         self.timer.start()
         await self.transport.start(self._on_event, self._on_reconnect)
 

@@ -64,7 +64,8 @@ class ReconnectingTransport(abc.ABC):
         self._connected.set()
         if self._ever_connected:
             self.reconnects += 1
-            log.info("%s listener: reconnected; resyncing subscribers", self.name)
+            # At the level of the loss, so that whoever sees one line sees the other.
+            log.warning("%s listener: back; resyncing subscribers", self.name)
             assert self._on_reconnect is not None
             self._on_reconnect()
         self._ever_connected = True
@@ -88,7 +89,17 @@ class ReconnectingTransport(abc.ABC):
                 raise
             except Exception as error:
                 self.last_error = f"{type(error).__name__}: {error}"
-                log.warning("%s listener: %s; reconnecting", self.name, self.last_error)
+                # One line when the connection is lost (or the first one fails), not one per
+                # attempt while the server is away; `_listening` says when it is back.
+                if self._connected.is_set() or (failures == 0 and not self._ever_connected):
+                    log.warning(
+                        "%s listener: lost (%s); reconnecting with backoff up to %.0f s",
+                        self.name,
+                        self.last_error,
+                        BACKOFF_MAX_SECONDS,
+                    )
+                else:
+                    log.debug("%s listener: still unreachable (%s)", self.name, self.last_error)
             finally:
                 # A session that got as far as listening ends a run of failures.
                 failures = 0 if self._connected.is_set() else failures + 1

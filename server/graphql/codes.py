@@ -65,5 +65,8 @@ def with_code(error: GraphQLError, code: ErrorCode) -> GraphQLError:
 
 
 def error_body(code: ErrorCode, message: str) -> dict[str, Any]:
-    """A GraphQL-shaped JSON body for a refusal made before any operation ran (401, 413…)."""
-    return {"data": None, "errors": [{"message": message, "extensions": {"code": code.value}}]}
+    """A GraphQL-shaped JSON body for a refusal made before any operation ran (401, 413…).
+
+    No `data` key: GraphQL over HTTP leaves it out when nothing was executed.
+    """
+    return {"errors": [{"message": message, "extensions": {"code": code.value}}]}

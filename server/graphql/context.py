@@ -6,13 +6,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from starlette.websockets import WebSocket
+from starlette.responses import Response
+from starlette.websockets import WebSocket, WebSocketState
 
 from server.domain.model import Principal, Role
+from server.domain.tokens import TokenPrincipal
 from server.events.live import LiveUpdates
 from server.graphql.loaders import Loaders
 from server.identity import TokenResolver
 from server.store.database import Database
+from server.store.errors import is_unavailable
 
 # A socket's caller until connection_init names a token: a reviewer of no queue, who may
 # do nothing. Strawberry refuses subscriptions before the init is acknowledged anyway.
@@ -20,6 +23,7 @@ NOBODY = Principal("", Role.REVIEWER, frozenset())
 
 # Close codes a console can act on (4400-4499 are the protocol's application range).
 CLOSE_TOKEN_REVOKED = 4403
+CLOSE_TOKEN_REVOKED_REASON = "token revoked or expired"
 
 
 @dataclass
@@ -32,20 +36,48 @@ class Context:
     # The bearer token as sent, to re-check it on every event of a subscription.
     authorization: str | None = None
     socket: WebSocket | None = None
+    # An HTTP request's sub-response: where an UNAVAILABLE error sets 503 and Retry-After.
+    response: Response | None = None
     connection_params: dict[str, Any] = field(default_factory=dict)
     # One clock per request, so every item in a response is judged against the same instant.
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Hosts webhook targets may name (CASEWORK_EFFECT_ALLOWED_HOSTS); empty: any host.
+    effect_allowed_hosts: frozenset[str] = frozenset()
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """When the caller's token stops working, if it names a moment."""
+        principal = self.principal
+        return principal.expires_at if isinstance(principal, TokenPrincipal) else None
 
     def forget_reads(self) -> None:
         """A socket's context lives as long as the socket: each event reads afresh."""
         self.loaders = Loaders(self.db)
         self.now = datetime.now(UTC)
 
+    async def token_valid(self) -> bool | None:
+        """Re-resolves the token (cached briefly): False once it is revoked or expired, None
+        while the database cannot say. An outage is not a revocation: callers keep trusting
+        the token until it can be checked again."""
+        if self.expires_at is not None and self.expires_at <= datetime.now(UTC):
+            return False
+        try:
+            principal = await self.tokens.resolve(self.authorization)
+        except Exception as error:
+            if is_unavailable(error):
+                return None
+            raise
+        return principal == self.principal
+
     async def still_authorized(self) -> bool:
-        """Re-resolves the token (cached briefly); closes the socket if it is no longer valid."""
-        principal = await self.tokens.resolve(self.authorization)
-        if principal == self.principal:
+        """As token_valid; closes the socket if the token is no longer valid."""
+        if await self.token_valid() is not False:
             return True
-        if self.socket is not None:
-            await self.socket.close(CLOSE_TOKEN_REVOKED, "token revoked or expired")
+        await self.close_socket_unauthorized()
         return False
+
+    async def close_socket_unauthorized(self) -> None:
+        # Several operations, and the socket's token watch, may find out at once.
+        socket = self.socket
+        if socket is not None and socket.application_state is WebSocketState.CONNECTED:
+            await socket.close(CLOSE_TOKEN_REVOKED, CLOSE_TOKEN_REVOKED_REASON)

@@ -31,6 +31,14 @@ class QueueEmpty(Error):
 @strawberry.type
 class StaleLease(Error):
     item_id: strawberry.ID
+    decided_under_this_lease: bool = strawberry.field(
+        description="submitDecision only: a verdict of yours was recorded under this lease, "
+        "and this one differs from it (the same one again is answered with DecisionRecorded, "
+        "replay true). Always false for anyone but the lease's holder."
+    )
+    decision_id: strawberry.ID | None = strawberry.field(
+        description="The decision recorded under this lease, when decidedUnderThisLease."
+    )
 
 
 @strawberry.type
@@ -96,7 +104,12 @@ def from_failure(failure: failures.Failure) -> ErrorType:
         case failures.QueueEmpty(queue=queue):
             return QueueEmpty(message=failure.message, queue=queue)
         case failures.StaleLease(item_id=item_id, message=message):
-            return StaleLease(message=message, item_id=strawberry.ID(str(item_id)))
+            return StaleLease(
+                message=message,
+                item_id=strawberry.ID(str(item_id)),
+                decided_under_this_lease=failure.decided_under_this_lease,
+                decision_id=_id(failure.decision_id),
+            )
         case failures.EvidenceChanged():
             return EvidenceChanged(
                 message=failure.message,

@@ -391,6 +391,7 @@ class ExceptionMutation:
                 redrive_max_attempts=input.redrive_max_attempts,
                 redrive_timeout_seconds=input.redrive_timeout_seconds,
             ),
+            allowed_hosts=info.context.effect_allowed_hosts,
         )
         if is_failure(result):
             return from_failure(result)  # type: ignore[return-value]

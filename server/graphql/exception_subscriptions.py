@@ -5,6 +5,7 @@ subscription follow it for `redrive_requested`; consoles follow it to stay curre
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncGenerator
 
 import strawberry
@@ -18,7 +19,7 @@ from server.events.subscriber import Inbox
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
 from server.graphql.exception_types import ExceptionEvent
-from server.graphql.streams import commit_ordered
+from server.graphql.streams import commit_ordered, when_available
 
 
 async def _require_workflow(info: Info[Context, None], workflow: str) -> None:
@@ -39,12 +40,15 @@ class ExceptionSubscription:
     async def exception_events(
         self, info: Info[Context, None], workflow: str, after: strawberry.ID | None = None
     ) -> AsyncGenerator[ExceptionEvent, None]:
-        await _require_workflow(info, workflow)
         ctx = info.context
         inbox = Inbox(accepts=lambda event: event.kind == "exception")
         # Listen before reading, so nothing committed in between is missed.
         with ctx.live.hub.subscribe(workflows=(workflow,), inbox=inbox):
-            position = await exception_reads.event_stream_start(ctx.db, workflow, after)
+            await when_available(inbox, functools.partial(_require_workflow, info, workflow))
+            position = await when_available(
+                inbox,
+                functools.partial(exception_reads.event_stream_start, ctx.db, workflow, after),
+            )
             if isinstance(position, InvalidInput):
                 raise ClientError(position.message)
 

@@ -8,6 +8,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
+from server.domain import apply, queues
 from server.domain import exception_records as records
 from server.graphql.context import Context
 from server.graphql.types import Decision, PageInfo, ReviewItem
@@ -86,7 +87,7 @@ class Workflow:
             name=workflow.name,
             approval_queue=workflow.approval_queue,
             redrive_via=workflow.redrive_via,
-            redrive_target=workflow.redrive_target,
+            redrive_target=queues.shown_target(workflow.redrive_target),
             redrive_max_attempts=workflow.redrive_max_attempts,
             redrive_timeout_seconds=workflow.redrive_timeout_seconds,
         )
@@ -138,11 +139,14 @@ class Redrive:
         "the owning system reports the result."
     )
     delivery_attempts: int
-    last_delivery_error: str | None
+    last_delivery_error: str | None = strawberry.field(
+        description="What the receiver answered, cut to 1000 characters. Shown to admin and "
+        "integration tokens of the exception's queues; null for other roles."
+    )
     delivered_at: datetime | None
 
     @classmethod
-    def from_domain(cls, redrive: records.Redrive) -> Redrive:
+    def from_domain(cls, redrive: records.Redrive, *, receiver_text_shown: bool) -> Redrive:
         return cls(
             key=redrive.key,
             version=redrive.version,
@@ -156,7 +160,7 @@ class Redrive:
             reported_at=redrive.reported_at,
             delivery_state=redrive.delivery_state,
             delivery_attempts=redrive.delivery_attempts,
-            last_delivery_error=redrive.last_delivery_error,
+            last_delivery_error=redrive.last_delivery_error if receiver_text_shown else None,
             delivered_at=redrive.delivered_at,
         )
 
@@ -323,13 +327,18 @@ class ExceptionNode:
     @strawberry.field(description="Every redrive requested, oldest first.")
     async def redrives(self, info: Info[Context, None]) -> list[Redrive]:
         found = await info.context.loaders.exception_redrives.load(self._exception.id)
-        return [Redrive.from_domain(r) for r in found]
+        shown = self._receiver_text_shown(info)
+        return [Redrive.from_domain(r, receiver_text_shown=shown) for r in found]
 
     @strawberry.field(description="The redrive of the current version, if requested.")
     async def redrive(self, info: Info[Context, None]) -> Redrive | None:
         found = await info.context.loaders.exception_redrives.load(self._exception.id)
         current = [r for r in found if r.version == self._exception.version]
-        return Redrive.from_domain(current[0]) if current else None
+        shown = self._receiver_text_shown(info)
+        return Redrive.from_domain(current[0], receiver_text_shown=shown) if current else None
+
+    def _receiver_text_shown(self, info: Info[Context, None]) -> bool:
+        return apply.may_read_receiver_text(info.context.principal, self._exception.queues)
 
     @strawberry.field(description="The full history, oldest first.")
     async def events(self, info: Info[Context, None]) -> list[ExceptionEvent]:

@@ -65,6 +65,10 @@ class LeaseReleased:
 @strawberry.type
 class DecisionRecorded:
     decision: DecisionType
+    replay: bool = strawberry.field(
+        description="This submission repeated one recorded already under the same lease "
+        "(a retry after a lost answer): the decision is that one, and nothing was written."
+    )
 
 
 @strawberry.type
@@ -255,7 +259,9 @@ class Mutation:
         )
         if is_failure(result):
             return from_failure(result)  # type: ignore[return-value]
-        return DecisionRecorded(decision=DecisionType.from_domain(result))
+        if isinstance(result, decisions.Replayed):
+            return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
+        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
 
     @strawberry.mutation(
         description="Supersedes the effective decision of an item. Approvers only."
@@ -270,7 +276,7 @@ class Mutation:
         )
         if is_failure(result):
             return from_failure(result)  # type: ignore[return-value]
-        return DecisionRecorded(decision=DecisionType.from_domain(result))
+        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
 
     @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")
     async def configure_queue(
@@ -291,6 +297,7 @@ class Mutation:
                 effect_max_attempts=input.effect_max_attempts,
                 effect_timeout_seconds=input.effect_timeout_seconds,
             ),
+            allowed_hosts=info.context.effect_allowed_hosts,
         )
         if is_failure(result):
             return from_failure(result)  # type: ignore[return-value]

@@ -8,7 +8,7 @@ from strawberry.types import Info
 from server.domain import queues
 from server.domain.failures import InvalidInput
 from server.domain.parsing import parse_id
-from server.graphql.codes import ClientError
+from server.graphql.codes import ClientError, ErrorCode
 from server.graphql.context import Context
 from server.graphql.types import Decision, Me, Queue, ReviewItem
 
@@ -16,7 +16,7 @@ from server.graphql.types import Decision, Me, Queue, ReviewItem
 def _parse_id(value: strawberry.ID, field: str) -> int:
     parsed = parse_id(value, field)
     if isinstance(parsed, InvalidInput):
-        raise ClientError(parsed.message)
+        raise ClientError(parsed.message, ErrorCode.BAD_REQUEST)
     return parsed
 
 

@@ -15,20 +15,22 @@ from strawberry.extensions import (
     MaskErrors,
     MaxAliasesLimiter,
     MaxTokensLimiter,
-    ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
-    ValidationCache,
 )
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
-from server.graphql.codes import ClientError
+from server.graphql.codes import RETRY_AFTER_SECONDS, ClientError, ErrorCode
+from server.graphql.cost import CostLimit
+from server.graphql.error_coding import code_errors
 from server.graphql.errors import Error
 from server.graphql.exception_mutations import ExceptionMutation
 from server.graphql.exception_queries import ExceptionQuery
 from server.graphql.exception_subscriptions import ExceptionSubscription
+from server.graphql.guards import BoundedParserCache, cached_validation, limit_coded
+from server.graphql.input_strings import guard_root_fields
 from server.graphql.mutations import Mutation
 from server.graphql.queries import Query
 from server.graphql.subscriptions import Subscription
@@ -38,6 +40,8 @@ MAX_ALIASES = 30
 MAX_TOKENS = 2000
 
 log = logging.getLogger("casework.graphql")
+
+UNAVAILABLE_MESSAGE = f"The database is unavailable; try again in {RETRY_AFTER_SECONDS} seconds."
 
 
 def is_unexpected(error: GraphQLError) -> bool:
@@ -50,12 +54,36 @@ class CaseworkSchema(strawberry.Schema):
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
-        # Runs before MaskErrors rewrites the errors: the operator sees everything.
-        for error in errors:
-            if is_unexpected(error):
+        # Runs before MaskErrors rewrites the errors, on every path: the operator sees
+        # everything, and each error gets its code here (server/graphql/error_coding.py).
+        for error, code in zip(errors, code_errors(errors, execution_context), strict=True):
+            if code is ErrorCode.UNAVAILABLE:
+                # An outage fails every request alike: a traceback each would drown the log.
+                log.warning("database unavailable at %s: %r", error.path, error.original_error)
+            elif is_unexpected(error):
                 log.error("unexpected error at %s", error.path, exc_info=error.original_error)
             else:
                 log.info("client error: %s", error.message)
+
+
+class MaskUnexpectedErrors(MaskErrors):
+    """MaskErrors that keeps `extensions` (the code): a client still learns what it can do.
+
+    CaseworkSchema.process_errors has set the code by the time this masks
+    (server/graphql/error_coding.py says why there).
+    """
+
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        unavailable = (error.extensions or {}).get("code") == ErrorCode.UNAVAILABLE.value
+        return GraphQLError(
+            message=UNAVAILABLE_MESSAGE if unavailable else self.error_message,
+            nodes=error.nodes,
+            source=error.source,
+            positions=error.positions,
+            path=error.path,
+            original_error=None,
+            extensions=error.extensions,
+        )
 
 
 def _with_shared_rules(
@@ -65,8 +93,12 @@ def _with_shared_rules(
 
     The limiters build new rule classes in every constructor, and validation is cached on
     the rule classes among other things: a per-request class would never hit the cache.
+    Their refusals are coded LIMIT_EXCEEDED (guards.limit_coded).
     """
-    rules = cast(Callable[..., AddValidationRules], extension)(**options).validation_rules
+    rules = [
+        limit_coded(rule)
+        for rule in cast(Callable[..., AddValidationRules], extension)(**options).validation_rules
+    ]
 
     def build() -> SchemaExtension:
         fresh = extension.__new__(extension)
@@ -88,23 +120,37 @@ class PerEventExecutionContext(StrawberryGraphQLCoreExecutionContext):
         return executor
 
 
+class QuietExecutionContext(PerEventExecutionContext):
+    """Outside --dev, errors in variables do not suggest names of the schema either."""
+
+    @classmethod
+    def build(cls, *args: Any, **kwargs: Any) -> Any:
+        return super().build(*args, **{**kwargs, "hide_suggestions": True})
+
+
 def build_schema(*, dev: bool = False) -> CaseworkSchema:
     extensions: list[Callable[[], SchemaExtension]] = [
-        # Bounded caches: distinct query texts cannot grow memory without limit.
-        ParserCache,
+        # Bounded caches: distinct query texts cannot grow memory without limit. The parser
+        # refuses a document over MAX_DOCUMENT_CHARS before lexing it (guards.py).
+        BoundedParserCache,
         _with_shared_rules(QueryDepthLimiter, max_depth=MAX_DEPTH),
         _with_shared_rules(MaxAliasesLimiter, max_alias_count=MAX_ALIASES),
         functools.partial(MaxTokensLimiter, max_token_count=MAX_TOKENS),
-        ValidationCache,
-        functools.partial(MaskErrors, should_mask_error=is_unexpected),
+        functools.partial(AddValidationRules, [CostLimit]),
+        # Names of the schema a client did not ask for are shown in --dev only.
+        cached_validation(hide_suggestions=not dev),
+        functools.partial(MaskUnexpectedErrors, should_mask_error=is_unexpected),
     ]
     if not dev:
         extensions.append(DisableIntrospection)
-    return CaseworkSchema(
+    schema = CaseworkSchema(
         query=merge_types("Query", (Query, ExceptionQuery)),
         mutation=merge_types("Mutation", (Mutation, ExceptionMutation)),
         subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),
         types=[Error],
         extensions=extensions,
-        execution_context_class=PerEventExecutionContext,
+        execution_context_class=PerEventExecutionContext if dev else QuietExecutionContext,
     )
+    # Unstorable or over-long strings in any root field's arguments (input_strings.py).
+    guard_root_fields(schema._schema)
+    return schema

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 
@@ -20,7 +21,7 @@ from server.events.channels import EXPIRED, Event
 from server.events.subscriber import Inbox, Resync
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
-from server.graphql.streams import commit_ordered
+from server.graphql.streams import commit_ordered, when_available
 from server.graphql.types import Decision, ReviewItem
 
 
@@ -219,7 +220,9 @@ class Subscription:
         inbox = Inbox(accepts=lambda event: event.kind in {"decided", "escalated", "overturned"})
         # Listen before reading, so nothing committed in between is missed.
         with ctx.live.hub.subscribe(queues=(queue,), inbox=inbox):
-            position = await live.stream_start(ctx.db, queue, after)
+            position = await when_available(
+                inbox, functools.partial(live.stream_start, ctx.db, queue, after)
+            )
             if isinstance(position, InvalidInput):
                 raise ClientError(position.message)
 

@@ -11,7 +11,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import apply, live, model, reads
+from server.domain import apply, live, model, queues, reads
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
 
@@ -25,6 +25,11 @@ ItemState = strawberry.enum(
 )
 
 MAX_PAGE = 200
+
+RECEIVER_TEXT = (
+    "What the receiver answered or the effect reported, cut to 1000 characters. Shown to "
+    "admin and integration tokens of the queue; null for other roles."
+)
 
 
 def encode_cursor(kind: str, row_id: int | str) -> str:
@@ -170,24 +175,30 @@ class ApplyAttempt:
     started_at: datetime
     finished_at: datetime
     outcome: str = strawberry.field(description="applied, transient or permanent")
-    error: str | None
+    error: str | None = strawberry.field(description=RECEIVER_TEXT)
     next_retry_at: datetime | None
 
 
 @strawberry.type(description="How far carrying a decision out has got.")
 class Application:
     _decision_id: strawberry.Private[int]
+    # Whether the caller may read what the receiver answered (apply.may_read_receiver_text).
+    _receiver_text_shown: strawberry.Private[bool]
     state: ApplicationState
     attempts: int
-    last_error: str | None
+    last_error: str | None = strawberry.field(description=RECEIVER_TEXT)
     next_attempt_at: datetime | None
     applied_at: datetime | None
-    note: str | None
+    note: str | None = strawberry.field(description=RECEIVER_TEXT)
 
     @strawberry.field
     async def history(self, info: Info[Context, None]) -> list[ApplyAttempt]:
         found = await info.context.loaders.attempts.load(self._decision_id)
-        return [ApplyAttempt(**vars(attempt)) for attempt in found]
+        shown = self._receiver_text_shown
+        return [
+            ApplyAttempt(**{**vars(attempt), "error": attempt.error if shown else None})
+            for attempt in found
+        ]
 
 
 @strawberry.type
@@ -231,14 +242,16 @@ class Decision:
         found = await info.context.loaders.application.load(self._decision.id)
         if found is None:
             return None
+        shown = apply.may_read_receiver_text(info.context.principal, (self._decision.queue,))
         return Application(
             _decision_id=found.decision_id,
+            _receiver_text_shown=shown,
             state=ApplicationState(found.state),
             attempts=found.attempts,
-            last_error=found.last_error,
+            last_error=found.last_error if shown else None,
             next_attempt_at=found.next_attempt_at,
             applied_at=found.applied_at,
-            note=found.note,
+            note=found.note if shown else None,
         )
 
     @strawberry.field
@@ -340,7 +353,7 @@ class Queue:
             escalation_queue=queue.escalation_queue,
             escalation_priority_boost=queue.escalation_priority_boost,
             effect_kind=queue.effect_kind,
-            effect_target=queue.effect_target,
+            effect_target=queues.shown_target(queue.effect_target),
             effect_max_attempts=queue.effect_max_attempts,
             effect_timeout_seconds=queue.effect_timeout_seconds,
             holder_role=queue.holder_role.value,

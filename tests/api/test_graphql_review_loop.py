@@ -28,8 +28,11 @@ DECIDE = """
 mutation($input: SubmitDecisionInput!) {
   submitDecision(input: $input) {
     __typename
-    ... on DecisionRecorded { decision { id verdict reasonCode reviewer item { state } } }
+    ... on DecisionRecorded {
+      replay decision { id verdict reasonCode reviewer item { state } }
+    }
     ... on EvidenceChanged { currentEvidenceHash }
+    ... on StaleLease { decidedUnderThisLease }
     ... on Error { message }
   }
 }
@@ -77,11 +80,22 @@ async def test_enqueue_claim_decide_overturn(gql: GraphQL, tokens: Tokens, kyc: 
     assert recorded["__typename"] == "DecisionRecorded"
     assert recorded["decision"]["reviewer"] == "rita"
     assert recorded["decision"]["item"]["state"] == "DECIDED"
+    assert recorded["replay"] is False
 
+    # The same submission again (a console whose answer was lost): the same decision back.
     again = await gql(
         tokens.reviewer, DECIDE, input=decision_input(claim, "APPROVE", "documents_ok")
     )
-    assert again["data"]["submitDecision"]["__typename"] == "StaleLease"
+    replayed = again["data"]["submitDecision"]
+    assert replayed["__typename"] == "DecisionRecorded"
+    assert replayed["replay"] is True
+    assert replayed["decision"]["id"] == recorded["decision"]["id"]
+    # A different verdict under the spent lease: refused, and it says why.
+    other = await gql(
+        tokens.reviewer, DECIDE, input=decision_input(claim, "REJECT", "name_mismatch")
+    )
+    assert other["data"]["submitDecision"]["__typename"] == "StaleLease"
+    assert other["data"]["submitDecision"]["decidedUnderThisLease"] is True
 
     refused = await gql(
         tokens.reviewer,

@@ -498,7 +498,7 @@ async def test_a_permanent_refusal_makes_the_redrive_undeliverable_and_back_to_a
     [request] = erp.requests
     assert request.key == key
     error = 'webhook answered 422: {"error":"unknown supplier"}'
-    back = await exception_of(gql, people.manager, exception_id)
+    back = await exception_of(gql, people.erp, exception_id)
     assert delivery(back) == ("failed", 1, error, False)
     assert (back["state"], back["closure"], back["attempts"]) == ("NEEDS_REVIEW", None, 2)
     assert (back["item"]["queue"], back["item"]["state"]) == (OWNER_QUEUE, "PENDING")
@@ -554,7 +554,7 @@ async def test_running_out_of_attempts_makes_the_redrive_undeliverable(
     assert [r.key for r in erp.requests] == [key, key]
     assert [r.json()["attempt"] for r in erp.requests] == [1, 2]
     error = "webhook answered 503: down for maintenance"
-    back = await exception_of(gql, people.manager, exception_id)
+    back = await exception_of(gql, people.erp, exception_id)
     assert delivery(back) == ("failed", 2, error, False)
     assert (back["state"], back["attempts"]) == ("NEEDS_REVIEW", 2)
     failed = back["events"][-1]
@@ -590,7 +590,7 @@ async def test_a_receiver_that_never_answers_is_timed_out_at_the_workflows_timeo
 
     assert [r.key for r in erp.requests] == [key]
     assert erp.replies == []
-    back = await exception_of(gql, people.manager, exception_id)
+    back = await exception_of(gql, people.erp, exception_id)
     assert delivery(back) == ("failed", 1, "timed out after 0.2 s", False)
     assert (back["state"], back["attempts"]) == ("NEEDS_REVIEW", 2)
     no_delivery_errors(caplog)
@@ -615,7 +615,7 @@ async def test_a_refused_connection_is_retried_then_undeliverable(
         await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
     assert worker.stats == WorkerStats(redrives_retried=1, redrives_undeliverable=1)
 
-    back = await exception_of(gql, people.manager, exception_id)
+    back = await exception_of(gql, people.erp, exception_id)
     state, attempts, error, delivered = delivery(back)
     assert (state, attempts, delivered) == ("failed", 2, False)
     assert error.startswith("ConnectError: "), error

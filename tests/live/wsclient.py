@@ -48,6 +48,13 @@ class GraphQLSocket:
         for stream in self._streams.values():
             stream.put_nowait({"type": "closed"})
 
+    async def error(self, operation: str, wait: float = WAIT_SECONDS) -> list[dict[str, Any]]:
+        """The payload of an operation's `error` message; fails on anything else first."""
+        message = await self.message(operation, wait)
+        assert message["type"] == "error", message
+        errors: list[dict[str, Any]] = message["payload"]
+        return errors
+
     async def subscribe(self, query: str, **variables: Any) -> str:
         operation = str(next(self._ids))
         payload = {"query": query, "variables": variables}
@@ -113,11 +120,18 @@ async def refusal(
 
 @asynccontextmanager
 async def graphql_socket(
-    base_url: str, token: str | None, *, subprotocol: str = PROTOCOL
+    base_url: str,
+    token: str | None,
+    *,
+    subprotocol: str = PROTOCOL,
+    init_payload: dict[str, Any] | None = None,
 ) -> AsyncIterator[GraphQLSocket]:
+    """init_payload: connection_init's payload as sent, instead of {"authorization": token}."""
     url = base_url.replace("http://", "ws://") + "/graphql"
     async with websockets.connect(url, subprotocols=[subprotocol]) as connection:  # type: ignore[list-item]
         payload = {"authorization": f"Bearer {token}"} if token else {}
+        if init_payload is not None:
+            payload = init_payload
         await connection.send(json.dumps({"type": "connection_init", "payload": payload}))
         ack = json.loads(await asyncio.wait_for(connection.recv(), WAIT_SECONDS))
         assert ack["type"] == "connection_ack", ack

@@ -1,0 +1,208 @@
+"""The graphql-transport-ws handler: Strawberry's, with the token kept honest for as long as
+the socket is open, and errors a client can act on.
+
+- `connection_init` carries the token as `authorization` (any case) or inside `headers`
+  (`{"headers": {"Authorization": "Bearer …"}}`, any case): see `authorization_of`.
+- Every operation that starts on the socket re-resolves the token first (through the
+  TokenResolver, so within CASEWORK_TOKEN_CACHE_SECONDS). A revoked or expired token gets an
+  `error` message coded UNAUTHENTICATED and the socket is closed with 4403; nothing runs.
+- One small task per socket (`_watch_token`) closes it with 4403 at the token's expiry and
+  when a periodic check finds it revoked, even if nothing happens on the socket. A check the
+  database cannot answer is not a revocation: the token is trusted until it can be checked.
+- Every error sent carries `extensions.code` (server/graphql/codes.py). A document refused by
+  the parser or by validation gets an `error` message, and one log line, not a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from graphql import GraphQLError, GraphQLFormattedError, GraphQLSyntaxError
+from starlette.websockets import WebSocketDisconnect as StarletteWebSocketDisconnect
+from starlette.websockets import WebSocketDisconnected as StarletteWebSocketDisconnected
+from strawberry.http.exceptions import WebSocketDisconnected
+from strawberry.schema.schema import StreamResult
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+    Operation,
+)
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
+    ConnectionInitMessage,
+    ErrorMessage,
+    Message,
+)
+from strawberry.types.execution import PreExecutionError
+
+from server.graphql.codes import ErrorCode, code_of, with_code
+from server.graphql.context import Context
+from server.store.errors import is_unavailable
+
+log = logging.getLogger("casework.ws")
+
+# An open socket's token is looked up again every cache window, but at least this often
+# (a longer cache would otherwise leave a revoked socket open for long) and at most this
+# often (a cache of 0 would otherwise make the watch spin).
+CHECK_AT_LEAST_EVERY_SECONDS = 5.0
+CHECK_AT_MOST_EVERY_SECONDS = 1.0
+
+# WebSocket's own "Try Again Later" (RFC 6455 registry): the graphql-transport-ws codes have
+# none for a server that cannot check a token right now.
+CLOSE_TRY_AGAIN_LATER = 1013
+TRY_AGAIN_LATER_REASON = "the database is unavailable; try again later"
+
+# What strawberry answers a subscribe beyond max_subscriptions_per_connection.
+SUBSCRIPTION_LIMIT_MESSAGE = "Subscription limit reached"
+
+UNAUTHENTICATED_MESSAGE = "the token was revoked or has expired: sign in again"
+
+# What a send on a socket that is gone raises, from strawberry or from starlette.
+_GONE = (WebSocketDisconnected, StarletteWebSocketDisconnect, StarletteWebSocketDisconnected)
+
+
+def authorization_of(params: Mapping[str, object]) -> str | None:
+    """The bearer token of a connection_init payload, in any of the forms clients send."""
+    found = _value_of(params, "authorization")
+    if isinstance(found, str):
+        return found
+    headers = _value_of(params, "headers")
+    if isinstance(headers, Mapping):
+        found = _value_of(headers, "authorization")
+        if isinstance(found, str):
+            return found
+    return None
+
+
+def _value_of(mapping: Mapping[Any, object], name: str) -> object:
+    for key, value in mapping.items():
+        if isinstance(key, str) and key.lower() == name:
+            return value
+    return None
+
+
+def _coded(errors: list[GraphQLError]) -> list[GraphQLError]:
+    """Every error with its code. The schema's extensions code errors as they happen, the
+    `next` payloads included (server/graphql/error_coding.py, guards.py); this covers what
+    escapes them: a refusal the parser raises inside an extension's hook."""
+    return [with_code(error, code_of(error)) for error in errors]
+
+
+class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    """Strawberry's graphql-transport-ws handler; see the module's docstring."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._token_watch: asyncio.Task[None] | None = None
+
+    async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
+        try:
+            await super().handle_connection_init(message)
+        except Exception as error:
+            if not is_unavailable(error):
+                raise
+            # The token cannot be looked up: neither a refusal nor a welcome.
+            log.info("connection_init: the database is unavailable; closing with 1013")
+            with contextlib.suppress(*_GONE):
+                await self.websocket.close(CLOSE_TRY_AGAIN_LATER, TRY_AGAIN_LATER_REASON)
+            return
+        if self.connection_acknowledged and self._token_watch is None:
+            self._token_watch = asyncio.create_task(self._watch_token(), name="casework-ws-token")
+
+    async def shutdown(self) -> None:
+        watch, self._token_watch = self._token_watch, None
+        if watch is not None:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+        await super().shutdown()
+
+    async def _watch_token(self) -> None:
+        """Closes the socket at the token's expiry, or when a check finds it revoked."""
+        context = self.context
+        every = min(
+            CHECK_AT_LEAST_EVERY_SECONDS, max(CHECK_AT_MOST_EVERY_SECONDS, context.tokens.ttl)
+        )
+        # Sockets opened together would otherwise all check at the same instant.
+        wait = every * random.random()
+        while True:
+            expires_at = context.expires_at
+            if expires_at is not None:
+                wait = min(wait, (expires_at - datetime.now(UTC)).total_seconds())
+            await asyncio.sleep(max(0.0, wait))
+            wait = every
+            try:
+                valid = await context.token_valid()
+            except Exception:
+                # A bug, not a refusal: say so, and keep the socket and the watch.
+                log.exception("checking the token of an open socket failed")
+                continue
+            if valid is False:
+                log.info("closing a socket: its token was revoked or has expired")
+                await self._close_unauthorized()
+                return
+
+    async def _close_unauthorized(self) -> None:
+        with contextlib.suppress(*_GONE):
+            await self.context.close_socket_unauthorized()
+
+    async def run_operation(self, operation: Operation[Context, None]) -> None:
+        try:
+            valid = await self.context.token_valid()
+        except Exception as error:
+            valid = True
+            await self.handle_task_exception(error)
+        if valid is False:
+            log.info("refused operation %s: the token was revoked or has expired", operation.id)
+            refusal: GraphQLFormattedError = {
+                "message": UNAUTHENTICATED_MESSAGE,
+                "extensions": {"code": ErrorCode.UNAUTHENTICATED.value},
+            }
+            message: ErrorMessage = {"id": operation.id, "type": "error", "payload": [refusal]}
+            with contextlib.suppress(*_GONE):
+                await operation.send_operation_message(message)
+            await self._close_unauthorized()
+            return
+        await super().run_operation(operation)
+
+    async def _send_result_stream(
+        self, operation: Operation[Context, None], result_source: StreamResult
+    ) -> None:
+        try:
+            await super()._send_result_stream(operation, result_source)
+        except GraphQLSyntaxError as error:
+            # The parser cache and the token limiter parse inside an extension hook, so
+            # strawberry lets their refusal escape instead of returning it as an error.
+            log.info("client error: %s", error.message)
+            await operation.send_initial_errors(_coded([error]))
+
+    async def _handle_pre_execution_error(
+        self, operation: Operation[Context, None], result: PreExecutionError
+    ) -> None:
+        # Strawberry closes the whole socket for some of these (4400); they are one
+        # operation's mistake, so only that operation is refused, with its code.
+        assert result.errors
+        await operation.send_initial_errors(_coded(result.errors))
+
+    async def send_message(self, message: Message) -> None:
+        if message["type"] == "error":
+            # Strawberry's own refusals (the operation limit per socket) carry no code.
+            for error in message["payload"]:
+                extensions = error.setdefault("extensions", {})
+                if error["message"] == SUBSCRIPTION_LIMIT_MESSAGE:
+                    extensions.setdefault("code", ErrorCode.LIMIT_EXCEEDED.value)
+                extensions.setdefault("code", ErrorCode.BAD_REQUEST.value)
+        await super().send_message(message)
+
+    async def handle_task_exception(self, error: Exception) -> None:
+        # A client that drops its connection, or a socket closed for its token, makes the
+        # next send of each of its operations fail. That ends the operation, as it should;
+        # strawberry would also log it as "Exception in worker task" with a traceback.
+        if isinstance(error, _GONE):
+            log.debug("operation ended: its socket is closed")
+            return
+        await super().handle_task_exception(error)
