@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from server.domain.tokens import TokenPrincipal, authenticate
+from server.domain.model import Principal
+from server.domain.tokens import authenticate
 from server.store.database import Database
 
 CACHE_LIMIT = 10_000
@@ -15,13 +16,13 @@ class TokenResolver:
         """ttl: how long a resolved token is trusted; a revoked one works that long at most."""
         self._db = db
         self._ttl = ttl
-        self._cache: dict[str, tuple[float, TokenPrincipal]] = {}
+        self._cache: dict[str, tuple[float, Principal]] = {}
 
     @property
     def ttl(self) -> float:
         return self._ttl
 
-    async def resolve(self, authorization: str | None) -> TokenPrincipal | None:
+    async def resolve(self, authorization: str | None) -> Principal | None:
         """From an `Authorization: Bearer <token>` header value (or the bare token).
 
         Raises what the database raises when it cannot be asked and the cache has no answer:

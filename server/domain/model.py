@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -50,6 +50,9 @@ class Principal:
     user: str
     role: Role
     queues: frozenset[str]
+    # When the token stops working (an open websocket is closed then). It belongs to the
+    # token, not to who the caller is, so it takes no part in comparing principals.
+    expires_at: datetime | None = field(default=None, compare=False)
 
     def works_in(self, queue: str) -> bool:
         # A reviewer's token names its queues; for other roles an empty list means all.

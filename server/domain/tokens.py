@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
 from datetime import datetime
 
 from server.domain.model import Principal, Role
@@ -36,29 +35,13 @@ async def create_token(
     return token
 
 
-@dataclass(frozen=True, eq=False)
-class TokenPrincipal(Principal):
-    """A principal as its token names it, with the moment the token stops working, so an
-    open websocket can be closed then. Equal to the plain Principal of the same user, role
-    and queues: the expiry belongs to the token, not to who it is."""
-
-    expires_at: datetime | None = None
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Principal):
-            return NotImplemented
-        return (self.user, self.role, self.queues) == (other.user, other.role, other.queues)
-
-    __hash__ = Principal.__hash__
-
-
-async def authenticate(db: Database, token: str) -> TokenPrincipal | None:
+async def authenticate(db: Database, token: str) -> Principal | None:
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
         return None
     row = await db.fetchrow("token_get_active", hash_token(token))
     if row is None:
         return None
-    return TokenPrincipal(
+    return Principal(
         user=row["user_name"],
         role=Role(row["role"]),
         queues=frozenset(row["queues"]),

@@ -10,7 +10,6 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketState
 
 from server.domain.model import Principal, Role
-from server.domain.tokens import TokenPrincipal
 from server.events.live import LiveUpdates
 from server.graphql.loaders import Loaders
 from server.identity import TokenResolver
@@ -47,8 +46,7 @@ class Context:
     @property
     def expires_at(self) -> datetime | None:
         """When the caller's token stops working, if it names a moment."""
-        principal = self.principal
-        return principal.expires_at if isinstance(principal, TokenPrincipal) else None
+        return self.principal.expires_at
 
     def forget_reads(self) -> None:
         """A socket's context lives as long as the socket: each event reads afresh."""
