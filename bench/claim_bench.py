@@ -43,6 +43,7 @@ from http1 import KeepAliveConnection
 
 from server.domain.model import Role
 from server.domain.tokens import create_token
+from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
 
@@ -266,9 +267,10 @@ def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) ->
 
 
 def raw_worker(pool: asyncpg.Pool, queries: Queries, redis: aioredis.Redis | None) -> Worker:
-    escalate_sql = queries["exceptions_escalate_overdue"]
-    claim_sql = queries["item_claim_next"]
-    decide_sql = queries["decision_submit"]
+    # The statements and names the domain uses; bound here as Database binds them.
+    escalate = queries.statement(sql.exceptions.EXCEPTIONS_ESCALATE_OVERDUE.name)
+    claim = queries.statement(sql.items.ITEM_CLAIM_NEXT.name)
+    decide = queries.statement(sql.decisions.DECISION_SUBMIT.name)
 
     async def publish(row: asyncpg.Record) -> None:
         # What the service does with the Redis transport: publish the hint after commit.
@@ -279,23 +281,32 @@ def raw_worker(pool: asyncpg.Pool, queries: Queries, redis: aioredis.Redis | Non
         user = reviewer_name(index)
         done = 0
         while tickets.take() if tickets else done < count:
-            row = await pool.fetchrow(claim_sql, benchlib.QUEUE, user, Role.REVIEWER.value)
+            row = await pool.fetchrow(
+                claim.sql,
+                *claim.bind(
+                    {"queue": benchlib.QUEUE, "actor": user, "actor_role": Role.REVIEWER.value}
+                ),
+            )
             if row is None or row["id"] is None or row["escalated"]:
                 raise RuntimeError(f"claim returned {row}; is --items large enough?")
             if row["overdue_exceptions"]:
-                await pool.fetchrow(escalate_sql, benchlib.QUEUE)
+                await pool.fetchrow(escalate.sql, *escalate.bind({"queue": benchlib.QUEUE}))
             await publish(row)
             decided = await pool.fetchrow(
-                decide_sql,
-                row["id"],
-                row["lease_token"],
-                user,
-                Role.REVIEWER.value,
-                "approve",
-                benchlib.REASON_CODE,
-                row["evidence_hash"],
-                None,
-                [benchlib.QUEUE],
+                decide.sql,
+                *decide.bind(
+                    {
+                        "item_id": row["id"],
+                        "lease_token": row["lease_token"],
+                        "actor": user,
+                        "actor_role": Role.REVIEWER.value,
+                        "verdict": "approve",
+                        "reason_code": benchlib.REASON_CODE,
+                        "evidence_hash": row["evidence_hash"],
+                        "note": None,
+                        "queue_scope": [benchlib.QUEUE],
+                    }
+                ),
             )
             if decided is None:
                 raise RuntimeError(f"decision on item {row['id']} was refused")

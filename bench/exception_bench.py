@@ -36,6 +36,7 @@ from http1 import KeepAliveConnection
 
 from server.domain.model import Role
 from server.domain.tokens import create_token
+from server.store import sql
 from server.store.database import Database, create_pool
 
 OWNER_QUEUE = "bench-exc"
@@ -151,6 +152,8 @@ async def seed_open_exceptions(owner: asyncpg.Connection, count: int) -> None:
 
 async def claim_run(config: Config, database: str, with_exceptions: bool) -> Run:
     queries = benchlib.load_queries()
+    claim = queries.statement(sql.items.ITEM_CLAIM_NEXT.name)
+    decide = queries.statement(sql.decisions.DECISION_SUBMIT.name)
     if with_exceptions:
         owner = await asyncpg.connect(benchlib.owner_dsn(config.server, database))
         try:
@@ -167,15 +170,29 @@ async def claim_run(config: Config, database: str, with_exceptions: bool) -> Run
         async def cycle(index: int) -> None:
             user = f"bench-reviewer-{index:02d}"
             row = await pool.fetchrow(
-                queries["item_claim_next"], benchlib.QUEUE, user, Role.REVIEWER.value
+                claim.sql,
+                *claim.bind(
+                    {"queue": benchlib.QUEUE, "actor": user, "actor_role": Role.REVIEWER.value}
+                ),
             )
             if row is None or row["id"] is None or row["escalated"] or row["overdue_exceptions"]:
                 raise RuntimeError(f"claim returned {row}; are there enough items?")
             decided = await pool.fetchrow(
-                queries["decision_submit"], row["id"], row["lease_token"], user,
-                Role.REVIEWER.value, "approve", benchlib.REASON_CODE, row["evidence_hash"],
-                None, [benchlib.QUEUE],
-            )  # fmt: skip
+                decide.sql,
+                *decide.bind(
+                    {
+                        "item_id": row["id"],
+                        "lease_token": row["lease_token"],
+                        "actor": user,
+                        "actor_role": Role.REVIEWER.value,
+                        "verdict": "approve",
+                        "reason_code": benchlib.REASON_CODE,
+                        "evidence_hash": row["evidence_hash"],
+                        "note": None,
+                        "queue_scope": [benchlib.QUEUE],
+                    }
+                ),
+            )
             if decided is None:
                 raise RuntimeError(f"decision on item {row['id']} was refused")
 

@@ -25,6 +25,7 @@ import benchlib
 
 from server.domain.leases import claim_next
 from server.domain.model import Claim
+from server.store import sql
 from server.store.database import Database, connect, create_pool
 
 REVIEWER = benchlib.REVIEWER
@@ -133,17 +134,24 @@ async def cycle(state: State, rng: random.Random, timed: bool) -> None:
 
 async def explain(config: Config, state: State) -> None:
     """The claim's plan, executed in a transaction that is rolled back, as the app role."""
-    sql = benchlib.load_queries()["item_claim_next"]
+    claim = benchlib.load_queries().statement(sql.items.ITEM_CLAIM_NEXT.name)
+    # EXECUTE takes the parameters in $n order: name them, and let the statement order them.
+    arguments = ", ".join(
+        f"'{value}'"
+        for value in claim.bind(
+            {"queue": benchlib.QUEUE, "actor": "bench-explain", "actor_role": "reviewer"}
+        )
+    )
     conn = await connect(benchlib.app_dsn(config.server, state.name))
     try:
-        await conn.execute(f"PREPARE bench_claim(text, text, text) AS {sql}")
+        await conn.execute(f"PREPARE bench_claim(text, text, text) AS {claim.sql}")
         for mode in ("force_custom_plan", "force_generic_plan"):
             await conn.execute("BEGIN")
             try:
                 await conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
                 rows = await conn.fetch(
                     "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-                    f"EXECUTE bench_claim('{benchlib.QUEUE}', 'bench-explain', 'reviewer')"
+                    f"EXECUTE bench_claim({arguments})"
                 )
             finally:
                 await conn.execute("ROLLBACK")

@@ -39,6 +39,7 @@ from server.graphql.schema import build_schema
 from server.graphql.websocket import TransportWSHandler, authorization_of
 from server.http_limits import body_limit
 from server.identity import TokenResolver
+from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.errors import is_unavailable
 from server.store.queries import Queries
@@ -135,7 +136,7 @@ class Runtime:
 
     async def _database_ok(self) -> bool:
         with contextlib.suppress(Exception):
-            return await asyncio.wait_for(self.db.fetchrow("health_check"), 2) is not None
+            return await asyncio.wait_for(self.db.fetchrow(sql.health.HEALTH_CHECK), 2) is not None
         return False
 
     async def livez(self, request: Request) -> JSONResponse:

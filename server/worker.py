@@ -30,7 +30,7 @@ from server.domain.redrive_delivery import DueDelivery
 from server.effects.errors import PermanentEffectError, TransientEffectError
 from server.effects.run import perform
 from server.effects.webhook import post_redrive
-from server.events.channels import Event
+from server.events.channels import Event, EventKind
 from server.events.listener import PostgresListener
 from server.events.reconnecting import ReconnectingTransport
 from server.events.redis import RedisTransport
@@ -42,7 +42,9 @@ log = logging.getLogger("casework.worker")
 POLL_SECONDS = 1.0
 GRACE_SECONDS = 10.0
 # "exception": a redrive may have put a failed decision back on the work list.
-HINT_KINDS = frozenset({"decided", "escalated", "overturned", "exception"})
+HINT_KINDS = frozenset(
+    {EventKind.DECIDED, EventKind.ESCALATED, EventKind.OVERTURNED, EventKind.EXCEPTION}
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ class ApplyWorker:
         self.stats = WorkerStats()
 
     def hint(self, event: Event) -> None:
-        if event.kind == "exception":
+        if event.kind == EventKind.EXCEPTION:
             self._look_for_redrives = True
         if event.kind in HINT_KINDS:
             self._wake.set()

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
+from typing import Protocol
 
 import asyncpg
 import pytest
 
 from server.domain.model import Principal, Role, Verdict
 from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.tokens import create_token
 from server.store.database import Database, connect, create_pool
 from server.store.queries import Queries
 from tests import pg
@@ -81,6 +83,19 @@ ADMIN = Principal("ada-admin", Role.ADMIN, frozenset())
 INTEGRATION = Principal("kyc-provider", Role.INTEGRATION, frozenset())
 APPROVER = Principal("ann-approver", Role.APPROVER, frozenset())
 MANAGER = Principal("max-manager", Role.MANAGER, frozenset())
+
+
+class MakeToken(Protocol):
+    def __call__(self, user: str, role: Role, *queues: str) -> Awaitable[str]: ...
+
+
+def token_maker(owner_db: Database) -> MakeToken:
+    """`make(user, role, *queues)`: a bearer token, created through the domain as the owner."""
+
+    async def make(user: str, role: Role, *queues: str) -> str:
+        return await create_token(owner_db, user=user, role=role, queues=list(queues))
+
+    return make
 
 
 def reviewer(name: str, *queues: str) -> Principal:

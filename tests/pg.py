@@ -37,13 +37,18 @@ def server_dsn() -> str:
     return start_embedded(home, delete_on_exit=True)
 
 
-async def create_empty_database(server: str, prefix: str) -> str:
-    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+async def admin_execute(server: str, statement: str) -> None:
+    """One statement on the server's maintenance connection (CREATE or DROP DATABASE)."""
     admin = await asyncpg.connect(server)
     try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
+        await admin.execute(statement)
     finally:
         await admin.close()
+
+
+async def create_empty_database(server: str, prefix: str) -> str:
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    await admin_execute(server, f'CREATE DATABASE "{name}"')
     return name
 
 
@@ -59,20 +64,12 @@ async def create_template(server: str) -> str:
 
 async def clone_database(server: str, template: str) -> str:
     name = f"casework_test_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(server)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    finally:
-        await admin.close()
+    await admin_execute(server, f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     return name
 
 
 async def drop_database(server: str, name: str) -> None:
-    admin = await asyncpg.connect(server)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    await admin_execute(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def owner_dsn(server: str, database: str) -> str:

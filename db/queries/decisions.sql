@@ -1,38 +1,36 @@
 -- name: decision_submit
--- Records a verdict made under a lease, in one statement. Every condition of the fence
+-- Records a verdict made under a lease, in one statement. Fence: every condition of it
 -- sits in the WHERE clause of `target`: a live lease of the caller with this token on a
 -- pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
 -- allows for this verdict, in a queue the caller's token covers. If any fails, nothing is
 -- written and no row comes back.
 -- An escalation returns the item to `pending` in the escalation queue, priority boosted.
--- $1 item id, $2 lease token, $3 reviewer, $4 reviewer role, $5 verdict, $6 reason code,
--- $7 evidence hash, $8 note, $9 the queues of the caller's token
 WITH target AS (
     SELECT i.id, i.queue, coalesce(q.escalation_queue, q.name) AS escalation_queue,
            q.escalation_priority_boost
     FROM review_items AS i
     JOIN queues AS q ON q.name = i.queue
-    WHERE i.id = $1
-      AND i.lease_token = $2
-      AND i.lease_owner = $3
+    WHERE i.id = :item_id
+      AND i.lease_token = :lease_token
+      AND i.lease_owner = :actor
       AND i.state = 'pending'
       AND i.lease_expires_at > now()
-      AND i.evidence_hash = $7
+      AND i.evidence_hash = :evidence_hash
       AND i.kind = 'review'
-      AND i.queue = ANY ($9::text[])
+      AND i.queue = ANY (:queue_scope::text[])
       AND EXISTS (SELECT 1 FROM reason_codes AS r
-                  WHERE r.queue = i.queue AND r.code = $6 AND $5 = ANY (r.verdicts))
+                  WHERE r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts))
     FOR UPDATE OF i
 ),
 moved AS (
     UPDATE review_items AS i
-    SET state            = CASE WHEN $5 = 'escalate' THEN 'pending' ELSE 'decided' END,
-        decided_at       = CASE WHEN $5 = 'escalate' THEN NULL ELSE now() END,
-        queue            = CASE WHEN $5 = 'escalate' THEN t.escalation_queue ELSE i.queue END,
-        priority         = CASE WHEN $5 = 'escalate' THEN i.priority + t.escalation_priority_boost
+    SET state            = CASE WHEN :verdict = 'escalate' THEN 'pending' ELSE 'decided' END,
+        decided_at       = CASE WHEN :verdict = 'escalate' THEN NULL ELSE now() END,
+        queue            = CASE WHEN :verdict = 'escalate' THEN t.escalation_queue ELSE i.queue END,
+        priority         = CASE WHEN :verdict = 'escalate' THEN i.priority + t.escalation_priority_boost
                                 ELSE i.priority END,
-        abandon_count    = CASE WHEN $5 = 'escalate' THEN 0 ELSE i.abandon_count END,
-        escalation_count = i.escalation_count + ($5 = 'escalate')::int,
+        abandon_count    = CASE WHEN :verdict = 'escalate' THEN 0 ELSE i.abandon_count END,
+        escalation_count = i.escalation_count + (:verdict = 'escalate')::int,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
         updated_at = now()
     FROM target AS t
@@ -43,7 +41,8 @@ recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
          evidence_hash, lease_token)
-    SELECT t.id, t.queue, $5, $5, $6, $8, $3, $4, $7, $2
+    SELECT t.id, t.queue, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
+           :evidence_hash, :lease_token
     FROM target AS t JOIN moved AS m ON m.id = t.id
     RETURNING *
 )
@@ -51,37 +50,35 @@ SELECT r.*, hint.notification
 FROM recorded AS r
 JOIN target AS t ON t.id = r.item_id,
      casework_notify(json_build_object(
-         'k', CASE WHEN $5 = 'escalate' THEN 'escalated' ELSE 'decided' END,
-         'q', CASE WHEN $5 = 'escalate' THEN t.escalation_queue ELSE r.queue END,
+         'k', CASE WHEN :verdict = 'escalate' THEN 'escalated' ELSE 'decided' END,
+         'q', CASE WHEN :verdict = 'escalate' THEN t.escalation_queue ELSE r.queue END,
          'i', r.item_id, 'd', r.id, 'from', r.queue)::text) AS hint (notification);
 
 -- name: decision_submit_diagnose
 -- Read-only: why did decision_submit write nothing? Runs only on that failure path.
 -- `prior_decision_id` is the verdict already recorded on this item under this very lease:
 -- a console whose answer was lost retries with the same token, and is answered with it.
--- $1 item id, $2 reason code, $3 verdict, $4 lease token
 SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        i.lease_expires_at > now() AS lease_live,
        i.evidence_hash,
        EXISTS (SELECT 1 FROM reason_codes AS r
-               WHERE r.queue = i.queue AND r.code = $2 AND $3 = ANY (r.verdicts))
+               WHERE r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts))
            AS reason_allowed,
        d.id AS prior_decision_id
 FROM review_items AS i
-LEFT JOIN review_decisions AS d ON d.lease_token = $4 AND d.item_id = i.id
-WHERE i.id = $1;
+LEFT JOIN review_decisions AS d ON d.lease_token = :lease_token AND d.item_id = i.id
+WHERE i.id = :item_id;
 
 -- name: decision_overturn
--- Writes an overturn that supersedes $1, which must be the effective decision of its item:
--- not superseded already, and not an escalation. The reversed outcome needs a reason code
--- the catalogue allows for it. The UNIQUE constraint on `supersedes` settles two
--- concurrent overturns of one decision.
--- $1 decision id, $2 reviewer, $3 reviewer role, $4 reason code, $5 note
+-- Writes an overturn that supersedes :decision_id.
+-- Fence: :decision_id is the effective decision of its item (not superseded already, and
+-- not an escalation), and the catalogue allows :reason_code for the reversed outcome.
+-- The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
 WITH target AS (
     SELECT d.id, d.item_id, d.queue, d.evidence_hash,
            CASE d.outcome WHEN 'approve' THEN 'reject' ELSE 'approve' END AS outcome
     FROM review_decisions AS d
-    WHERE d.id = $1
+    WHERE d.id = :decision_id
       AND d.outcome IN ('approve', 'reject')
       AND NOT EXISTS (SELECT 1 FROM review_decisions AS s WHERE s.supersedes = d.id)
 ),
@@ -89,10 +86,11 @@ recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
          evidence_hash, supersedes)
-    SELECT t.item_id, t.queue, 'overturn', t.outcome, $4, $5, $2, $3, t.evidence_hash, t.id
+    SELECT t.item_id, t.queue, 'overturn', t.outcome, :reason_code, :note, :actor, :actor_role,
+           t.evidence_hash, t.id
     FROM target AS t
     WHERE EXISTS (SELECT 1 FROM reason_codes AS r
-                  WHERE r.queue = t.queue AND r.code = $4 AND t.outcome = ANY (r.verdicts))
+                  WHERE r.queue = t.queue AND r.code = :reason_code AND t.outcome = ANY (r.verdicts))
     RETURNING *
 )
 SELECT r.*, hint.notification

@@ -3,48 +3,49 @@
 -- the caller) sits in the WHERE clause of `target`; if any condition fails, nothing is
 -- written and no row comes back. Every action appends one row to exception_events and
 -- sends one hint.
--- Common parameters: actor (the token's user), actor role, and the queues the caller's
--- token covers (NULL: every queue).
+-- Common parameters: :actor (the token's user), :actor_role, and :queue_scope, the queues
+-- the caller's token covers (NULL: every queue).
 
 -- name: exception_raise
--- $1 workflow, $2 source record id, $3 reason code, $4 detail, $5 blocked step,
--- $6 completed steps, $7 evidence, $8 context, $9 consequence, $10 actor, $11 actor role,
--- $12 decision id (apply_decision only)
+-- :decision_id is for the apply_decision workflow only (NULL otherwise).
 SELECT x.exception_id, x.created, hint.notification
-FROM casework_raise_exception($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS x,
+FROM casework_raise_exception(:workflow, :source_record_id, :reason_code, :detail, :blocked_step,
+                              :completed_steps, :evidence, :context, :consequence, :actor,
+                              :actor_role, :decision_id) AS x,
      casework_notify(json_build_object(
-         'k', 'exception', 'q', x.queue, 'i', x.item_id, 'w', $1::text,
+         'k', 'exception', 'q', x.queue, 'i', x.item_id, 'w', :workflow::text,
          'x', x.exception_id)::text) AS hint (notification);
 
 -- name: exception_attach_evidence
 -- Adds references to the record; the state does not change.
--- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 evidence,
--- $7 note
+-- Fence: needs_review or awaiting_approval, the reason allows attach_evidence, and the
+-- caller's live lease (:lease_token) on the item, in :queue_scope.
 WITH target AS (
     SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
-    WHERE e.id = $1
+    WHERE e.id = :exception_id
       AND e.state IN ('needs_review', 'awaiting_approval')
       AND 'attach_evidence' = ANY (r.allowed_actions)
-      AND i.lease_token = $2
-      AND i.lease_owner = $3
+      AND i.lease_token = :lease_token
+      AND i.lease_owner = :actor
       AND i.state = 'pending'
       AND i.lease_expires_at > now()
-      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+      AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
     FOR UPDATE OF e, i
 ),
 changed AS (
     UPDATE exceptions AS e
-    SET evidence = e.evidence || $6::text[], updated_at = now()
+    SET evidence = e.evidence || :evidence::text[], updated_at = now()
     FROM target AS t
     WHERE e.id = t.id
 ),
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, evidence, detail)
-    SELECT t.id, t.workflow, 'evidence_attached', $3, $4, t.state, t.state, t.version, $6, $7
+    SELECT t.id, t.workflow, 'evidence_attached', :actor, :actor_role, t.state, t.state, t.version,
+           :evidence, :note
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -56,8 +57,9 @@ FROM target AS t,
 -- name: exception_submit_correction
 -- A correction for the exception's own reason, with evidence, becomes the record's next
 -- version (numbered per source record) and goes to the workflow's approval queue.
--- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 reason code,
--- $7 changes, $8 evidence, $9 stale steps, $10 note
+-- Fence: needs_review, the reason allows submit_correction, :reason_code is the record's,
+-- evidence given, stale steps among the completed ones, and the caller's live lease
+-- (:lease_token) on the item, in :queue_scope.
 WITH target AS (
     SELECT e.id, e.workflow, e.source_record_id, e.state, e.item_id, i.queue,
            w.approval_queue
@@ -65,17 +67,17 @@ WITH target AS (
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
     JOIN workflows AS w ON w.name = e.workflow
-    WHERE e.id = $1
+    WHERE e.id = :exception_id
       AND e.state = 'needs_review'
       AND 'submit_correction' = ANY (r.allowed_actions)
-      AND e.reason_code = $6
-      AND cardinality($8::text[]) > 0
-      AND $9::text[] <@ e.completed_steps
-      AND i.lease_token = $2
-      AND i.lease_owner = $3
+      AND e.reason_code = :reason_code
+      AND cardinality(:evidence::text[]) > 0
+      AND :stale_steps::text[] <@ e.completed_steps
+      AND i.lease_token = :lease_token
+      AND i.lease_owner = :actor
       AND i.state = 'pending'
       AND i.lease_expires_at > now()
-      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+      AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
     FOR UPDATE OF e, i
 ),
 correction AS (
@@ -86,14 +88,14 @@ correction AS (
            1 + coalesce((SELECT max(c.version) FROM exception_corrections AS c
                          WHERE c.workflow = t.workflow
                            AND c.source_record_id = t.source_record_id), 0),
-           t.id, $6, $7, $9, $8, $10, $3
+           t.id, :reason_code, :changes, :stale_steps, :evidence, :note, :actor
     FROM target AS t
     RETURNING exception_id, version
 ),
 changed AS (
     UPDATE exceptions AS e
-    SET state = 'awaiting_approval', version = c.version, stale_steps = $9,
-        evidence = e.evidence || $8::text[], last_rejection = NULL, updated_at = now()
+    SET state = 'awaiting_approval', version = c.version, stale_steps = :stale_steps,
+        evidence = e.evidence || :evidence::text[], last_rejection = NULL, updated_at = now()
     FROM correction AS c
     WHERE e.id = c.exception_id
 ),
@@ -107,8 +109,9 @@ moved AS (
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, evidence, detail, data)
-    SELECT t.id, t.workflow, 'correction_submitted', $3, $4, t.state, 'awaiting_approval',
-           c.version, $8, $10, jsonb_build_object('changes', $7::jsonb, 'staleSteps', $9::text[])
+    SELECT t.id, t.workflow, 'correction_submitted', :actor, :actor_role, t.state, 'awaiting_approval',
+           c.version, :evidence, :note,
+           jsonb_build_object('changes', :changes::jsonb, 'staleSteps', :stale_steps::text[])
     FROM target AS t JOIN correction AS c ON c.exception_id = t.id
 )
 SELECT t.id, c.version, hint.notification
@@ -121,25 +124,25 @@ JOIN correction AS c ON c.exception_id = t.id,
 -- name: exception_approve_correction
 -- Four-eyes: the approver is not whoever submitted this version. The exception then waits
 -- for a redrive; its item leaves every queue.
--- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 version,
--- $7 note
+-- Fence: awaiting_approval at :version, the reason allows approve_correction, the version
+-- corrected by someone else, and the caller's live lease (:lease_token), in :queue_scope.
 WITH target AS (
     SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
-    WHERE e.id = $1
+    WHERE e.id = :exception_id
       AND e.state = 'awaiting_approval'
       AND 'approve_correction' = ANY (r.allowed_actions)
-      AND e.version = $6
+      AND e.version = :version
       AND EXISTS (SELECT 1 FROM exception_corrections AS c
                   WHERE c.exception_id = e.id AND c.version = e.version
-                    AND c.corrected_by <> $3)
-      AND i.lease_token = $2
-      AND i.lease_owner = $3
+                    AND c.corrected_by <> :actor)
+      AND i.lease_token = :lease_token
+      AND i.lease_owner = :actor
       AND i.state = 'pending'
       AND i.lease_expires_at > now()
-      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+      AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
     FOR UPDATE OF e, i
 ),
 changed AS (
@@ -158,8 +161,8 @@ parked AS (
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, detail)
-    SELECT t.id, t.workflow, 'correction_approved', $3, $4, t.state, 'redrive_pending',
-           t.version, $7
+    SELECT t.id, t.workflow, 'correction_approved', :actor, :actor_role, t.state, 'redrive_pending',
+           t.version, :note
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -170,25 +173,26 @@ FROM target AS t,
 
 -- name: exception_reject_correction
 -- Back to the owner's queue, with the reason for the rejection kept on the record.
--- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 reason
+-- Fence: awaiting_approval, the reason allows reject_correction, and the caller's live lease
+-- (:lease_token) on the item, in :queue_scope.
 WITH target AS (
     SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, i.queue
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
-    WHERE e.id = $1
+    WHERE e.id = :exception_id
       AND e.state = 'awaiting_approval'
       AND 'reject_correction' = ANY (r.allowed_actions)
-      AND i.lease_token = $2
-      AND i.lease_owner = $3
+      AND i.lease_token = :lease_token
+      AND i.lease_owner = :actor
       AND i.state = 'pending'
       AND i.lease_expires_at > now()
-      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+      AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
     FOR UPDATE OF e, i
 ),
 changed AS (
     UPDATE exceptions AS e
-    SET state = 'needs_review', last_rejection = $6, updated_at = now()
+    SET state = 'needs_review', last_rejection = :reason, updated_at = now()
     FROM target AS t
     WHERE e.id = t.id
 ),
@@ -202,8 +206,8 @@ moved AS (
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, detail)
-    SELECT t.id, t.workflow, 'correction_rejected', $3, $4, t.state, 'needs_review',
-           t.version, $6
+    SELECT t.id, t.workflow, 'correction_rejected', :actor, :actor_role, t.state, 'needs_review',
+           t.version, :reason
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -214,27 +218,27 @@ FROM target AS t,
 
 -- name: exception_close
 -- Closing without a correction: rejected, duplicate or obsolete.
--- $1 exception id, $2 lease token, $3 actor, $4 actor role, $5 queue scope, $6 closure,
--- $7 note
+-- Fence: needs_review, the reason allows close_exception, a known :closure, and the
+-- caller's live lease (:lease_token) on the item, in :queue_scope.
 WITH target AS (
     SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
-    WHERE e.id = $1
+    WHERE e.id = :exception_id
       AND e.state = 'needs_review'
       AND 'close_exception' = ANY (r.allowed_actions)
-      AND $6 IN ('rejected', 'duplicate', 'obsolete')
-      AND i.lease_token = $2
-      AND i.lease_owner = $3
+      AND :closure IN ('rejected', 'duplicate', 'obsolete')
+      AND i.lease_token = :lease_token
+      AND i.lease_owner = :actor
       AND i.state = 'pending'
       AND i.lease_expires_at > now()
-      AND ($5::text[] IS NULL OR i.queue = ANY ($5))
+      AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
     FOR UPDATE OF e, i
 ),
 changed AS (
     UPDATE exceptions AS e
-    SET state = 'closed', closure = $6, closed_at = now(), updated_at = now()
+    SET state = 'closed', closure = :closure, closed_at = now(), updated_at = now()
     FROM target AS t
     WHERE e.id = t.id
 ),
@@ -248,8 +252,8 @@ parked AS (
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, detail, data)
-    SELECT t.id, t.workflow, 'closed', $3, $4, t.state, 'closed', t.version, $7,
-           jsonb_build_object('closure', $6::text)
+    SELECT t.id, t.workflow, 'closed', :actor, :actor_role, t.state, 'closed', t.version, :note,
+           jsonb_build_object('closure', :closure::text)
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -264,18 +268,20 @@ FROM target AS t,
 -- holds the exception once it is approved; the version is the fence. For a workflow that
 -- Casework redrives itself (apply_decision), the failed decision goes back on the work list
 -- (`nothing_to_reapply` if it is not failed: the caller answers the redrive at once).
--- $1 exception id, $2 version, $3 actor, $4 actor role, $5 queue scope
+-- Fence: redrive_pending at :version, the reason allows request_redrive, and the owner or
+-- approval queue in :queue_scope.
 WITH target AS (
     SELECT e.id, e.workflow, e.source_record_id, e.state, e.version, e.item_id,
            e.decision_id, e.completed_steps, e.stale_steps, e.owner_role, w.redrive_via
     FROM exceptions AS e
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
     JOIN workflows AS w ON w.name = e.workflow
-    WHERE e.id = $1
+    WHERE e.id = :exception_id
       AND e.state = 'redrive_pending'
-      AND e.version = $2
+      AND e.version = :version
       AND 'request_redrive' = ANY (r.allowed_actions)
-      AND ($5::text[] IS NULL OR e.owner_role = ANY ($5) OR w.approval_queue = ANY ($5))
+      AND (:queue_scope::text[] IS NULL OR e.owner_role = ANY (:queue_scope)
+           OR w.approval_queue = ANY (:queue_scope))
     FOR UPDATE OF e
 ),
 queued AS (
@@ -284,7 +290,7 @@ queued AS (
                                     next_delivery_at)
     SELECT t.workflow || ':' || t.source_record_id || ':v' || t.version, t.id, t.workflow,
            t.source_record_id, t.version,
-           exception_resume_after(t.completed_steps, t.stale_steps), t.stale_steps, $3,
+           exception_resume_after(t.completed_steps, t.stale_steps), t.stale_steps, :actor,
            CASE WHEN t.redrive_via = 'webhook' THEN 'pending' END,
            CASE WHEN t.redrive_via = 'webhook' THEN now() END
     FROM target AS t
@@ -303,7 +309,7 @@ reapplied AS (
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, data)
-    SELECT t.id, t.workflow, 'redrive_requested', $3, $4, t.state, t.state, t.version,
+    SELECT t.id, t.workflow, 'redrive_requested', :actor, :actor_role, t.state, t.state, t.version,
            jsonb_build_object('redriveKey', q.key, 'resumeAfter', q.resume_after,
                               'staleSteps', t.stale_steps)
     FROM target AS t JOIN queued AS q ON q.exception_id = t.id
@@ -328,7 +334,9 @@ LEFT JOIN LATERAL (
 -- The owning system's durable result for the redrive it was given. Success closes the
 -- exception as corrected; failure returns it to its owner with one more attempt counted
 -- and a fresh due time.
--- $1 redrive key, $2 succeeded, $3 detail, $4 actor, $5 actor role, $6 queue scope
+-- Fence: the redrive (:redrive_key) is unanswered and current, the exception is
+-- redrive_pending, the catalogue allows it (Casework's own answers aside), the owner in
+-- :queue_scope, and the answer comes from whom the workflow's route allows.
 WITH target AS (
     SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, x.key, i.queue,
            exception_due_seconds(r, e.consequence) AS due_seconds
@@ -337,26 +345,26 @@ WITH target AS (
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
     JOIN review_items AS i ON i.id = e.item_id
     JOIN workflows AS w ON w.name = e.workflow
-    WHERE x.key = $1
+    WHERE x.key = :redrive_key
       AND x.result IS NULL
       AND e.state = 'redrive_pending'
       AND e.version = x.version
       -- The catalogue governs people; Casework's own answers are never refused by it.
-      AND ('report_redrive_result' = ANY (r.allowed_actions) OR $5 = 'system')
-      AND ($6::text[] IS NULL OR e.owner_role = ANY ($6))
+      AND ('report_redrive_result' = ANY (r.allowed_actions) OR :actor_role = 'system')
+      AND (:queue_scope::text[] IS NULL OR e.owner_role = ANY (:queue_scope))
       -- Who may answer: the owning system; Casework for the redrives it carries out, and
       -- to say that a redrive could not be delivered by webhook.
       AND CASE w.redrive_via
-              WHEN 'casework' THEN $5 = 'system'
-              WHEN 'webhook' THEN $5 <> 'system' OR NOT $2::boolean
-              ELSE $5 <> 'system'
+              WHEN 'casework' THEN :actor_role = 'system'
+              WHEN 'webhook' THEN :actor_role <> 'system' OR NOT :succeeded::boolean
+              ELSE :actor_role <> 'system'
           END
     FOR UPDATE OF x, e
 ),
 reported AS (
     UPDATE exception_redrives AS x
-    SET result = CASE WHEN $2::boolean THEN 'succeeded' ELSE 'failed' END,
-        result_detail = $3, reported_by = $4, reported_at = now(),
+    SET result = CASE WHEN :succeeded::boolean THEN 'succeeded' ELSE 'failed' END,
+        result_detail = :detail, reported_by = :actor, reported_at = now(),
         -- Answered: a delivery not yet made is no longer wanted.
         delivery_state = CASE WHEN x.delivery_state = 'pending' THEN NULL
                               ELSE x.delivery_state END,
@@ -366,11 +374,11 @@ reported AS (
 ),
 changed AS (
     UPDATE exceptions AS e
-    SET state = CASE WHEN $2::boolean THEN 'closed' ELSE 'needs_review' END,
-        closure = CASE WHEN $2::boolean THEN 'corrected' END,
-        closed_at = CASE WHEN $2::boolean THEN now() END,
-        attempts = e.attempts + (NOT $2::boolean)::int,
-        due_at = CASE WHEN $2::boolean THEN e.due_at
+    SET state = CASE WHEN :succeeded::boolean THEN 'closed' ELSE 'needs_review' END,
+        closure = CASE WHEN :succeeded::boolean THEN 'corrected' END,
+        closed_at = CASE WHEN :succeeded::boolean THEN now() END,
+        attempts = e.attempts + (NOT :succeeded::boolean)::int,
+        due_at = CASE WHEN :succeeded::boolean THEN e.due_at
                       ELSE now() + make_interval(secs => t.due_seconds) END,
         updated_at = now()
     FROM target AS t
@@ -378,7 +386,7 @@ changed AS (
 ),
 moved AS (
     UPDATE review_items AS i
-    SET state = CASE WHEN $2::boolean THEN 'parked' ELSE 'pending' END,
+    SET state = CASE WHEN :succeeded::boolean THEN 'parked' ELSE 'pending' END,
         queue = t.owner_role, updated_at = now()
     FROM target AS t
     WHERE i.id = t.item_id
@@ -387,9 +395,9 @@ logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, detail, data)
     SELECT t.id, t.workflow,
-           CASE WHEN $2::boolean THEN 'redrive_succeeded' ELSE 'redrive_failed' END, $4, $5,
-           t.state, CASE WHEN $2::boolean THEN 'closed' ELSE 'needs_review' END, t.version,
-           $3, jsonb_build_object('redriveKey', t.key)
+           CASE WHEN :succeeded::boolean THEN 'redrive_succeeded' ELSE 'redrive_failed' END, :actor, :actor_role,
+           t.state, CASE WHEN :succeeded::boolean THEN 'closed' ELSE 'needs_review' END, t.version,
+           :detail, jsonb_build_object('redriveKey', t.key)
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -400,8 +408,9 @@ FROM target AS t,
 
 -- name: exception_reopen
 -- A closed exception goes back to its reason's owner with a fresh due time and a clean
--- slate for the next correction; the history stays and the reopen is counted. Fenced by the state: of two reopens, one wins.
--- $1 exception id, $2 actor, $3 actor role, $4 queue scope, $5 reason
+-- slate for the next correction; the history stays and the reopen is counted.
+-- Fence: closed (so of two reopens, one wins), the reason allows reopen_exception, and the
+-- owner or approval queue in :queue_scope.
 WITH target AS (
     SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.closure, i.queue,
            r.owner_role, exception_due_seconds(r, e.consequence) AS due_seconds
@@ -409,10 +418,11 @@ WITH target AS (
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
     JOIN workflows AS w ON w.name = e.workflow
-    WHERE e.id = $1
+    WHERE e.id = :exception_id
       AND e.state = 'closed'
       AND 'reopen_exception' = ANY (r.allowed_actions)
-      AND ($4::text[] IS NULL OR r.owner_role = ANY ($4) OR w.approval_queue = ANY ($4))
+      AND (:queue_scope::text[] IS NULL OR r.owner_role = ANY (:queue_scope)
+           OR w.approval_queue = ANY (:queue_scope))
     FOR UPDATE OF e, i
 ),
 changed AS (
@@ -433,7 +443,7 @@ moved AS (
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, detail, data)
-    SELECT t.id, t.workflow, 'reopened', $2, $3, t.state, 'needs_review', t.version, $5,
+    SELECT t.id, t.workflow, 'reopened', :actor, :actor_role, t.state, 'needs_review', t.version, :reason,
            jsonb_build_object('closure', t.closure)
     FROM target AS t
 )
@@ -449,12 +459,11 @@ FROM target AS t,
 -- time moves to its escalation owner's queue, once. One under a live
 -- lease stays with its holder until the lease ends. SKIP LOCKED: a concurrent claim or
 -- action on the same exception is never waited for; the next claim looks again.
--- $1 queue
 WITH overdue AS (
     SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, e.escalation_role
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
-    WHERE (e.owner_role = $1 OR e.escalation_role = $1)
+    WHERE (e.owner_role = :queue OR e.escalation_role = :queue)
       AND e.state = 'needs_review'
       AND e.escalated_at IS NULL
       AND e.due_at <= now()
@@ -494,7 +503,7 @@ FROM (SELECT count(*) AS escalated,
       FROM overdue) AS n
 LEFT JOIN LATERAL (
     SELECT casework_notify(json_build_object(
-               'k', 'exception', 'q', $1::text, 'qs', n.queues, 'ws', n.workflows)::text)
+               'k', 'exception', 'q', :queue::text, 'qs', n.queues, 'ws', n.workflows)::text)
                AS notification
     WHERE n.escalated > 0
 ) AS hint ON true;

@@ -4,7 +4,6 @@
 -- moved it yet.
 
 -- name: exceptions_get_by_ids
--- $1 exception ids
 SELECT e.*,
        e.state IN ('needs_review', 'awaiting_approval') AND e.due_at <= now() AS overdue,
        CASE WHEN e.state = 'needs_review' AND e.escalated_at IS NULL AND e.due_at <= now()
@@ -18,75 +17,68 @@ FROM exceptions AS e
 JOIN review_items AS i ON i.id = e.item_id
 JOIN workflows AS w ON w.name = e.workflow
 JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
-WHERE e.id = ANY ($1::text[]);
+WHERE e.id = ANY (:ids::text[]);
 
--- name: exception_ids_by_item_ids
--- $1 item ids
-SELECT e.item_id, e.id FROM exceptions AS e WHERE e.item_id = ANY ($1::bigint[]);
+-- name: exception_ids_get_by_item_ids
+SELECT e.item_id, e.id FROM exceptions AS e WHERE e.item_id = ANY (:item_ids::bigint[]);
 
--- name: exceptions_page
+-- name: exceptions_get_page
 -- One page of exceptions, oldest first (ids sort by time), filtered; every filter is
 -- optional (NULL). The caller's queue scope limits what it sees.
--- $1 workflow, $2 state, $3 owner role (effective), $4 overdue, $5 source record id,
--- $6 exclusive lower bound on id, $7 page size, $8 queue scope
+-- :owner_role is the effective owner (overdue evaluated as the claim would).
 SELECT e.id
 FROM exceptions AS e
 JOIN workflows AS w ON w.name = e.workflow
 JOIN review_items AS i ON i.id = e.item_id
-WHERE ($1::text IS NULL OR e.workflow = $1)
-  AND ($2::text IS NULL OR e.state = $2)
-  AND ($3::text IS NULL
-       OR $3 = CASE WHEN e.state = 'needs_review' AND e.escalated_at IS NULL
+WHERE (:workflow::text IS NULL OR e.workflow = :workflow)
+  AND (:state::text IS NULL OR e.state = :state)
+  AND (:owner_role::text IS NULL
+       OR :owner_role = CASE WHEN e.state = 'needs_review' AND e.escalated_at IS NULL
                          AND e.due_at <= now()
                          AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
                     THEN e.escalation_role ELSE e.owner_role END)
-  AND ($4::boolean IS NULL
-       OR $4 = (e.state IN ('needs_review', 'awaiting_approval') AND e.due_at <= now()))
-  AND ($5::text IS NULL OR e.source_record_id = $5)
-  AND e.id > $6
-  AND ($8::text[] IS NULL OR e.owner_role = ANY ($8) OR e.escalation_role = ANY ($8)
-       OR w.approval_queue = ANY ($8)
+  AND (:overdue::boolean IS NULL
+       OR :overdue = (e.state IN ('needs_review', 'awaiting_approval') AND e.due_at <= now()))
+  AND (:source_record_id::text IS NULL OR e.source_record_id = :source_record_id)
+  AND e.id > :after_id
+  AND (:queue_scope::text[] IS NULL OR e.owner_role = ANY (:queue_scope)
+       OR e.escalation_role = ANY (:queue_scope)
+       OR w.approval_queue = ANY (:queue_scope)
        OR EXISTS (SELECT 1 FROM exception_reasons AS r
                   WHERE r.workflow = e.workflow AND r.code = e.reason_code
-                    AND r.owner_role = ANY ($8)))
+                    AND r.owner_role = ANY (:queue_scope)))
 ORDER BY e.id
-LIMIT $7;
+LIMIT :page_size;
 
 -- name: exception_events_get_by_exception_ids
--- $1 exception ids
 SELECT v.* FROM exception_events AS v
-WHERE v.exception_id = ANY ($1::text[])
+WHERE v.exception_id = ANY (:exception_ids::text[])
 ORDER BY v.exception_id, v.id;
 
 -- name: exception_corrections_get_by_exception_ids
 -- Every correction version of each exception, oldest first.
--- $1 exception ids
 SELECT c.* FROM exception_corrections AS c
-WHERE c.exception_id = ANY ($1::text[])
+WHERE c.exception_id = ANY (:exception_ids::text[])
 ORDER BY c.exception_id, c.version;
 
 -- name: exception_redrives_get_by_exception_ids
--- $1 exception ids
 SELECT x.* FROM exception_redrives AS x
-WHERE x.exception_id = ANY ($1::text[])
+WHERE x.exception_id = ANY (:exception_ids::text[])
 ORDER BY x.exception_id, x.version;
 
 -- name: exception_redrive_get
--- $1 redrive key
-SELECT x.* FROM exception_redrives AS x WHERE x.key = $1;
+SELECT x.* FROM exception_redrives AS x WHERE x.key = :redrive_key;
 
--- name: exception_event_position
+-- name: exception_event_get_position
 -- Where an event sits in its workflow's commit-ordered stream.
--- $1 event id
-SELECT v.workflow, v.txid, v.id FROM exception_events AS v WHERE v.id = $1;
+SELECT v.workflow, v.txid, v.id FROM exception_events AS v WHERE v.id = :event_id;
 
--- name: exception_events_after_position
--- The next events of a workflow in commit-safe order (see decisions_after_position).
--- $1 workflow, $2 position txid, $3 position id, $4 page size
+-- name: exception_events_get_after_position
+-- The next events of a workflow in commit-safe order (see decisions_get_after_position).
 SELECT v.*
 FROM exception_events AS v
-WHERE v.workflow = $1
-  AND (v.txid, v.id) > ($2::xid8, $3::bigint)
+WHERE v.workflow = :workflow
+  AND (v.txid, v.id) > (:after_txid::xid8, :after_id::bigint)
   AND v.txid < pg_snapshot_xmin(pg_current_snapshot())
 ORDER BY v.txid, v.id
-LIMIT $4;
+LIMIT :page_size;

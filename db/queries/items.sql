@@ -2,12 +2,11 @@
 -- Idempotent on (origin queue, external key). A key seen before keeps its item; if the
 -- item is still pending and the payload differs, the payload is replaced (a re-upload) and
 -- any decision under the current lease will be refused with EvidenceChanged.
--- $1 queue, $2 external keys, $3 priorities, $4 payloads, $5 evidence hashes
 WITH upserted AS (
     INSERT INTO review_items AS i
         (origin_queue, queue, external_key, priority, payload, evidence_hash)
-    SELECT $1, $1, t.external_key, t.priority, t.payload, t.evidence_hash
-    FROM unnest($2::text[], $3::integer[], $4::jsonb[], $5::text[])
+    SELECT :queue, :queue, t.external_key, t.priority, t.payload, t.evidence_hash
+    FROM unnest(:external_keys::text[], :priorities::integer[], :payloads::jsonb[], :evidence_hashes::text[])
         AS t (external_key, priority, payload, evidence_hash)
     -- Key order, not batch order: two batches that share keys lock them in the same order and
     -- so cannot deadlock.
@@ -24,7 +23,7 @@ WITH upserted AS (
 -- listener treats `more` as "re-read everything of this queue").
 notified AS (
     SELECT casework_notify(json_build_object(
-        'k', 'enqueued', 'q', $1::text,
+        'k', 'enqueued', 'q', :queue::text,
         'n', count(*) FILTER (WHERE u.created),
         'e', (array_agg(u.id ORDER BY u.id) FILTER (WHERE NOT u.created))[1:100],
         'more', count(*) FILTER (WHERE NOT u.created) > 100)::text) AS notification
@@ -36,27 +35,112 @@ FROM upserted AS u
 LEFT JOIN notified ON true;
 
 -- name: items_get_by_external_keys
--- $1 origin queue, $2 external keys
 SELECT i.*
 FROM review_items AS i
-WHERE i.origin_queue = $1 AND i.external_key = ANY ($2::text[]);
+WHERE i.origin_queue = :origin_queue AND i.external_key = ANY (:external_keys::text[]);
 
 -- name: items_get_by_ids
--- $1 ids
-SELECT i.* FROM review_items AS i WHERE i.id = ANY ($1::bigint[]);
+SELECT i.* FROM review_items AS i WHERE i.id = ANY (:ids::bigint[]);
 
--- name: items_page
+-- name: items_get_page
 -- One page of a queue's items, oldest id first, filtered by derived state.
--- $1 queue, $2 state filter ('pending', 'leased', 'decided' or NULL for all),
--- $3 exclusive lower bound on id, $4 page size
+-- :state is 'pending', 'leased', 'decided' or NULL for all.
 SELECT i.*
 FROM review_items AS i
-WHERE i.queue = $1
-  AND i.id > $3
-  AND ($2::text IS NULL
-       OR ($2 = 'decided' AND i.state = 'decided')
-       OR ($2 = 'leased' AND i.state = 'pending' AND i.lease_expires_at > now())
-       OR ($2 = 'pending' AND i.state = 'pending'
+WHERE i.queue = :queue
+  AND i.id > :after_id
+  AND (:state::text IS NULL
+       OR (:state = 'decided' AND i.state = 'decided')
+       OR (:state = 'leased' AND i.state = 'pending' AND i.lease_expires_at > now())
+       OR (:state = 'pending' AND i.state = 'pending'
            AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())))
 ORDER BY i.id
-LIMIT $4;
+LIMIT :page_size;
+
+-- name: item_claim_next
+-- Takes the first claimable item of a queue under a fresh lease. An expired lease counts
+-- as an abandonment; the abandonment that reaches max_abandons escalates the item instead
+-- of leasing it (`escalated` is then true and the caller claims again).
+-- Sends one hint (casework_notify): `claimed`, or `escalated` with the queue the item left.
+-- Only a queue's holder role claims there: reviewers, or approvers in an approval queue.
+-- An overdue exception waiting for review belongs to its escalation owner: it is never
+-- handed out from its old owner's queue, and `overdue_exceptions` tells the caller to move
+-- such exceptions (exceptions_escalate_overdue), so no cron job is needed, and a queue
+-- without overdue exceptions pays for none of it.
+WITH candidate AS (
+    SELECT i.id,
+           i.lease_token IS NOT NULL AS lapsed,
+           i.lease_token IS NOT NULL AND i.abandon_count + 1 >= q.max_abandons AS escalates,
+           q.lease_ttl_seconds,
+           coalesce(q.escalation_queue, q.name) AS escalation_queue,
+           q.escalation_priority_boost
+    FROM review_items AS i
+    JOIN queues AS q ON q.name = i.queue
+    WHERE i.queue = :queue
+      AND i.state = 'pending'
+      AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+      AND q.holder_role = :actor_role
+      -- The OR keeps this a per-row lookup by item id, made for exception items only;
+      -- as a plain anti-join the planner scans every overdue exception on every claim.
+      AND (i.kind = 'review'
+           OR NOT EXISTS (SELECT 1 FROM exceptions AS e
+                          WHERE e.item_id = i.id
+                            AND e.state = 'needs_review'
+                            AND e.escalated_at IS NULL
+                            AND e.due_at <= now()
+                            AND e.escalation_role <> i.queue))
+    ORDER BY i.priority DESC, i.created_at
+    LIMIT 1
+    FOR UPDATE OF i SKIP LOCKED
+),
+claimed AS (
+UPDATE review_items AS i
+SET queue            = CASE WHEN c.escalates THEN c.escalation_queue ELSE i.queue END,
+    priority         = CASE WHEN c.escalates THEN i.priority + c.escalation_priority_boost
+                            ELSE i.priority END,
+    abandon_count    = CASE WHEN c.escalates THEN 0 ELSE i.abandon_count + c.lapsed::int END,
+    escalation_count = i.escalation_count + c.escalates::int,
+    lease_owner      = CASE WHEN c.escalates THEN NULL ELSE :actor END,
+    lease_token      = CASE WHEN c.escalates THEN NULL ELSE gen_random_uuid() END,
+    lease_expires_at = CASE WHEN c.escalates THEN NULL
+                            ELSE now() + make_interval(secs => c.lease_ttl_seconds) END,
+    lease_count      = i.lease_count + (NOT c.escalates)::int,
+    updated_at       = now()
+FROM candidate AS c
+WHERE i.id = c.id
+RETURNING i.*, c.escalates AS escalated
+)
+-- Always one row: the claimed item's columns (NULL when nothing was claimed) and whether
+-- overdue exceptions wait to move in or out of this queue. Each probe walks one partial
+-- index in due order (ORDER BY ... LIMIT keeps even a generic plan on the index: a table
+-- scan would have to sort), and counts only exceptions the move can take: one under a live
+-- lease stays with its holder.
+SELECT claimed.*, hint.notification,
+       coalesce((SELECT true
+                 FROM exceptions AS e
+                 JOIN review_items AS x ON x.id = e.item_id
+                 WHERE e.owner_role = :queue
+                   AND e.state = 'needs_review'
+                   AND e.escalated_at IS NULL
+                   AND e.due_at <= now()
+                   AND (x.lease_expires_at IS NULL OR x.lease_expires_at <= now())
+                 ORDER BY e.due_at
+                 LIMIT 1), false)
+       OR coalesce((SELECT true
+                    FROM exceptions AS e
+                    JOIN review_items AS x ON x.id = e.item_id
+                    WHERE e.escalation_role = :queue
+                      AND e.state = 'needs_review'
+                      AND e.escalated_at IS NULL
+                      AND e.due_at <= now()
+                      AND (x.lease_expires_at IS NULL OR x.lease_expires_at <= now())
+                    ORDER BY e.due_at
+                    LIMIT 1), false) AS overdue_exceptions
+FROM (SELECT 1) AS one
+LEFT JOIN claimed ON true
+LEFT JOIN LATERAL (
+    SELECT casework_notify(json_build_object(
+               'k', CASE WHEN claimed.escalated THEN 'escalated' ELSE 'claimed' END,
+               'q', claimed.queue, 'i', claimed.id, 'from', :queue::text)::text) AS notification
+    WHERE claimed.id IS NOT NULL
+) AS hint ON true;

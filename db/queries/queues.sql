@@ -1,43 +1,45 @@
 -- name: queue_upsert
 -- Creates a queue, or changes the settings given (a NULL leaves a setting as it is). The
--- effect's kind and target change together ($6 NULL leaves both).
--- $1 name, $2 lease ttl seconds, $3 max abandons, $4 escalation queue, $5 priority boost,
--- $6 effect kind, $7 effect target, $8 effect secret, $9 effect max attempts,
--- $10 effect timeout seconds (cast: from `coalesce($10, 10)` alone PostgreSQL infers an
--- integer, and asyncpg then truncates a timeout of 0.5 s to 0 and 2.5 s to 2)
+-- effect's kind and target change together (:effect_kind NULL leaves both).
+-- :effect_timeout_seconds is cast: from `coalesce(:effect_timeout_seconds, 10)` alone
+-- PostgreSQL infers an integer, and asyncpg then truncates a timeout of 0.5 s to 0.
 INSERT INTO queues AS q (name, lease_ttl_seconds, max_abandons, escalation_queue,
                          escalation_priority_boost, effect_kind, effect_target, effect_secret,
                          effect_max_attempts, effect_timeout_seconds)
-VALUES ($1, coalesce($2, 300), coalesce($3, 3), $4, coalesce($5, 100), coalesce($6, 'none'),
-        $7, $8, coalesce($9, 8), coalesce($10::double precision, 10))
+VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :escalation_queue,
+        coalesce(:escalation_priority_boost, 100), coalesce(:effect_kind, 'none'),
+        :effect_target, :effect_secret, coalesce(:effect_max_attempts, 8),
+        coalesce(:effect_timeout_seconds::double precision, 10))
 ON CONFLICT (name) DO UPDATE
-    SET lease_ttl_seconds = coalesce($2, q.lease_ttl_seconds),
-        max_abandons = coalesce($3, q.max_abandons),
-        escalation_queue = coalesce($4, q.escalation_queue),
-        escalation_priority_boost = coalesce($5, q.escalation_priority_boost),
-        effect_kind = coalesce($6, q.effect_kind),
-        effect_target = CASE WHEN $6 IS NULL THEN q.effect_target ELSE $7 END,
-        effect_secret = CASE WHEN $6 IS NULL THEN q.effect_secret ELSE $8 END,
-        effect_max_attempts = coalesce($9, q.effect_max_attempts),
-        effect_timeout_seconds = coalesce($10::double precision, q.effect_timeout_seconds),
+    SET lease_ttl_seconds = coalesce(:lease_ttl_seconds, q.lease_ttl_seconds),
+        max_abandons = coalesce(:max_abandons, q.max_abandons),
+        escalation_queue = coalesce(:escalation_queue, q.escalation_queue),
+        escalation_priority_boost = coalesce(:escalation_priority_boost, q.escalation_priority_boost),
+        effect_kind = coalesce(:effect_kind, q.effect_kind),
+        effect_target = CASE WHEN :effect_kind IS NULL THEN q.effect_target ELSE :effect_target END,
+        effect_secret = CASE WHEN :effect_kind IS NULL THEN q.effect_secret ELSE :effect_secret END,
+        effect_max_attempts = coalesce(:effect_max_attempts, q.effect_max_attempts),
+        effect_timeout_seconds = coalesce(:effect_timeout_seconds::double precision, q.effect_timeout_seconds),
         updated_at = now()
 RETURNING q.*;
 
 -- name: queues_get_by_names
--- $1 names
-SELECT q.* FROM queues AS q WHERE q.name = ANY ($1::text[]);
+SELECT q.* FROM queues AS q WHERE q.name = ANY (:names::text[]);
 
 -- name: queues_list
 SELECT q.* FROM queues AS q ORDER BY q.name;
 
--- name: reason_code_upsert
--- $1 queue, $2 code, $3 label, $4 verdicts
-INSERT INTO reason_codes AS r (queue, code, label, verdicts)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (queue, code) DO UPDATE
-    SET label = excluded.label, verdicts = excluded.verdicts
-RETURNING r.*;
+-- name: queues_get_holder_roles
+SELECT q.name, q.holder_role FROM queues AS q WHERE q.name = ANY (:names::text[]);
 
--- name: reason_codes_get_by_queues
--- $1 queue names
-SELECT r.* FROM reason_codes AS r WHERE r.queue = ANY ($1::text[]) ORDER BY r.queue, r.code;
+-- name: queue_get_backlog
+-- The figures a backlog subscriber sees: pending (claimable now), leased, and the age of
+-- the oldest claimable item. Walks the claim index only.
+SELECT count(*) FILTER (WHERE i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+           AS pending,
+       count(*) FILTER (WHERE i.lease_expires_at > now()) AS leased,
+       extract(epoch FROM now() - min(i.created_at)
+               FILTER (WHERE i.lease_expires_at IS NULL OR i.lease_expires_at <= now()))
+           AS oldest_pending_age_seconds
+FROM review_items AS i
+WHERE i.queue = :queue AND i.state = 'pending';

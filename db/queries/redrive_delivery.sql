@@ -1,10 +1,9 @@
--- Delivering redrives by webhook. Like applications_claim and friends (apply.sql): claim
+-- Delivering redrives by webhook. Like applications_claim and friends (applications.sql): claim
 -- due deliveries under a lock that lapses, attempt outside any transaction, record.
 
 -- name: redrive_deliveries_claim
--- Takes up to $1 due deliveries for one attempt each, with what the owning system needs:
--- the key, where to resume, and the approved correction.
--- $1 how many
+-- Takes up to :batch_size due deliveries for one attempt each, with what the owning system
+-- needs: the key, where to resume, and the approved correction.
 WITH due AS (
     SELECT x.key
     FROM exception_redrives AS x
@@ -18,7 +17,7 @@ WITH due AS (
       AND x.version = e.version
       AND w.redrive_via = 'webhook'
     ORDER BY x.next_delivery_at
-    LIMIT $1
+    LIMIT :batch_size
     FOR UPDATE OF x SKIP LOCKED
 ),
 claimed AS (
@@ -43,28 +42,27 @@ JOIN exception_corrections AS k
 JOIN workflows AS w ON w.name = c.workflow;
 
 -- name: redrive_delivery_record_delivered
--- Only the latest attempt of a pending delivery counts (one that outlived its lock must not
--- undo the one that took over).
--- $1 key, $2 attempt
+-- Fence: only the latest attempt (:attempt) of a pending delivery counts (one that outlived
+-- its lock must not undo the one that took over).
 UPDATE exception_redrives AS x
 SET delivery_state = 'delivered', delivered_at = now(), next_delivery_at = NULL,
     delivery_locked_until = NULL, last_delivery_error = NULL
-WHERE x.key = $1 AND x.delivery_state = 'pending' AND x.delivery_attempts = $2
+WHERE x.key = :redrive_key AND x.delivery_state = 'pending' AND x.delivery_attempts = :attempt
 RETURNING x.key;
 
 -- name: redrive_delivery_record_failure
--- Retried at $5 unless permanent or the last attempt allowed: then `failed`, and the
--- caller reports the redrive failed in the same transaction.
--- $1 key, $2 attempt, $3 error (cut to size: apply.RECEIVER_TEXT_LIMIT), $4 permanent,
--- $5 next attempt at
+-- Retried at :next_attempt_at unless permanent or the last attempt allowed: then `failed`,
+-- and the caller reports the redrive failed in the same transaction.
+-- Fence: as for redrive_delivery_record_delivered.
+-- :error arrives cut to size (apply.RECEIVER_TEXT_LIMIT).
 UPDATE exception_redrives AS x
-SET delivery_state = CASE WHEN $4 OR x.delivery_attempts >= w.redrive_max_attempts
+SET delivery_state = CASE WHEN :permanent OR x.delivery_attempts >= w.redrive_max_attempts
                           THEN 'failed' ELSE 'pending' END,
-    next_delivery_at = CASE WHEN $4 OR x.delivery_attempts >= w.redrive_max_attempts
-                            THEN NULL ELSE $5::timestamptz END,
+    next_delivery_at = CASE WHEN :permanent OR x.delivery_attempts >= w.redrive_max_attempts
+                            THEN NULL ELSE :next_attempt_at::timestamptz END,
     delivery_locked_until = NULL,
-    last_delivery_error = $3
+    last_delivery_error = :error
 FROM workflows AS w
-WHERE w.name = x.workflow AND x.key = $1 AND x.delivery_state = 'pending'
-  AND x.delivery_attempts = $2
+WHERE w.name = x.workflow AND x.key = :redrive_key AND x.delivery_state = 'pending'
+  AND x.delivery_attempts = :attempt
 RETURNING x.delivery_state;

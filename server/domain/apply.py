@@ -15,6 +15,7 @@ from typing import Any
 from server.domain import exceptions, redrives
 from server.domain.exception_records import SYSTEM_ACTOR, SYSTEM_ROLE, Consequence
 from server.domain.model import EffectKind, Principal, Role, Verdict
+from server.store import sql
 from server.store.database import Database, Row
 
 BACKOFF_MAX_SECONDS = 300.0
@@ -99,7 +100,7 @@ class DueApplication:
 
 
 async def claim_due(db: Database, limit: int) -> list[DueApplication]:
-    rows = await db.fetch("applications_claim", limit)
+    rows = await db.fetch(sql.applications.APPLICATIONS_CLAIM, batch_size=limit)
     return [DueApplication.from_row(row) for row in rows]
 
 
@@ -142,13 +143,19 @@ async def record_applied(
 ) -> bool:
     """True if this call applied it; False if it had been applied already (no change).
     A redriven decision's exception closes as corrected in the same transaction."""
-    arguments = (due.decision_id, storable(note), due.attempt, worker, started_at)
+    arguments = {
+        "decision_id": due.decision_id,
+        "note": storable(note),
+        "attempt": due.attempt,
+        "worker": worker,
+        "started_at": started_at,
+    }
     if due.redrive_key is None:
         # The common case: one statement, no transaction to open and close.
-        row = await db.fetchrow("application_record_applied", *arguments)
+        row = await db.fetchrow(sql.applications.APPLICATION_RECORD_APPLIED, **arguments)
     else:
         async with db.transaction() as tx:
-            row = await tx.fetchrow("application_record_applied", *arguments)
+            row = await tx.fetchrow(sql.applications.APPLICATION_RECORD_APPLIED, **arguments)
             await redrives.answer_as_casework(tx, due.redrive_key, True, storable(note))
     assert row is not None
     return bool(row["applied"])
@@ -182,14 +189,14 @@ async def record_failure(
     exception in workflow apply_decision, or, for a redrive, its failure reported."""
     async with db.transaction() as tx:
         row = await tx.fetchrow(
-            "application_record_failure",
-            due.decision_id,
-            due.attempt,
-            worker,
-            started_at,
-            storable(error),
-            permanent,
-            retry_at,
+            sql.applications.APPLICATION_RECORD_FAILURE,
+            decision_id=due.decision_id,
+            attempt=due.attempt,
+            worker=worker,
+            started_at=started_at,
+            error=storable(error),
+            permanent=permanent,
+            next_attempt_at=retry_at,
         )
         state = None if row is None or row["state"] is None else str(row["state"])
         if state == "failed":
@@ -249,7 +256,9 @@ class Application:
 async def applications_by_decision_ids(
     db: Database, decision_ids: list[int]
 ) -> dict[int, Application]:
-    rows = await db.fetch("applications_get_by_decision_ids", decision_ids)
+    rows = await db.fetch(
+        sql.applications.APPLICATIONS_GET_BY_DECISION_IDS, decision_ids=decision_ids
+    )
     return {
         row["decision_id"]: Application(
             decision_id=row["decision_id"],
@@ -279,7 +288,10 @@ async def attempts_by_decision_ids(
     db: Database, decision_ids: list[int]
 ) -> dict[int, list[Attempt]]:
     by_decision: dict[int, list[Attempt]] = {decision_id: [] for decision_id in decision_ids}
-    for row in await db.fetch("apply_attempts_get_by_decision_ids", decision_ids):
+    attempts = await db.fetch(
+        sql.applications.APPLICATION_ATTEMPTS_GET_BY_DECISION_IDS, decision_ids=decision_ids
+    )
+    for row in attempts:
         by_decision[row["decision_id"]].append(
             Attempt(
                 attempt=row["attempt"],
@@ -303,7 +315,11 @@ class ApplicationLag:
 
 
 async def application_lag(db: Database, queue: str, threshold_seconds: float) -> ApplicationLag:
-    row = await db.fetchrow("queue_application_lag", queue, threshold_seconds)
+    row = await db.fetchrow(
+        sql.applications.APPLICATIONS_GET_QUEUE_LAG,
+        queue=queue,
+        threshold_seconds=threshold_seconds,
+    )
     assert row is not None
     age = row["oldest_unapplied_age_seconds"]
     return ApplicationLag(

@@ -16,6 +16,7 @@ from server.domain.failures import (
 )
 from server.domain.model import Decision, Principal, Role, Verdict
 from server.domain.parsing import parse_id, parse_lease_token
+from server.store import constraints, sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
 
@@ -78,21 +79,21 @@ async def submit_decision(
     verdict = decision.verdict.value
     try:
         row = await db.fetchrow(
-            "decision_submit",
-            item_id,
-            token,
-            principal.user,
-            principal.role.value,
-            verdict,
-            decision.reason_code,
-            decision.evidence_hash,
-            decision.note,
-            sorted(principal.queues),
+            sql.decisions.DECISION_SUBMIT,
+            item_id=item_id,
+            lease_token=token,
+            actor=principal.user,
+            actor_role=principal.role.value,
+            verdict=verdict,
+            reason_code=decision.reason_code,
+            evidence_hash=decision.evidence_hash,
+            note=decision.note,
+            queue_scope=sorted(principal.queues),
         )
     except IntegrityViolation as violation:
         # One verdict per lease: this one lost the race for the row, and the diagnosis
         # finds the verdict that won.
-        if violation.constraint != "review_decisions_lease_token_key":
+        if violation.constraint != constraints.REVIEW_DECISIONS_LEASE_TOKEN:
             raise
         row = None
     if row is not None:
@@ -106,7 +107,11 @@ async def _why_not_recorded(
     """The fence refused the write; say which condition failed, in order of precedence."""
     verdict = decision.verdict.value
     state = await db.fetchrow(
-        "decision_submit_diagnose", item_id, decision.reason_code, verdict, token
+        sql.decisions.DECISION_SUBMIT_DIAGNOSE,
+        item_id=item_id,
+        reason_code=decision.reason_code,
+        verdict=verdict,
+        lease_token=token,
     )
     if state is not None and state["prior_decision_id"] is not None:
         # Before the scope check: an escalation moved the item to a queue the token of the
@@ -149,7 +154,7 @@ async def _answer_retry(
     its holder's secret, so anyone else presenting it gets the answer of any lease that is
     not theirs (None: the diagnosis goes on), and learns nothing of the decision.
     """
-    rows = await db.fetch("decisions_get_by_ids", [prior_id])
+    rows = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_IDS, ids=[prior_id])
     prior = Decision.from_row(rows[0])
     if prior.reviewer != principal.user or not principal.works_in(prior.queue):
         return None
@@ -190,7 +195,7 @@ async def overturn_decision(
     problem = _check_note(overturn.note)
     if problem:
         return problem
-    rows = await db.fetch("decisions_get_by_ids", [decision_id])
+    rows = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_IDS, ids=[decision_id])
     if not rows or not principal.works_in(rows[0]["queue"]):
         return InvalidInput(f"no decision with id {decision_id}", "decisionId")
     target = Decision.from_row(rows[0])
@@ -198,22 +203,22 @@ async def overturn_decision(
         return AlreadySuperseded(decision_id, target.superseded_by)
     try:
         row = await db.fetchrow(
-            "decision_overturn",
-            decision_id,
-            principal.user,
-            principal.role.value,
-            overturn.reason_code,
-            overturn.note,
+            sql.decisions.DECISION_OVERTURN,
+            decision_id=decision_id,
+            actor=principal.user,
+            actor_role=principal.role.value,
+            reason_code=overturn.reason_code,
+            note=overturn.note,
         )
     except IntegrityViolation as violation:
-        if violation.constraint == "review_decisions_supersedes_key":
+        if violation.constraint == constraints.REVIEW_DECISIONS_SUPERSEDES:
             return AlreadySuperseded(decision_id, None)
         raise
     if row is not None:
         return Decision.from_row(row)
     reversed_outcome = Verdict.REJECT if target.outcome is Verdict.APPROVE else Verdict.APPROVE
     # Not superseded a moment ago; if it is now, a concurrent overturn won.
-    again = await db.fetch("decisions_get_by_ids", [decision_id])
+    again = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_IDS, ids=[decision_id])
     if again and again[0]["superseded_by"] is not None:
         return AlreadySuperseded(decision_id, again[0]["superseded_by"])
     return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)

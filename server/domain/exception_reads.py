@@ -15,16 +15,17 @@ from server.domain.failures import InvalidInput
 from server.domain.live import StreamPosition, stream_now
 from server.domain.model import Principal
 from server.domain.parsing import parse_id
+from server.store import sql
 from server.store.database import Database
 
 
 async def exceptions_by_ids(db: Database, ids: list[str]) -> dict[str, ExceptionRecord]:
-    rows = await db.fetch("exceptions_get_by_ids", ids)
+    rows = await db.fetch(sql.exceptions_read.EXCEPTIONS_GET_BY_IDS, ids=ids)
     return {row["id"]: ExceptionRecord.from_row(row) for row in rows}
 
 
 async def exception_ids_by_item_ids(db: Database, item_ids: list[int]) -> dict[int, str]:
-    rows = await db.fetch("exception_ids_by_item_ids", item_ids)
+    rows = await db.fetch(sql.exceptions_read.EXCEPTION_IDS_GET_BY_ITEM_IDS, item_ids=item_ids)
     return {row["item_id"]: row["id"] for row in rows}
 
 
@@ -45,15 +46,15 @@ async def exceptions_page(
     db: Database, principal: Principal, where: ExceptionFilter, after: str, limit: int
 ) -> list[ExceptionRecord]:
     rows = await db.fetch(
-        "exceptions_page",
-        where.workflow,
-        where.state.value if where.state else None,
-        where.owner_role,
-        where.overdue,
-        where.source_record_id,
-        after,
-        limit,
-        principal.queue_scope(),
+        sql.exceptions_read.EXCEPTIONS_GET_PAGE,
+        workflow=where.workflow,
+        state=where.state.value if where.state else None,
+        owner_role=where.owner_role,
+        overdue=where.overdue,
+        source_record_id=where.source_record_id,
+        after_id=after,
+        page_size=limit,
+        queue_scope=principal.queue_scope(),
     )
     ids = [row["id"] for row in rows]
     found = await exceptions_by_ids(db, ids)
@@ -62,21 +63,30 @@ async def exceptions_page(
 
 async def events_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[ExceptionEvent]]:
     by_exception: dict[str, list[ExceptionEvent]] = {i: [] for i in ids}
-    for row in await db.fetch("exception_events_get_by_exception_ids", ids):
+    events = await db.fetch(
+        sql.exceptions_read.EXCEPTION_EVENTS_GET_BY_EXCEPTION_IDS, exception_ids=ids
+    )
+    for row in events:
         by_exception[row["exception_id"]].append(ExceptionEvent.from_row(row))
     return by_exception
 
 
 async def corrections_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[Correction]]:
     by_exception: dict[str, list[Correction]] = {i: [] for i in ids}
-    for row in await db.fetch("exception_corrections_get_by_exception_ids", ids):
+    corrections = await db.fetch(
+        sql.exceptions_read.EXCEPTION_CORRECTIONS_GET_BY_EXCEPTION_IDS, exception_ids=ids
+    )
+    for row in corrections:
         by_exception[row["exception_id"]].append(Correction.from_row(row))
     return by_exception
 
 
 async def redrives_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[Redrive]]:
     by_exception: dict[str, list[Redrive]] = {i: [] for i in ids}
-    for row in await db.fetch("exception_redrives_get_by_exception_ids", ids):
+    redrives = await db.fetch(
+        sql.exceptions_read.EXCEPTION_REDRIVES_GET_BY_EXCEPTION_IDS, exception_ids=ids
+    )
+    for row in redrives:
         by_exception[row["exception_id"]].append(Redrive.from_row(row))
     return by_exception
 
@@ -90,7 +100,7 @@ async def redrives_of(db: Database, exception_id: str) -> list[Redrive]:
 
 
 async def redrive_by_key(db: Database, key: str) -> Redrive | None:
-    row = await db.fetchrow("exception_redrive_get", key)
+    row = await db.fetchrow(sql.exceptions_read.EXCEPTION_REDRIVE_GET, redrive_key=key)
     return None if row is None else Redrive.from_row(row)
 
 
@@ -103,7 +113,7 @@ async def event_stream_start(
     event_id = parse_id(after, "after")
     if isinstance(event_id, InvalidInput):
         return event_id
-    row = await db.fetchrow("exception_event_position", event_id)
+    row = await db.fetchrow(sql.exceptions_read.EXCEPTION_EVENT_GET_POSITION, event_id=event_id)
     if row is None or row["workflow"] != workflow:
         return InvalidInput(f"no event {event_id} in workflow {workflow!r}", "after")
     return StreamPosition(row["txid"], row["id"])
@@ -113,6 +123,10 @@ async def events_after(
     db: Database, workflow: str, position: StreamPosition, limit: int
 ) -> list[tuple[StreamPosition, ExceptionEvent]]:
     rows = await db.fetch(
-        "exception_events_after_position", workflow, position.txid, position.row_id, limit
+        sql.exceptions_read.EXCEPTION_EVENTS_GET_AFTER_POSITION,
+        workflow=workflow,
+        after_txid=position.txid,
+        after_id=position.row_id,
+        page_size=limit,
     )
     return [(StreamPosition(row["txid"], row["id"]), ExceptionEvent.from_row(row)) for row in rows]

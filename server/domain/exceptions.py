@@ -36,8 +36,10 @@ from server.domain.failures import (
 from server.domain.model import Principal, Role
 from server.domain.parsing import parse_lease_token
 from server.domain.workflows import get_reasons
+from server.store import constraints, sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
+from server.store.queries import Query
 
 # Corrections are numbered per source record; two exceptions of one record corrected at
 # the same instant race for a number, and the loser takes the next.
@@ -107,19 +109,19 @@ async def raise_checked(
 ) -> Raised:
     """Raises input that is known to be valid (the API checked it, or Casework built it)."""
     row = await db.fetchrow(
-        "exception_raise",
-        raised.workflow,
-        raised.source_record_id,
-        raised.reason_code,
-        raised.detail,
-        raised.blocked_step,
-        raised.completed_steps,
-        raised.evidence,
-        raised.context if raised.context is not None else {},
-        raised.consequence.value,
-        actor,
-        actor_role,
-        decision_id,
+        sql.exceptions.EXCEPTION_RAISE,
+        workflow=raised.workflow,
+        source_record_id=raised.source_record_id,
+        reason_code=raised.reason_code,
+        detail=raised.detail,
+        blocked_step=raised.blocked_step,
+        completed_steps=raised.completed_steps,
+        evidence=raised.evidence,
+        context=raised.context if raised.context is not None else {},
+        consequence=raised.consequence.value,
+        actor=actor,
+        actor_role=actor_role,
+        decision_id=decision_id,
     )
     assert row is not None
     return Raised(await reload_exception(db, row["exception_id"]), bool(row["created"]))
@@ -149,9 +151,8 @@ async def attach_evidence(
         ExceptionAction.ATTACH_EVIDENCE,
         exception_id,
         lease_token,
-        "exception_attach_evidence",
-        evidence,
-        note,
+        sql.exceptions.EXCEPTION_ATTACH_EVIDENCE,
+        {"evidence": evidence, "note": note},
     )
 
 
@@ -187,17 +188,19 @@ async def submit_correction(
                 ExceptionAction.SUBMIT_CORRECTION,
                 correction.exception_id,
                 correction.lease_token,
-                "exception_submit_correction",
-                correction.reason_code,
-                correction.changes,
-                correction.evidence,
-                correction.stale_steps,
-                correction.note,
+                sql.exceptions.EXCEPTION_SUBMIT_CORRECTION,
+                {
+                    "reason_code": correction.reason_code,
+                    "changes": correction.changes,
+                    "evidence": correction.evidence,
+                    "stale_steps": correction.stale_steps,
+                    "note": correction.note,
+                },
                 reason_code=correction.reason_code,
                 stale_steps=correction.stale_steps,
             )
         except IntegrityViolation as violation:
-            if violation.constraint != "exception_corrections_pkey":
+            if violation.constraint != constraints.EXCEPTION_CORRECTIONS_PKEY:
                 raise
     raise RuntimeError("could not number a correction: too many concurrent corrections")
 
@@ -221,9 +224,8 @@ async def approve_correction(
         ExceptionAction.APPROVE_CORRECTION,
         exception_id,
         lease_token,
-        "exception_approve_correction",
-        version,
-        note,
+        sql.exceptions.EXCEPTION_APPROVE_CORRECTION,
+        {"version": version, "note": note},
         version=version,
     )
 
@@ -242,8 +244,8 @@ async def reject_correction(
         ExceptionAction.REJECT_CORRECTION,
         exception_id,
         lease_token,
-        "exception_reject_correction",
-        reason,
+        sql.exceptions.EXCEPTION_REJECT_CORRECTION,
+        {"reason": reason},
     )
 
 
@@ -270,9 +272,8 @@ async def close_exception(
         ExceptionAction.CLOSE_EXCEPTION,
         exception_id,
         lease_token,
-        "exception_close",
-        closure.value,
-        note,
+        sql.exceptions.EXCEPTION_CLOSE,
+        {"closure": closure.value, "note": note},
     )
 
 
@@ -282,8 +283,9 @@ async def _under_lease(
     action: ExceptionAction,
     exception_id: str,
     lease_token: str,
-    query: str,
-    *args: Any,
+    query: Query[...],
+    arguments: dict[str, Any],
+    *,
     reason_code: str | None = None,
     stale_steps: list[str] | None = None,
     version: int | None = None,
@@ -298,12 +300,12 @@ async def _under_lease(
         return token
     row = await db.fetchrow(
         query,
-        exception_id,
-        token,
-        principal.user,
-        principal.role.value,
-        principal.queue_scope(),
-        *args,
+        exception_id=exception_id,
+        lease_token=token,
+        actor=principal.user,
+        actor_role=principal.role.value,
+        queue_scope=principal.queue_scope(),
+        **arguments,
     )
     if row is not None:
         return await reload_exception(db, exception_id)
@@ -332,15 +334,15 @@ async def reopen_exception(
         return problem
     try:
         row = await db.fetchrow(
-            "exception_reopen",
-            exception_id,
-            principal.user,
-            principal.role.value,
-            principal.queue_scope(),
-            reason,
+            sql.exceptions.EXCEPTION_REOPEN,
+            exception_id=exception_id,
+            actor=principal.user,
+            actor_role=principal.role.value,
+            queue_scope=principal.queue_scope(),
+            reason=reason,
         )
     except IntegrityViolation as violation:
-        if violation.constraint != "exceptions_open_once":
+        if violation.constraint != constraints.EXCEPTIONS_OPEN_ONCE:
             raise
         return InvalidInput(
             "another exception is open for the same workflow, record and reason; work on that one",

@@ -10,6 +10,7 @@ from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import EnqueuedItem, Item, Principal, Role
 from server.domain.parsing import MAX_VALUE_DEPTH, nested_deeper_than
 from server.domain.queues import require_queue
+from server.store import sql
 from server.store.database import Database
 
 MAX_BATCH = 1000
@@ -117,14 +118,16 @@ async def enqueue_items(
     keys = [item.external_key for item in items]
     async with db.transaction() as tx:
         changed = await tx.fetch(
-            "items_upsert",
-            queue,
-            keys,
-            [item.priority for item in items],
-            [item.payload for item in items],
-            hashes,
+            sql.items.ITEMS_UPSERT,
+            queue=queue,
+            external_keys=keys,
+            priorities=[item.priority for item in items],
+            payloads=[item.payload for item in items],
+            evidence_hashes=hashes,
         )
-        rows = await tx.fetch("items_get_by_external_keys", queue, keys)
+        rows = await tx.fetch(
+            sql.items.ITEMS_GET_BY_EXTERNAL_KEYS, origin_queue=queue, external_keys=keys
+        )
     created = {row["external_key"]: row["created"] for row in changed}
     by_key = {row["external_key"]: Item.from_row(row) for row in rows}
     return [

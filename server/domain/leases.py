@@ -6,7 +6,9 @@ from server.domain.failures import InvalidInput, NotPermitted, QueueEmpty, Stale
 from server.domain.model import Claim, Item, Principal, Role
 from server.domain.parsing import parse_id, parse_lease_token
 from server.domain.queues import require_queue
+from server.store import sql
 from server.store.database import Database
+from server.store.queries import Query
 
 # Each pass of the claim leases an item, escalates an abandoned one, or moves overdue
 # exceptions; the bound only guards against a pathological backlog of abandoned items.
@@ -29,7 +31,12 @@ async def claim_next(
     if not principal.works_in(queue):
         return NotPermitted(f"your token does not cover queue {queue!r}")
     for _ in range(MAX_ESCALATIONS_PER_CLAIM):
-        row = await db.fetchrow("item_claim_next", queue, principal.user, principal.role.value)
+        row = await db.fetchrow(
+            sql.items.ITEM_CLAIM_NEXT,
+            queue=queue,
+            actor=principal.user,
+            actor_role=principal.role.value,
+        )
         assert row is not None, "the claim always answers with one row"
         # Overdue exceptions change owner at claim time; the claim says when some wait.
         moved = await _escalate_overdue(db, queue) if row["overdue_exceptions"] else 0
@@ -53,7 +60,7 @@ async def claim_next(
 
 
 async def _escalate_overdue(db: Database, queue: str) -> int:
-    row = await db.fetchrow("exceptions_escalate_overdue", queue)
+    row = await db.fetchrow(sql.exceptions.EXCEPTIONS_ESCALATE_OVERDUE, queue=queue)
     assert row is not None, "an aggregate always returns a row"
     return int(row["escalated"])
 
@@ -61,17 +68,17 @@ async def _escalate_overdue(db: Database, queue: str) -> int:
 async def renew_lease(
     db: Database, principal: Principal, item_id: str, lease_token: str
 ) -> Item | StaleLease | NotPermitted | InvalidInput:
-    return await _fenced_lease_write(db, principal, "lease_renew", item_id, lease_token)
+    return await _fenced_lease_write(db, principal, sql.leases.LEASE_RENEW, item_id, lease_token)
 
 
 async def release_lease(
     db: Database, principal: Principal, item_id: str, lease_token: str
 ) -> Item | StaleLease | NotPermitted | InvalidInput:
-    return await _fenced_lease_write(db, principal, "lease_release", item_id, lease_token)
+    return await _fenced_lease_write(db, principal, sql.leases.LEASE_RELEASE, item_id, lease_token)
 
 
 async def _fenced_lease_write(
-    db: Database, principal: Principal, query: str, item_id: str, lease_token: str
+    db: Database, principal: Principal, query: Query[...], item_id: str, lease_token: str
 ) -> Item | StaleLease | NotPermitted | InvalidInput:
     refusal = _may_hold_leases(principal)
     if refusal:
@@ -82,7 +89,13 @@ async def _fenced_lease_write(
     token = parse_lease_token(lease_token)
     if isinstance(token, InvalidInput):
         return token
-    row = await db.fetchrow(query, parsed_id, token, principal.user, principal.queue_scope())
+    row = await db.fetchrow(
+        query,
+        item_id=parsed_id,
+        lease_token=token,
+        actor=principal.user,
+        queue_scope=principal.queue_scope(),
+    )
     if row is None:
         # The fence refused. An item outside the token's scope answers as one that does not
         # exist, and both as a lease that no longer holds: the caller holds nothing there.

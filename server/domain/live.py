@@ -8,6 +8,7 @@ from datetime import datetime
 from server.domain.failures import InvalidInput
 from server.domain.model import Decision
 from server.domain.parsing import parse_id
+from server.store import sql
 from server.store.database import Database
 
 
@@ -20,7 +21,7 @@ class Backlog:
 
 
 async def queue_backlog(db: Database, queue: str) -> Backlog:
-    row = await db.fetchrow("queue_backlog", queue)
+    row = await db.fetchrow(sql.queues.QUEUE_GET_BACKLOG, queue=queue)
     assert row is not None, "an aggregate always returns a row"
     age = row["oldest_pending_age_seconds"]
     return Backlog(queue, row["pending"], row["leased"], None if age is None else float(age))
@@ -35,14 +36,16 @@ class ExpiredLease:
 
 
 async def next_lease_expiry(db: Database, queues: list[str], after: datetime) -> datetime | None:
-    row = await db.fetchrow("lease_next_expiry", queues, after)
+    row = await db.fetchrow(sql.leases.LEASES_GET_NEXT_EXPIRY, queues=queues, after=after)
     return None if row is None else row["next_expiry"]
 
 
 async def leases_expired_between(
     db: Database, queues: list[str], after: datetime, until: datetime
 ) -> list[ExpiredLease]:
-    rows = await db.fetch("leases_expired_between", queues, after, until)
+    rows = await db.fetch(
+        sql.leases.LEASES_GET_EXPIRED_BETWEEN, queues=queues, after=after, until=until
+    )
     return [
         ExpiredLease(row["id"], row["queue"], row["lease_owner"], row["lease_expires_at"])
         for row in rows
@@ -60,7 +63,7 @@ class StreamPosition:
 
 async def stream_now(db: Database) -> StreamPosition:
     """The place in any commit-ordered stream where what is still to come begins."""
-    row = await db.fetchrow("decision_stream_horizon")
+    row = await db.fetchrow(sql.decisions_read.DECISIONS_GET_STREAM_HORIZON)
     assert row is not None
     # Everything below the horizon is past; anything at or above it is still to come.
     return StreamPosition(row["horizon"] - 1, 2**63 - 1)
@@ -75,7 +78,7 @@ async def stream_start(
     decision_id = parse_id(after, "after")
     if isinstance(decision_id, InvalidInput):
         return decision_id
-    row = await db.fetchrow("decision_position", decision_id)
+    row = await db.fetchrow(sql.decisions_read.DECISION_GET_POSITION, decision_id=decision_id)
     if row is None or row["queue"] != queue:
         return InvalidInput(f"no decision {decision_id} in queue {queue!r}", "after")
     return StreamPosition(row["txid"], row["id"])
@@ -84,5 +87,11 @@ async def stream_start(
 async def decisions_after(
     db: Database, queue: str, position: StreamPosition, limit: int
 ) -> list[tuple[StreamPosition, Decision]]:
-    rows = await db.fetch("decisions_after_position", queue, position.txid, position.row_id, limit)
+    rows = await db.fetch(
+        sql.decisions_read.DECISIONS_GET_AFTER_POSITION,
+        queue=queue,
+        after_txid=position.txid,
+        after_id=position.row_id,
+        page_size=limit,
+    )
     return [(StreamPosition(row["txid"], row["id"]), Decision.from_row(row)) for row in rows]

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import EffectKind, Principal, Queue, ReasonCode, Role, Verdict
+from server.store import sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
 
@@ -156,17 +157,17 @@ async def configure_queue(
         return problem
     try:
         row = await db.fetchrow(
-            "queue_upsert",
-            settings.name,
-            settings.lease_ttl_seconds,
-            settings.max_abandons,
-            settings.escalation_queue,
-            settings.escalation_priority_boost,
-            settings.effect.kind.value if settings.effect else None,
-            settings.effect.target if settings.effect else None,
-            settings.effect.secret if settings.effect else None,
-            settings.effect_max_attempts,
-            settings.effect_timeout_seconds,
+            sql.queues.QUEUE_UPSERT,
+            name=settings.name,
+            lease_ttl_seconds=settings.lease_ttl_seconds,
+            max_abandons=settings.max_abandons,
+            escalation_queue=settings.escalation_queue,
+            escalation_priority_boost=settings.escalation_priority_boost,
+            effect_kind=settings.effect.kind.value if settings.effect else None,
+            effect_target=settings.effect.target if settings.effect else None,
+            effect_secret=settings.effect.secret if settings.effect else None,
+            effect_max_attempts=settings.effect_max_attempts,
+            effect_timeout_seconds=settings.effect_timeout_seconds,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":
@@ -203,11 +204,11 @@ async def define_reason_code(
         return InvalidInput("name at least one verdict the code may be used with", "verdicts")
     try:
         row = await db.fetchrow(
-            "reason_code_upsert",
-            queue,
-            code,
-            label.strip(),
-            sorted({v.value for v in verdicts}),
+            sql.reason_codes.REASON_CODE_UPSERT,
+            queue=queue,
+            code=code,
+            label=label.strip(),
+            verdicts=sorted({v.value for v in verdicts}),
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":
@@ -218,18 +219,19 @@ async def define_reason_code(
 
 
 async def get_queues(db: Database, names: list[str]) -> dict[str, Queue]:
-    rows = await db.fetch("queues_get_by_names", names)
+    rows = await db.fetch(sql.queues.QUEUES_GET_BY_NAMES, names=names)
     return {row["name"]: Queue.from_row(row) for row in rows}
 
 
 async def list_queues(db: Database, principal: Principal) -> list[Queue]:
-    rows = await db.fetch("queues_list")
+    rows = await db.fetch(sql.queues.QUEUES_LIST)
     return [Queue.from_row(row) for row in rows if principal.works_in(row["name"])]
 
 
 async def get_reason_codes(db: Database, queues: list[str]) -> dict[str, list[ReasonCode]]:
     by_queue: dict[str, list[ReasonCode]] = {name: [] for name in queues}
-    for row in await db.fetch("reason_codes_get_by_queues", queues):
+    reason_codes = await db.fetch(sql.reason_codes.REASON_CODES_GET_BY_QUEUES, queues=queues)
+    for row in reason_codes:
         by_queue[row["queue"]].append(ReasonCode.from_row(row))
     return by_queue
 

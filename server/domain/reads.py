@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from server.domain.model import Decision, Item, ItemState
+from server.store import sql
 from server.store.database import Database
 
 
 async def items_by_ids(db: Database, ids: list[int]) -> dict[int, Item]:
-    rows = await db.fetch("items_get_by_ids", ids)
+    rows = await db.fetch(sql.items.ITEMS_GET_BY_IDS, ids=ids)
     return {row["id"]: Item.from_row(row) for row in rows}
 
 
 async def decisions_by_ids(db: Database, ids: list[int]) -> dict[int, Decision]:
-    rows = await db.fetch("decisions_get_by_ids", ids)
+    rows = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_IDS, ids=ids)
     return {row["id"]: Decision.from_row(row) for row in rows}
 
 
 async def decisions_by_item_ids(db: Database, item_ids: list[int]) -> dict[int, list[Decision]]:
     by_item: dict[int, list[Decision]] = {item_id: [] for item_id in item_ids}
-    for row in await db.fetch("decisions_get_by_item_ids", item_ids):
+    for row in await db.fetch(sql.decisions_read.DECISIONS_GET_BY_ITEM_IDS, item_ids=item_ids):
         by_item[row["item_id"]].append(Decision.from_row(row))
     return by_item
 
@@ -32,10 +33,18 @@ def effective_decision(decisions: list[Decision]) -> Decision | None:
 async def items_page(
     db: Database, queue: str, state: ItemState | None, after: int, first: int
 ) -> list[Item]:
-    rows = await db.fetch("items_page", queue, state.value if state else None, after, first)
+    rows = await db.fetch(
+        sql.items.ITEMS_GET_PAGE,
+        queue=queue,
+        state=state.value if state else None,
+        after_id=after,
+        page_size=first,
+    )
     return [Item.from_row(row) for row in rows]
 
 
 async def decisions_page(db: Database, queue: str, after: int, first: int) -> list[Decision]:
-    rows = await db.fetch("decisions_page", queue, after, first)
+    rows = await db.fetch(
+        sql.decisions_read.DECISIONS_GET_PAGE, queue=queue, after_id=after, page_size=first
+    )
     return [Decision.from_row(row) for row in rows]

@@ -11,6 +11,7 @@ from typing import Any
 
 from server.domain import redrives
 from server.domain.apply import storable
+from server.store import sql
 from server.store.database import Database, Row
 
 
@@ -85,13 +86,17 @@ class DueDelivery:
 
 
 async def claim_due(db: Database, limit: int) -> list[DueDelivery]:
-    rows = await db.fetch("redrive_deliveries_claim", limit)
+    rows = await db.fetch(sql.redrive_delivery.REDRIVE_DELIVERIES_CLAIM, batch_size=limit)
     return [DueDelivery.from_row(row) for row in rows]
 
 
 async def record_delivered(db: Database, due: DueDelivery) -> bool:
     """False if this attempt no longer counts (a later one took over its lapsed lock)."""
-    row = await db.fetchrow("redrive_delivery_record_delivered", due.key, due.attempt)
+    row = await db.fetchrow(
+        sql.redrive_delivery.REDRIVE_DELIVERY_RECORD_DELIVERED,
+        redrive_key=due.key,
+        attempt=due.attempt,
+    )
     return row is not None
 
 
@@ -102,12 +107,12 @@ async def record_failure(
     that cannot be delivered goes back to a person in the same transaction."""
     async with db.transaction() as tx:
         row = await tx.fetchrow(
-            "redrive_delivery_record_failure",
-            due.key,
-            due.attempt,
-            storable(error),
-            permanent,
-            retry_at,
+            sql.redrive_delivery.REDRIVE_DELIVERY_RECORD_FAILURE,
+            redrive_key=due.key,
+            attempt=due.attempt,
+            error=storable(error),
+            permanent=permanent,
+            next_attempt_at=retry_at,
         )
         state = None if row is None else str(row["delivery_state"])
         if state == "failed":

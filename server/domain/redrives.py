@@ -33,6 +33,7 @@ from server.domain.failures import (
 )
 from server.domain.model import Principal, Role
 from server.domain.workflows import get_workflows
+from server.store import sql
 from server.store.database import Database, Row
 
 log = logging.getLogger("casework.exceptions")
@@ -54,12 +55,12 @@ async def request_redrive(
         return problem
     async with db.transaction() as tx:
         row = await tx.fetchrow(
-            "exception_request_redrive",
-            exception_id,
-            version,
-            principal.user,
-            principal.role.value,
-            principal.queue_scope(),
+            sql.exceptions.EXCEPTION_REQUEST_REDRIVE,
+            exception_id=exception_id,
+            version=version,
+            actor=principal.user,
+            actor_role=principal.role.value,
+            queue_scope=principal.queue_scope(),
         )
         if row is not None and row["nothing_to_reapply"]:
             # The decision was carried out already: the work is done, say so at once.
@@ -156,13 +157,13 @@ async def _write_report(
     scope: list[str] | None,
 ) -> Row | None:
     return await db.fetchrow(
-        "exception_report_redrive_result",
-        redrive_key,
-        succeeded,
-        detail,
-        actor,
-        actor_role,
-        scope,
+        sql.exceptions.EXCEPTION_REPORT_REDRIVE_RESULT,
+        redrive_key=redrive_key,
+        succeeded=succeeded,
+        detail=detail,
+        actor=actor,
+        actor_role=actor_role,
+        queue_scope=scope,
     )
 
 

@@ -7,6 +7,7 @@ import secrets
 from datetime import datetime
 
 from server.domain.model import Principal, Role
+from server.store import sql
 from server.store.database import Database
 
 TOKEN_PREFIX = "cw_"
@@ -30,7 +31,12 @@ async def create_token(
         raise ValueError("a reviewer token must name at least one queue (--queue)")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     await owner_db.fetchrow(
-        "token_insert", hash_token(token), user, role.value, sorted(set(queues)), expires_at
+        sql.tokens.TOKEN_INSERT,
+        token_hash=hash_token(token),
+        user_name=user,
+        role=role.value,
+        queues=sorted(set(queues)),
+        expires_at=expires_at,
     )
     return token
 
@@ -38,7 +44,7 @@ async def create_token(
 async def authenticate(db: Database, token: str) -> Principal | None:
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
         return None
-    row = await db.fetchrow("token_get_active", hash_token(token))
+    row = await db.fetchrow(sql.tokens.TOKEN_GET_ACTIVE, token_hash=hash_token(token))
     if row is None:
         return None
     return Principal(
@@ -51,4 +57,4 @@ async def authenticate(db: Database, token: str) -> Principal | None:
 
 async def revoke_tokens(owner_db: Database, user: str) -> int:
     """Revokes every live token of a user; returns how many. Needs the owner connection."""
-    return len(await owner_db.fetch("tokens_revoke_for_user", user))
+    return len(await owner_db.fetch(sql.tokens.TOKENS_REVOKE_FOR_USER, user_name=user))

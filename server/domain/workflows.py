@@ -15,6 +15,7 @@ from server.domain.exception_rules import NAME
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import Principal, Role
 from server.domain.queues import REASON_CODE, check_webhook, not_covered
+from server.store import sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
 
@@ -96,7 +97,10 @@ async def configure_workflow(
             "only Casework's own workflow (apply_decision) is redriven by Casework", "redriveVia"
         )
     if approval_queue is not None:
-        owners = await db.fetch("exception_reasons_get_by_workflows", await _workflow_names(db))
+        owners = await db.fetch(
+            sql.exception_reasons.EXCEPTION_REASONS_GET_BY_WORKFLOWS,
+            workflows=await _workflow_names(db),
+        )
         if any(approval_queue in (r["owner_role"], r["escalation_role"]) for r in owners):
             return InvalidInput(
                 f"queue {approval_queue!r} is an owner role; approvals need a queue of their "
@@ -108,14 +112,14 @@ async def configure_workflow(
         approval_queue = existing[name].approval_queue
     try:
         row = await db.fetchrow(
-            "workflow_upsert",
-            name,
-            approval_queue,
-            settings.redrive_via.value if settings.redrive_via else None,
-            settings.redrive_target,
-            settings.redrive_secret,
-            settings.redrive_max_attempts,
-            settings.redrive_timeout_seconds,
+            sql.workflows.WORKFLOW_UPSERT,
+            name=name,
+            approval_queue=approval_queue,
+            redrive_via=settings.redrive_via.value if settings.redrive_via else None,
+            redrive_target=settings.redrive_target,
+            redrive_secret=settings.redrive_secret,
+            redrive_max_attempts=settings.redrive_max_attempts,
+            redrive_timeout_seconds=settings.redrive_timeout_seconds,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":
@@ -166,7 +170,9 @@ async def define_exception_reason(
         return unknown_workflow(reason.workflow)
     holders = {
         row["name"]: row["holder_role"]
-        for row in await db.fetch("queue_holder_roles", [reason.owner_role, reason.escalation_role])
+        for row in await db.fetch(
+            sql.queues.QUEUES_GET_HOLDER_ROLES, names=[reason.owner_role, reason.escalation_role]
+        )
     }
     for field, queue in (
         ("ownerRole", reason.owner_role),
@@ -179,31 +185,37 @@ async def define_exception_reason(
         if holders[queue] != Role.REVIEWER.value:
             return InvalidInput(f"queue {queue!r} is an approval queue, not a team's", field)
     row = await db.fetchrow(
-        "exception_reason_upsert",
-        reason.workflow,
-        reason.code,
-        reason.label.strip(),
-        reason.owner_role,
-        reason.escalation_role,
-        sorted({action.value for action in reason.allowed_actions}),
-        *(reason.due_seconds[level] for level in Consequence),
+        sql.exception_reasons.EXCEPTION_REASON_UPSERT,
+        workflow=reason.workflow,
+        code=reason.code,
+        label=reason.label.strip(),
+        owner_role=reason.owner_role,
+        escalation_role=reason.escalation_role,
+        allowed_actions=sorted({action.value for action in reason.allowed_actions}),
+        due_low_seconds=reason.due_seconds[Consequence.LOW],
+        due_medium_seconds=reason.due_seconds[Consequence.MEDIUM],
+        due_high_seconds=reason.due_seconds[Consequence.HIGH],
+        due_critical_seconds=reason.due_seconds[Consequence.CRITICAL],
     )
     assert row is not None
     return ExceptionReason.from_row(row)
 
 
 async def get_workflows(db: Database, names: list[str]) -> dict[str, Workflow]:
-    rows = await db.fetch("workflows_get_by_names", names)
+    rows = await db.fetch(sql.workflows.WORKFLOWS_GET_BY_NAMES, names=names)
     return {row["name"]: Workflow.from_row(row) for row in rows}
 
 
 async def list_workflows(db: Database) -> list[Workflow]:
-    return [Workflow.from_row(row) for row in await db.fetch("workflows_list")]
+    return [Workflow.from_row(row) for row in await db.fetch(sql.workflows.WORKFLOWS_LIST)]
 
 
 async def get_reasons(db: Database, workflows: list[str]) -> dict[str, list[ExceptionReason]]:
     by_workflow: dict[str, list[ExceptionReason]] = {name: [] for name in workflows}
-    for row in await db.fetch("exception_reasons_get_by_workflows", workflows):
+    reasons = await db.fetch(
+        sql.exception_reasons.EXCEPTION_REASONS_GET_BY_WORKFLOWS, workflows=workflows
+    )
+    for row in reasons:
         by_workflow[row["workflow"]].append(ExceptionReason.from_row(row))
     return by_workflow
 

@@ -6,6 +6,7 @@ one place that reads them.
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,24 +15,31 @@ CHANNEL = "casework_events"
 # PostgreSQL refuses a NOTIFY payload of 8000 bytes or more.
 MAX_PAYLOAD_BYTES = 7999
 
-KINDS = frozenset(
-    {
-        "enqueued",
-        "claimed",
-        "renewed",
-        "released",
-        "decided",
-        "escalated",
-        "overturned",
-        "exception",
-    }
-)
-# Made by this process only, never by the database: see server/events/expiry.py.
-EXPIRED = "expired"
+
+class EventKind(enum.StrEnum):
+    """What a hint says happened. The values are what the SQL writes as `k`
+    (tests/unit/test_event_kinds.py holds the two together)."""
+
+    ENQUEUED = "enqueued"
+    CLAIMED = "claimed"
+    RENEWED = "renewed"
+    RELEASED = "released"
+    DECIDED = "decided"
+    ESCALATED = "escalated"
+    OVERTURNED = "overturned"
+    EXCEPTION = "exception"
+    # Made by this process only, never by the database: see server/events/expiry.py.
+    EXPIRED = "expired"
+
+
+# What a payload from the database may say; any other kind is not trusted.
+DATABASE_KINDS = frozenset(EventKind) - {EventKind.EXPIRED}
 
 
 @dataclass(frozen=True)
 class Event:
+    # parse_event and the expiry timer always give an EventKind; a StrEnum is a str, so
+    # events built from plain strings (as tests do) compare the same.
     kind: str
     queue: str
     item_id: int | None = None
@@ -42,9 +50,9 @@ class Event:
     evidence_changed: tuple[int, ...] = field(default=())
     more: bool = False
     owner: str | None = None
-    # For EXPIRED: when the lease ran out.
+    # For EventKind.EXPIRED: when the lease ran out.
     expired_at: datetime | None = None
-    # For "exception": the workflows concerned, and other queues the change touched.
+    # For EventKind.EXCEPTION: the workflows concerned, and other queues the change touched.
     workflows: tuple[str, ...] = field(default=())
     other_queues: tuple[str, ...] = field(default=())
 
@@ -63,10 +71,10 @@ def parse_event(payload: str) -> Event | None:
         kind, queue = data["k"], data["q"]
     except (ValueError, KeyError, TypeError):
         return None
-    if kind not in KINDS or not isinstance(queue, str):
+    if kind not in DATABASE_KINDS or not isinstance(queue, str):
         return None
     return Event(
-        kind=kind,
+        kind=EventKind(kind),
         queue=queue,
         item_id=data.get("i"),
         decision_id=data.get("d"),

@@ -13,14 +13,14 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from server.domain import live
-from server.events.channels import EXPIRED, Event
+from server.events.channels import Event, EventKind
 from server.events.hub import Hub
 from server.events.outage import OutageLog, Retrying
 from server.store.database import Database
 
 log = logging.getLogger("casework.events.expiry")
 
-LEASE_EVENTS = frozenset({"claimed", "renewed"})
+LEASE_EVENTS = frozenset({EventKind.CLAIMED, EventKind.RENEWED})
 RETRY_SECONDS = 1.0
 
 
@@ -96,7 +96,7 @@ class LeaseExpiryTimer:
             for lease in expired:
                 self._hub.dispatch(
                     Event(
-                        EXPIRED,
+                        EventKind.EXPIRED,
                         lease.queue,
                         lease.item_id,
                         owner=lease.owner,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import overload
+
 import strawberry
 
 from server.domain import exception_records, failures
@@ -63,11 +65,9 @@ class AlreadySuperseded(Error):
 @strawberry.type(description="An exception action its state, or its reason, does not allow.")
 class InvalidTransition(Error):
     exception_id: strawberry.ID
-    state: ExceptionState = strawberry.field(  # type: ignore[valid-type]
-        description="The state the exception is in."
-    )
-    action: ExceptionAction  # type: ignore[valid-type]
-    allowed_actions: list[ExceptionAction] = strawberry.field(  # type: ignore[valid-type]
+    state: ExceptionState = strawberry.field(description="The state the exception is in.")
+    action: ExceptionAction
+    allowed_actions: list[ExceptionAction] = strawberry.field(
         description="What may happen from here."
     )
 
@@ -93,6 +93,28 @@ ErrorType = (
 
 def _id(value: int | None) -> strawberry.ID | None:
     return None if value is None else strawberry.ID(str(value))
+
+
+# One overload per failure: mypy applies them member by member to a union, so a domain
+# result narrowed to its failures maps onto exactly the members of the resolver's union.
+@overload
+def from_failure(failure: failures.NotPermitted) -> NotPermitted: ...
+@overload
+def from_failure(failure: failures.InvalidInput) -> InvalidInput: ...
+@overload
+def from_failure(failure: failures.QueueEmpty) -> QueueEmpty: ...
+@overload
+def from_failure(failure: failures.StaleLease) -> StaleLease: ...
+@overload
+def from_failure(failure: failures.EvidenceChanged) -> EvidenceChanged: ...
+@overload
+def from_failure(failure: failures.InvalidReasonCode) -> InvalidReasonCode: ...
+@overload
+def from_failure(failure: failures.AlreadySuperseded) -> AlreadySuperseded: ...
+@overload
+def from_failure(failure: failures.InvalidTransition) -> InvalidTransition: ...
+@overload
+def from_failure(failure: failures.AlreadyQueued) -> AlreadyQueued: ...
 
 
 def from_failure(failure: failures.Failure) -> ErrorType:

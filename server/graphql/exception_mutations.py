@@ -10,8 +10,7 @@ from strawberry.types import Info
 
 from server.domain import exceptions, redrives, workflows
 from server.domain.exception_records import Consequence as DomainConsequence
-from server.domain.exception_records import ExceptionRecord
-from server.domain.failures import Failure, is_failure
+from server.domain.failures import is_failure
 from server.graphql.context import Context
 from server.graphql.errors import (
     AlreadyQueued,
@@ -103,7 +102,7 @@ class RaiseExceptionInput:
     source_record_id: str
     reason_code: str
     detail: str = strawberry.field(description="Plain language: what blocks the next step.")
-    consequence: Consequence  # type: ignore[valid-type]
+    consequence: Consequence
     completed_steps: list[str] = strawberry.field(default_factory=list)
     blocked_step: str | None = None
     evidence: list[str] = strawberry.field(
@@ -112,6 +111,19 @@ class RaiseExceptionInput:
     context: JSON | None = strawberry.field(
         default=None, description="Minimum facts as a JSON object; no credential-like keys."
     )
+
+    def to_domain(self) -> exceptions.RaiseInput:
+        return exceptions.RaiseInput(
+            workflow=self.workflow,
+            source_record_id=self.source_record_id,
+            reason_code=self.reason_code,
+            detail=self.detail,
+            consequence=self.consequence,
+            completed_steps=list(self.completed_steps),
+            evidence=list(self.evidence),
+            blocked_step=self.blocked_step,
+            context=self.context,
+        )
 
 
 @strawberry.input
@@ -133,6 +145,17 @@ class SubmitCorrectionInput:
         default_factory=list, description="Completed steps that must run again."
     )
     note: str | None = None
+
+    def to_domain(self) -> exceptions.CorrectionInput:
+        return exceptions.CorrectionInput(
+            exception_id=self.exception_id,
+            lease_token=self.lease_token,
+            reason_code=self.reason_code,
+            changes=self.changes,
+            evidence=list(self.evidence),
+            stale_steps=list(self.stale_steps),
+            note=self.note,
+        )
 
 
 @strawberry.input
@@ -167,7 +190,7 @@ class ReportRedriveResultInput:
 class CloseExceptionInput:
     exception_id: strawberry.ID
     lease_token: str
-    closure: ExceptionClosure  # type: ignore[valid-type]
+    closure: ExceptionClosure
     note: str | None = None
 
 
@@ -183,7 +206,7 @@ class ConfigureWorkflowInput:
     approval_queue: str | None = strawberry.field(
         default=None, description="Where corrections wait for an approver; required at first."
     )
-    redrive_via: RedriveVia | None = None  # type: ignore[valid-type]
+    redrive_via: RedriveVia | None = None
     redrive_target: str | None = strawberry.field(
         default=None, description="WEBHOOK: the URL redrives are POSTed to."
     )
@@ -193,6 +216,17 @@ class ConfigureWorkflowInput:
     redrive_max_attempts: int | None = None
     redrive_timeout_seconds: float | None = None
 
+    def to_domain(self) -> workflows.WorkflowSettings:
+        return workflows.WorkflowSettings(
+            name=self.name,
+            approval_queue=self.approval_queue,
+            redrive_via=self.redrive_via,
+            redrive_target=self.redrive_target,
+            redrive_secret=self.redrive_secret,
+            redrive_max_attempts=self.redrive_max_attempts,
+            redrive_timeout_seconds=self.redrive_timeout_seconds,
+        )
+
 
 @strawberry.input
 class DueSecondsInput:
@@ -200,6 +234,9 @@ class DueSecondsInput:
     medium: int
     high: int
     critical: int
+
+    def to_domain(self) -> dict[DomainConsequence, int]:
+        return {level: getattr(self, level.value) for level in DomainConsequence}
 
 
 @strawberry.input
@@ -211,17 +248,27 @@ class DefineExceptionReasonInput:
     escalation_owner_role: str = strawberry.field(
         description="The queue of the team it passes to when overdue."
     )
-    allowed_actions: list[ExceptionAction]  # type: ignore[valid-type]
+    allowed_actions: list[ExceptionAction]
     due_seconds: DueSecondsInput = strawberry.field(description="By consequence level.")
+
+    def to_domain(self) -> workflows.ReasonDefinition:
+        return workflows.ReasonDefinition(
+            workflow=self.workflow,
+            code=self.code,
+            label=self.label,
+            owner_role=self.owner_role,
+            escalation_role=self.escalation_owner_role,
+            allowed_actions=list(self.allowed_actions),
+            due_seconds=self.due_seconds.to_domain(),
+        )
 
 
 # --- resolvers ----------------------------------------------------------------------------
 
 
-def _updated(result: ExceptionRecord | Failure) -> ExceptionActionResult:
+def _updated(result: exceptions.ActionResult) -> ExceptionActionResult:
     if is_failure(result):
-        return from_failure(result)  # type: ignore[return-value]
-    assert isinstance(result, ExceptionRecord)
+        return from_failure(result)
     return ExceptionUpdated(exception=ExceptionNode.from_domain(result))
 
 
@@ -232,22 +279,10 @@ class ExceptionMutation:
         self, info: Info[Context, None], input: RaiseExceptionInput
     ) -> RaiseExceptionResult:
         result = await exceptions.raise_exception(
-            info.context.db,
-            info.context.principal,
-            exceptions.RaiseInput(
-                workflow=input.workflow,
-                source_record_id=input.source_record_id,
-                reason_code=input.reason_code,
-                detail=input.detail,
-                consequence=input.consequence,
-                completed_steps=list(input.completed_steps),
-                evidence=list(input.evidence),
-                blocked_step=input.blocked_step,
-                context=input.context,
-            ),
+            info.context.db, info.context.principal, input.to_domain()
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return ExceptionRaised(
             exception=ExceptionNode.from_domain(result.exception), created=result.created
         )
@@ -274,19 +309,7 @@ class ExceptionMutation:
     ) -> ExceptionActionResult:
         ctx = info.context
         return _updated(
-            await exceptions.submit_correction(
-                ctx.db,
-                ctx.principal,
-                exceptions.CorrectionInput(
-                    exception_id=input.exception_id,
-                    lease_token=input.lease_token,
-                    reason_code=input.reason_code,
-                    changes=input.changes,
-                    evidence=list(input.evidence),
-                    stale_steps=list(input.stale_steps),
-                    note=input.note,
-                ),
-            )
+            await exceptions.submit_correction(ctx.db, ctx.principal, input.to_domain())
         )
 
     @strawberry.mutation(description="Approves a correction (approvers; never its corrector).")
@@ -324,7 +347,7 @@ class ExceptionMutation:
             info.context.db, info.context.principal, input.exception_id, input.version
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return RedriveQueued(
             exception=ExceptionNode.from_domain(result.exception),
             redrive_key=result.redrive_key,
@@ -342,7 +365,7 @@ class ExceptionMutation:
             input.detail,
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return RedriveResultRecorded(
             exception=ExceptionNode.from_domain(result.exception),
             already_reported=result.already_reported,
@@ -382,39 +405,20 @@ class ExceptionMutation:
         result = await workflows.configure_workflow(
             info.context.db,
             info.context.principal,
-            workflows.WorkflowSettings(
-                name=input.name,
-                approval_queue=input.approval_queue,
-                redrive_via=input.redrive_via,
-                redrive_target=input.redrive_target,
-                redrive_secret=input.redrive_secret,
-                redrive_max_attempts=input.redrive_max_attempts,
-                redrive_timeout_seconds=input.redrive_timeout_seconds,
-            ),
+            input.to_domain(),
             allowed_hosts=info.context.effect_allowed_hosts,
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return WorkflowConfigured(workflow=Workflow.from_domain(result))
 
     @strawberry.mutation(description="Adds or changes a reason of a workflow. Admins only.")
     async def define_exception_reason(
         self, info: Info[Context, None], input: DefineExceptionReasonInput
     ) -> DefineExceptionReasonResult:
-        due = input.due_seconds
         result = await workflows.define_exception_reason(
-            info.context.db,
-            info.context.principal,
-            workflows.ReasonDefinition(
-                workflow=input.workflow,
-                code=input.code,
-                label=input.label,
-                owner_role=input.owner_role,
-                escalation_role=input.escalation_owner_role,
-                allowed_actions=list(input.allowed_actions),
-                due_seconds={level: getattr(due, level.value) for level in DomainConsequence},
-            ),
+            info.context.db, info.context.principal, input.to_domain()
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return ExceptionReasonDefined(reason=ExceptionReason.from_domain(result))

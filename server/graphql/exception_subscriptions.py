@@ -15,6 +15,7 @@ from server.domain import exception_reads, workflows
 from server.domain import exception_records as records
 from server.domain.failures import InvalidInput
 from server.domain.live import StreamPosition
+from server.events.channels import EventKind
 from server.events.subscriber import Inbox
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
@@ -41,7 +42,7 @@ class ExceptionSubscription:
         self, info: Info[Context, None], workflow: str, after: strawberry.ID | None = None
     ) -> AsyncGenerator[ExceptionEvent, None]:
         ctx = info.context
-        inbox = Inbox(accepts=lambda event: event.kind == "exception")
+        inbox = Inbox(accepts=lambda event: event.kind == EventKind.EXCEPTION)
         # Listen before reading, so nothing committed in between is missed.
         with ctx.live.hub.subscribe(workflows=(workflow,), inbox=inbox):
             await when_available(inbox, functools.partial(_require_workflow, info, workflow))

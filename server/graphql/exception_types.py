@@ -13,19 +13,26 @@ from server.domain import exception_records as records
 from server.graphql.context import Context
 from server.graphql.types import Decision, PageInfo, ReviewItem
 
-ExceptionState = strawberry.enum(records.ExceptionState, name="ExceptionState")
-ExceptionClosure = strawberry.enum(records.Closure, name="ExceptionClosure")
-Consequence = strawberry.enum(
+# As in types.py: strawberry.enum marks the domain enum itself, and the names below are the
+# classes, so mypy reads them as types.
+strawberry.enum(records.ExceptionState, name="ExceptionState")
+strawberry.enum(records.Closure, name="ExceptionClosure")
+strawberry.enum(
     records.Consequence, name="Consequence", description="Sets the due time, with the reason."
 )
-ExceptionAction = strawberry.enum(records.ExceptionAction, name="ExceptionAction")
-RedriveVia = strawberry.enum(
+strawberry.enum(records.ExceptionAction, name="ExceptionAction")
+strawberry.enum(
     records.RedriveVia,
     name="RedriveVia",
     description="SUBSCRIPTION: the owning system follows exceptionEvents. WEBHOOK: Casework "
     "POSTs each redrive to it, signed, with the redrive key as Idempotency-Key. CASEWORK: "
     "Casework carries the redrive out itself (apply_decision re-applies the decision).",
 )
+ExceptionState = records.ExceptionState
+ExceptionClosure = records.Closure
+Consequence = records.Consequence
+ExceptionAction = records.ExceptionAction
+RedriveVia = records.RedriveVia
 
 
 @strawberry.type
@@ -45,7 +52,7 @@ class ExceptionReason:
     escalation_owner_role: str = strawberry.field(
         description="The team (queue) it passes to when overdue."
     )
-    allowed_actions: list[ExceptionAction]  # type: ignore[valid-type]
+    allowed_actions: list[ExceptionAction]
     due_seconds: DueSeconds
 
     @classmethod
@@ -71,7 +78,7 @@ def _action_order(action: records.ExceptionAction) -> int:
 class Workflow:
     name: str
     approval_queue: str
-    redrive_via: RedriveVia  # type: ignore[valid-type]
+    redrive_via: RedriveVia
     redrive_target: str | None
     redrive_max_attempts: int
     redrive_timeout_seconds: float
@@ -178,8 +185,8 @@ class ExceptionEvent:
     )
     actor: str
     actor_role: str
-    from_state: ExceptionState | None  # type: ignore[valid-type]
-    to_state: ExceptionState  # type: ignore[valid-type]
+    from_state: ExceptionState | None
+    to_state: ExceptionState
     version: int
     evidence: list[str]
     detail: str | None
@@ -238,9 +245,9 @@ class ExceptionNode:
     )
     evidence: list[str] = strawberry.field(description="References, never documents.")
     context: JSON
-    consequence: Consequence  # type: ignore[valid-type]
-    state: ExceptionState  # type: ignore[valid-type]
-    closure: ExceptionClosure | None  # type: ignore[valid-type]
+    consequence: Consequence
+    state: ExceptionState
+    closure: ExceptionClosure | None
     owner_role: str = strawberry.field(
         description="The team that owns it now; past the due time, the escalation owner."
     )
@@ -258,7 +265,7 @@ class ExceptionNode:
     last_rejection: str | None = strawberry.field(
         description="Why the approver rejected the latest correction."
     )
-    allowed_actions: list[ExceptionAction] = strawberry.field(  # type: ignore[valid-type]
+    allowed_actions: list[ExceptionAction] = strawberry.field(
         description="What may happen next, by its state and its reason."
     )
     created_at: datetime
@@ -361,7 +368,7 @@ class ExceptionConnection:
 @strawberry.input
 class ExceptionFilter:
     workflow: str | None = None
-    state: ExceptionState | None = None  # type: ignore[valid-type]
+    state: ExceptionState | None = None
     owner_role: str | None = strawberry.field(
         default=None, description="The owner now, as overdue escalation evaluates it."
     )

@@ -126,15 +126,28 @@ class NewItemInput:
     priority: int | None = None
     payload: JSON = strawberry.field(description="A JSON object, at most 64 KiB canonical.")
 
+    def to_domain(self) -> enqueueing.NewItem:
+        return enqueueing.NewItem(self.external_key, self.payload, self.priority or 0)
+
 
 @strawberry.input
 class SubmitDecisionInput:
     item_id: strawberry.ID
     lease_token: str
-    verdict: Verdict  # type: ignore[valid-type]
+    verdict: Verdict
     reason_code: str
     evidence_hash: str = strawberry.field(description="The hash the claim returned.")
     note: str | None = None
+
+    def to_domain(self) -> decisions.DecisionInput:
+        return decisions.DecisionInput(
+            item_id=self.item_id,
+            lease_token=self.lease_token,
+            verdict=self.verdict,
+            reason_code=self.reason_code,
+            evidence_hash=self.evidence_hash,
+            note=self.note,
+        )
 
 
 @strawberry.input
@@ -143,16 +156,22 @@ class OverturnDecisionInput:
     reason_code: str
     note: str | None = None
 
+    def to_domain(self) -> decisions.OverturnInput:
+        return decisions.OverturnInput(self.decision_id, self.reason_code, self.note)
+
 
 @strawberry.input(description="How a queue's decisions are carried out.")
 class EffectInput:
-    kind: EffectKind  # type: ignore[valid-type]
+    kind: EffectKind
     target: str | None = strawberry.field(
         default=None, description="A webhook URL, or a handler name (entry point)."
     )
     secret: str | None = strawberry.field(
         default=None, description="Webhooks: the HMAC-SHA256 signing key (16+ characters)."
     )
+
+    def to_domain(self) -> queues.Effect:
+        return queues.Effect(self.kind, self.target, self.secret)
 
 
 @strawberry.input
@@ -166,13 +185,25 @@ class ConfigureQueueInput:
     effect_max_attempts: int | None = None
     effect_timeout_seconds: float | None = None
 
+    def to_domain(self) -> queues.QueueSettings:
+        return queues.QueueSettings(
+            name=self.name,
+            lease_ttl_seconds=self.lease_ttl_seconds,
+            max_abandons=self.max_abandons,
+            escalation_queue=self.escalation_queue,
+            escalation_priority_boost=self.escalation_priority_boost,
+            effect=None if self.effect is None else self.effect.to_domain(),
+            effect_max_attempts=self.effect_max_attempts,
+            effect_timeout_seconds=self.effect_timeout_seconds,
+        )
+
 
 @strawberry.input
 class DefineReasonCodeInput:
     queue: str
     code: str
     label: str
-    verdicts: list[Verdict]  # type: ignore[valid-type]
+    verdicts: list[Verdict]
 
 
 # --- resolvers ----------------------------------------------------------------------------
@@ -189,10 +220,10 @@ class Mutation:
             ctx.db,
             ctx.principal,
             queue,
-            [enqueueing.NewItem(i.external_key, i.payload, i.priority or 0) for i in items],
+            [item.to_domain() for item in items],
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return EnqueuedItems(
             items=[
                 EnqueuedItem(
@@ -208,7 +239,7 @@ class Mutation:
     async def claim_next(self, info: Info[Context, None], queue: str) -> ClaimResult:
         result = await leases.claim_next(info.context.db, info.context.principal, queue)
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return Claim(
             item=ReviewItem.from_domain(result.item),
             lease_token=str(result.lease_token),
@@ -224,7 +255,7 @@ class Mutation:
             info.context.db, info.context.principal, item_id, lease_token
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         assert result.lease_expires_at is not None
         return LeaseRenewed(
             item=ReviewItem.from_domain(result), lease_expires_at=result.lease_expires_at
@@ -238,7 +269,7 @@ class Mutation:
             info.context.db, info.context.principal, item_id, lease_token
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return LeaseReleased(item=ReviewItem.from_domain(result))
 
     @strawberry.mutation(description="Records a verdict under a live lease; fenced by its token.")
@@ -246,19 +277,10 @@ class Mutation:
         self, info: Info[Context, None], input: SubmitDecisionInput
     ) -> SubmitDecisionResult:
         result = await decisions.submit_decision(
-            info.context.db,
-            info.context.principal,
-            decisions.DecisionInput(
-                item_id=input.item_id,
-                lease_token=input.lease_token,
-                verdict=input.verdict,
-                reason_code=input.reason_code,
-                evidence_hash=input.evidence_hash,
-                note=input.note,
-            ),
+            info.context.db, info.context.principal, input.to_domain()
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         if isinstance(result, decisions.Replayed):
             return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
         return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
@@ -270,12 +292,10 @@ class Mutation:
         self, info: Info[Context, None], input: OverturnDecisionInput
     ) -> OverturnDecisionResult:
         result = await decisions.overturn_decision(
-            info.context.db,
-            info.context.principal,
-            decisions.OverturnInput(input.decision_id, input.reason_code, input.note),
+            info.context.db, info.context.principal, input.to_domain()
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
 
     @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")
@@ -285,22 +305,11 @@ class Mutation:
         result = await queues.configure_queue(
             info.context.db,
             info.context.principal,
-            queues.QueueSettings(
-                name=input.name,
-                lease_ttl_seconds=input.lease_ttl_seconds,
-                max_abandons=input.max_abandons,
-                escalation_queue=input.escalation_queue,
-                escalation_priority_boost=input.escalation_priority_boost,
-                effect=None
-                if input.effect is None
-                else queues.Effect(input.effect.kind, input.effect.target, input.effect.secret),
-                effect_max_attempts=input.effect_max_attempts,
-                effect_timeout_seconds=input.effect_timeout_seconds,
-            ),
+            input.to_domain(),
             allowed_hosts=info.context.effect_allowed_hosts,
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return QueueConfigured(queue=Queue.from_domain(result))
 
     @strawberry.mutation(description="Adds or changes a code in a queue's catalogue. Admins only.")
@@ -316,5 +325,5 @@ class Mutation:
             verdicts=list(input.verdicts),
         )
         if is_failure(result):
-            return from_failure(result)  # type: ignore[return-value]
+            return from_failure(result)
         return ReasonCodeDefined(queue=result.queue, reason_code=ReasonCode.from_domain(result))

@@ -17,7 +17,7 @@ from server.domain.failures import InvalidInput
 from server.domain.model import Decision as DomainDecision
 from server.domain.model import Item
 from server.domain.parsing import parse_id
-from server.events.channels import EXPIRED, Event
+from server.events.channels import Event, EventKind
 from server.events.subscriber import Inbox, Resync
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
@@ -83,34 +83,51 @@ def _require_queue(info: Info[Context, None], queue: str) -> None:
 def _expired_before(event: Event, since: datetime) -> bool:
     """A lease that ran out before the subscription began. The expiry timer may look back
     further than that (to its last check), but it is not news to this subscriber."""
-    return event.kind == EXPIRED and event.expired_at is not None and event.expired_at <= since
+    return (
+        event.kind == EventKind.EXPIRED
+        and event.expired_at is not None
+        and event.expired_at <= since
+    )
+
+
+# Hints a lease watcher is told of; the others (enqueued, overturned) are not news to it.
+LEASE_EVENT_KINDS = {
+    EventKind.CLAIMED: LeaseEventKind.CLAIMED,
+    EventKind.RENEWED: LeaseEventKind.RENEWED,
+    EventKind.RELEASED: LeaseEventKind.RELEASED,
+    EventKind.DECIDED: LeaseEventKind.DECIDED,
+    EventKind.ESCALATED: LeaseEventKind.ESCALATED,
+    EventKind.EXPIRED: LeaseEventKind.EXPIRED,
+    EventKind.EXCEPTION: LeaseEventKind.EXCEPTION,
+}
+
+# What each hint means to an open console; a claim is decided in _item_kind, by whose it is.
+ITEM_UPDATE_KINDS = {
+    EventKind.EXPIRED: ItemUpdateKind.LEASE_LOST,
+    EventKind.ENQUEUED: ItemUpdateKind.EVIDENCE_CHANGED,
+    EventKind.OVERTURNED: ItemUpdateKind.DECISION_CHANGED,
+    EventKind.EXCEPTION: ItemUpdateKind.EXCEPTION_CHANGED,
+    EventKind.DECIDED: ItemUpdateKind.DECIDED,
+    EventKind.ESCALATED: ItemUpdateKind.ESCALATED,
+    EventKind.RELEASED: ItemUpdateKind.RELEASED,
+}
+
+# What decisionEvents re-reads for: a new row in review_decisions.
+DECISION_EVENT_KINDS = frozenset({EventKind.DECIDED, EventKind.ESCALATED, EventKind.OVERTURNED})
 
 
 def _lease_kind(message: Event | Resync) -> LeaseEventKind | None:
     if isinstance(message, Resync):
         return LeaseEventKind.RESYNC
-    try:
-        return LeaseEventKind(message.kind)
-    except ValueError:
-        return None
+    return LEASE_EVENT_KINDS.get(EventKind(message.kind))
 
 
 def _item_kind(message: Event | Resync, item: Item, me: str) -> ItemUpdateKind | None:
     if isinstance(message, Resync):
         return ItemUpdateKind.RESYNC
-    if message.kind == EXPIRED:
-        return ItemUpdateKind.LEASE_LOST
-    if message.kind == "claimed":
+    if message.kind == EventKind.CLAIMED:
         return ItemUpdateKind.LEASE_LOST if item.lease_owner != me else None
-    if message.kind == "enqueued":
-        return ItemUpdateKind.EVIDENCE_CHANGED
-    if message.kind == "overturned":
-        return ItemUpdateKind.DECISION_CHANGED
-    if message.kind == "exception":
-        return ItemUpdateKind.EXCEPTION_CHANGED
-    if message.kind in {"decided", "escalated", "released"}:
-        return ItemUpdateKind(message.kind)
-    return None
+    return ITEM_UPDATE_KINDS.get(EventKind(message.kind))
 
 
 @strawberry.type
@@ -145,7 +162,9 @@ class Subscription:
         live_updates = info.context.live
         since = datetime.now(UTC)
         inbox = Inbox(
-            accepts=lambda event: event.kind != "enqueued" and not _expired_before(event, since)
+            accepts=lambda event: (
+                event.kind != EventKind.ENQUEUED and not _expired_before(event, since)
+            )
         )
         with live_updates.hub.subscribe(queues=(queue,), inbox=inbox):
             live_updates.timer.watchers_changed()
@@ -157,7 +176,7 @@ class Subscription:
                 if kind is None:
                     continue
                 event = message if isinstance(message, Event) else None
-                if event is not None and event.kind == "escalated" and event.queue != queue:
+                if event is not None and event.kind == EventKind.ESCALATED and event.queue != queue:
                     kind = LeaseEventKind.ESCALATED
                 yield LeaseEvent(
                     kind=kind,
@@ -217,7 +236,7 @@ class Subscription:
     ) -> AsyncGenerator[Decision, None]:
         _require_queue(info, queue)
         ctx = info.context
-        inbox = Inbox(accepts=lambda event: event.kind in {"decided", "escalated", "overturned"})
+        inbox = Inbox(accepts=lambda event: event.kind in DECISION_EVENT_KINDS)
         # Listen before reading, so nothing committed in between is missed.
         with ctx.live.hub.subscribe(queues=(queue,), inbox=inbox):
             position = await when_available(

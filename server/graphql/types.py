@@ -18,11 +18,16 @@ from server.graphql.context import Context
 if TYPE_CHECKING:
     from server.graphql.exception_types import ExceptionNode
 
-Verdict = strawberry.enum(model.Verdict, name="Verdict")
-EffectKind = strawberry.enum(model.EffectKind, name="EffectKind")
-ItemState = strawberry.enum(
+# strawberry.enum marks the domain enum itself as the GraphQL enum and returns that class.
+# Naming the class, not the call's result, lets mypy read these names as types.
+strawberry.enum(model.Verdict, name="Verdict")
+strawberry.enum(model.EffectKind, name="EffectKind")
+strawberry.enum(
     model.ItemState, name="ItemState", description="LEASED is a pending item under a live lease."
 )
+Verdict = model.Verdict
+EffectKind = model.EffectKind
+ItemState = model.ItemState
 
 MAX_PAGE = 200
 
@@ -77,7 +82,7 @@ class PageInfo:
 class ReasonCode:
     code: str
     label: str
-    verdicts: list[Verdict]  # type: ignore[valid-type]
+    verdicts: list[Verdict]
 
     @classmethod
     def from_domain(cls, reason: model.ReasonCode) -> ReasonCode:
@@ -123,7 +128,7 @@ class ReviewItem:
         )
 
     @strawberry.field
-    def state(self, info: Info[Context, None]) -> ItemState:  # type: ignore[valid-type]
+    def state(self, info: Info[Context, None]) -> ItemState:
         return self._item.state(info.context.now)
 
     @strawberry.field(description="The live lease, if any. Its token is never shown here.")
@@ -206,7 +211,7 @@ class Decision:
     _decision: strawberry.Private[model.Decision]
     id: strawberry.ID
     queue: str
-    verdict: Verdict = strawberry.field(  # type: ignore[valid-type]
+    verdict: Verdict = strawberry.field(
         description="What this row means for the subject; for an overturn, the reversed outcome."
     )
     is_overturn: bool
@@ -319,7 +324,7 @@ class Queue:
     max_abandons: int
     escalation_queue: str | None
     escalation_priority_boost: int
-    effect_kind: EffectKind  # type: ignore[valid-type]
+    effect_kind: EffectKind
     effect_target: str | None
     effect_max_attempts: int
     effect_timeout_seconds: float
@@ -368,7 +373,7 @@ class Queue:
     async def items(
         self,
         info: Info[Context, None],
-        state: ItemState | None = None,  # type: ignore[valid-type]
+        state: ItemState | None = None,
         first: int = 50,
         after: str | None = None,
     ) -> ItemConnection:

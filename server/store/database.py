@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 
 from server.store.errors import IntegrityViolation
-from server.store.queries import Queries
+from server.store.queries import P, Queries, Query, QueryArguments
 
 Row = Mapping[str, Any]
 
@@ -85,22 +85,33 @@ class Database:
         # Inside a transaction: hints wait here for the commit, and die with a rollback.
         self._held_hints: list[str] | None = None
 
-    async def fetch(self, query: str, *args: Any) -> list[Row]:
+    async def fetch(self, query: Query[P], *args: P.args, **kwargs: P.kwargs) -> list[Row]:
+        sql, values = self._bind(query, args, kwargs)
         try:
-            rows: list[Row] = await self._executor.fetch(self.queries[query], *args)
+            rows: list[Row] = await self._executor.fetch(sql, *values)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
         await self._route_hints(rows)
         return rows
 
-    async def fetchrow(self, query: str, *args: Any) -> Row | None:
+    async def fetchrow(self, query: Query[P], *args: P.args, **kwargs: P.kwargs) -> Row | None:
+        sql, values = self._bind(query, args, kwargs)
         try:
-            row: Row | None = await self._executor.fetchrow(self.queries[query], *args)
+            row: Row | None = await self._executor.fetchrow(sql, *values)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
         if row is not None:
             await self._route_hints([row])
         return row
+
+    def _bind(
+        self, query: Query[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[str, list[Any]]:
+        statement = self.queries.statement(query.name)
+        if args:
+            # The generated signatures are keyword-only, so mypy already refuses this.
+            raise QueryArguments(f"query {query.name!r} takes its parameters by name only")
+        return statement.sql, statement.bind(kwargs)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Database]:

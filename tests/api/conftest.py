@@ -11,9 +11,8 @@ import pytest
 from server.app import create_app
 from server.config import Settings
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.store.database import Database
-from tests.conftest import TestDatabase
+from tests.conftest import TestDatabase, token_maker
 
 GraphQL = Callable[..., Awaitable[dict[str, Any]]]
 
@@ -31,8 +30,7 @@ class Tokens:
 
 @pytest.fixture
 async def tokens(owner_db: Database) -> Tokens:
-    async def make(user: str, role: Role, *queues: str) -> str:
-        return await create_token(owner_db, user=user, role=role, queues=list(queues))
+    make = token_maker(owner_db)
 
     return Tokens(
         admin=await make("ada", Role.ADMIN),
@@ -47,10 +45,11 @@ async def tokens(owner_db: Database) -> Tokens:
 
 @asynccontextmanager
 async def in_process_client(
-    test_database: TestDatabase, *, dev: bool
+    test_database: TestDatabase, *, dev: bool, settings: Settings | None = None
 ) -> AsyncIterator[httpx.AsyncClient]:
-    """The real ASGI app, lifespan included, served in-process."""
-    app = create_app(test_database.app_dsn, dev=dev, settings=Settings.from_env())
+    """The real ASGI app, lifespan included, served in-process (settings from the
+    environment unless given)."""
+    app = create_app(test_database.app_dsn, dev=dev, settings=settings or Settings.from_env())
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://casework") as c,
@@ -64,8 +63,7 @@ async def client(test_database: TestDatabase) -> AsyncIterator[httpx.AsyncClient
         yield c
 
 
-@pytest.fixture
-def gql(client: httpx.AsyncClient) -> GraphQL:
+def graphql_caller(client: httpx.AsyncClient) -> GraphQL:
     """POSTs an operation with a bearer token; returns the JSON body of a 200."""
 
     async def run(token: str, query: str, **variables: Any) -> dict[str, Any]:
@@ -79,6 +77,12 @@ def gql(client: httpx.AsyncClient) -> GraphQL:
         return body
 
     return run
+
+
+@pytest.fixture
+def gql(client: httpx.AsyncClient) -> GraphQL:
+    """POSTs an operation with a bearer token; returns the JSON body of a 200."""
+    return graphql_caller(client)
 
 
 SETUP_QUEUES = """

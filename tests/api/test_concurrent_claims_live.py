@@ -7,15 +7,17 @@ import os
 from typing import Any
 
 import httpx
+import pytest
 
 from server.domain.failures import QueueEmpty
 from server.domain.items import NewItem, enqueue_items
 from server.domain.leases import claim_next
 from server.domain.model import Claim, Principal, Role
 from server.domain.tokens import create_token
+from server.store import sql
 from server.store.database import Database
+from tests.api.helpers import CLAIM, DECIDE, decision_input
 from tests.api.live_server import casework_serve
-from tests.api.test_graphql_review_loop import CLAIM, DECIDE, decision_input
 from tests.conftest import INTEGRATION, TestDatabase, reviewer
 from tests.integration.helpers import decide
 
@@ -76,6 +78,7 @@ async def http_claimer(client: httpx.AsyncClient, token: str, ledger: Ledger) ->
         ledger.done(item_id)
 
 
+@pytest.mark.slow
 async def test_mixed_claimers_decide_every_item_exactly_once(
     db: Database, owner_db: Database, test_database: TestDatabase, kyc_queue: str
 ) -> None:
@@ -101,7 +104,9 @@ async def test_mixed_claimers_decide_every_item_exactly_once(
 
     assert ledger.double_holds == []
     assert sorted(ledger.decided) == sorted(enqueued)
-    rows = await owner_db.fetch("decisions_page", kyc_queue, 0, ITEMS + 1)
+    rows = await owner_db.fetch(
+        sql.decisions_read.DECISIONS_GET_PAGE, queue=kyc_queue, after_id=0, page_size=ITEMS + 1
+    )
     per_item: dict[int, int] = {}
     for row in rows:
         per_item[row["item_id"]] = per_item.get(row["item_id"], 0) + 1

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from server.store.database import Database
+from server.store.queries import Query
 from tests.api.conftest import GraphQL, Tokens
-from tests.api.test_graphql_review_loop import CLAIM, DECIDE, decision_input, enqueue
+from tests.api.helpers import CLAIM, DECIDE, decision_input, enqueue
 
 DASHBOARD = """
 {
@@ -41,9 +42,9 @@ async def round_trips(gql: GraphQL, tokens: Tokens, monkeypatch: pytest.MonkeyPa
     calls: list[str] = []
     original_fetch = Database.fetch
 
-    async def counting_fetch(self: Database, query: str, *args: Any) -> Any:
-        calls.append(query)
-        return await original_fetch(self, query, *args)
+    async def counting_fetch(self: Database, query: Query[...], **kwargs: Any) -> Any:
+        calls.append(query.name)
+        return await original_fetch(self, query, **kwargs)
 
     with monkeypatch.context() as patch:
         patch.setattr(Database, "fetch", counting_fetch)

@@ -2,68 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tests.api.conftest import GraphQL, Tokens
-
-ENQUEUE = """
-mutation($queue: String!, $items: [NewItemInput!]!) {
-  enqueueItems(queue: $queue, items: $items) {
-    __typename
-    ... on EnqueuedItems { items { created evidenceUpdated item { id state evidenceHash } } }
-    ... on Error { message }
-  }
-}
-"""
-CLAIM = """
-mutation($queue: String!) {
-  claimNext(queue: $queue) {
-    __typename
-    ... on Claim { leaseToken leaseExpiresAt evidenceHash item { id leaseCount payload } }
-    ... on Error { message }
-  }
-}
-"""
-DECIDE = """
-mutation($input: SubmitDecisionInput!) {
-  submitDecision(input: $input) {
-    __typename
-    ... on DecisionRecorded {
-      replay decision { id verdict reasonCode reviewer item { state } }
-    }
-    ... on EvidenceChanged { currentEvidenceHash }
-    ... on StaleLease { decidedUnderThisLease }
-    ... on Error { message }
-  }
-}
-"""
-OVERTURN = """
-mutation($input: OverturnDecisionInput!) {
-  overturnDecision(input: $input) {
-    __typename
-    ... on DecisionRecorded { decision { id verdict isOverturn supersedes { id } } }
-    ... on Error { message }
-  }
-}
-"""
-
-
-async def enqueue(gql: GraphQL, tokens: Tokens, *keys: str) -> list[dict[str, Any]]:
-    items = [{"externalKey": key, "payload": {"applicant": key}} for key in keys]
-    body = await gql(tokens.integration, ENQUEUE, queue="kyc", items=items)
-    result = body["data"]["enqueueItems"]
-    assert result["__typename"] == "EnqueuedItems", result
-    return [entry["item"] for entry in result["items"]]
-
-
-def decision_input(claim: dict[str, Any], verdict: str, reason: str) -> dict[str, Any]:
-    return {
-        "itemId": claim["item"]["id"],
-        "leaseToken": claim["leaseToken"],
-        "verdict": verdict,
-        "reasonCode": reason,
-        "evidenceHash": claim["evidenceHash"],
-    }
+from tests.api.helpers import CLAIM, DECIDE, ENQUEUE, OVERTURN, decision_input, enqueue
 
 
 async def test_enqueue_claim_decide_overturn(gql: GraphQL, tokens: Tokens, kyc: str) -> None:

@@ -13,12 +13,13 @@ import httpx
 
 from server.config import REPO_ROOT
 from tests.api.live_server import casework_serve_process
-from tests.live.helpers import serve_env, wait_for_readiness
-from tests.live.test_resilience import (
+from tests.live.helpers import (
     DOWN_WITHIN_SECONDS,
     RECOVER_WITHIN_SECONDS,
     migrated_database,
     private_postgres,
+    serve_env,
+    wait_for_readiness,
 )
 
 

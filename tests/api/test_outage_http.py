@@ -23,15 +23,17 @@ from server.graphql.codes import RETRY_AFTER_SECONDS
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
 from tests import pg
+from tests.api.helpers import CLAIM, DECIDE, decision_input
 from tests.api.live_server import Served, casework_serve_process
-from tests.api.test_graphql_review_loop import CLAIM, DECIDE, decision_input
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase
-from tests.live.helpers import PrivatePostgres, serve_env, wait_for_readiness
-from tests.live.test_resilience import (
+from tests.live.helpers import (
     DOWN_WITHIN_SECONDS,
     RECOVER_WITHIN_SECONDS,
+    PrivatePostgres,
     migrated_database,
     private_postgres,
+    serve_env,
+    wait_for_readiness,
 )
 
 READ = "{ queues { name } }"

@@ -31,7 +31,7 @@ from server.store.queries import Queries
 from tests import pg
 from tests.api.live_server import casework_serve_process
 from tests.conftest import TestDatabase
-from tests.live.helpers import serve_env
+from tests.live.helpers import Api, serve_env
 
 ROLES = [role.value for role in Role]
 SCOPES = ("in", "out")
@@ -154,16 +154,8 @@ class World:
         return next(self.serial)
 
     async def call(self, token: str, query: str, **variables: Any) -> dict[str, Any]:
-        response = await self.http.post(
-            "/graphql",
-            json={"query": query, "variables": variables},
-            headers={"Authorization": f"Bearer {token}"},
-        )
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        assert "errors" not in body, body
-        data: dict[str, Any] = body["data"]
-        return data
+        """A 200 without errors[]: its data."""
+        return await Api(self.http).call(token, query, **variables)
 
     def holder(self, role: str, holding_role: str) -> str:
         """Who holds a lease for the case: the acting user (through its in-scope token) when

@@ -1,5 +1,7 @@
 """Shared by the apply tests: a queue with an effect, decisions made fast through the domain,
-`casework worker` processes, bounded waits on the work list, and its invariants."""
+`casework worker` processes, bounded waits on the work list, and its invariants; and for
+redrives by webhook, the supplier walk-through's exception corrected and approved, and an
+in-process worker whose claim rounds and deliveries a test awaits."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+import httpx
 
 from server.config import REPO_ROOT
 from server.domain.failures import QueueEmpty
@@ -22,8 +25,21 @@ from server.domain.items import MAX_BATCH, NewItem, enqueue_items
 from server.domain.leases import claim_next
 from server.domain.model import Claim, EffectKind, Principal
 from server.domain.queues import Effect, QueueSettings, configure_queue
+from server.domain.redrive_delivery import DueDelivery
 from server.store.database import Database
+from server.worker import ApplyWorker, WorkerSettings, WorkerStats
+from tests.api.conftest import GraphQL
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer
+from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, WORKFLOW, People
+from tests.exceptions.operations import (
+    APPROVE_CORRECTION,
+    EXCEPTION_FIELDS,
+    REQUEST_REDRIVE,
+    SUBMIT_CORRECTION,
+    claim,
+    raise_mismatch,
+    run,
+)
 from tests.integration.helpers import decide
 
 SECRET = "casework-test-signing-secret"
@@ -32,6 +48,8 @@ BACKOFF_SECONDS = "0.05"
 # How often a test polls a table it waits on: no signal exists for "the work list drained".
 POLL_SECONDS = 0.1
 WORKER_EXIT_SECONDS = 15.0
+# In-process workers poll often, so that a test never waits on the backstop.
+FAST = WorkerSettings(concurrency=4, backoff_seconds=0.05, poll_seconds=0.05, grace_seconds=5)
 
 
 async def configure_effect(
@@ -184,6 +202,16 @@ async def worker_processes(
                 await worker.kill()
 
 
+@asynccontextmanager
+async def running(worker: ApplyWorker) -> AsyncIterator[ApplyWorker]:
+    task = asyncio.create_task(worker.run())
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        await task
+
+
 async def wait_until(check: Callable[[], Awaitable[Any]], *, within: float, what: str) -> Any:
     """Polls `check` every POLL_SECONDS until it returns something truthy; returns it.
     Fails after `within` seconds. For states that no signal announces."""
@@ -261,3 +289,198 @@ async def inconsistencies(conn: asyncpg.Connection, *, every_attempt_recorded: b
     )
     problems += [f"proof without a work-list row: {row['decision_id']}" for row in orphans]
     return problems
+
+
+# The owning system's signing key: 28 characters.
+REDRIVE_SECRET = "erp-redrive-signing-secret-1"
+
+# How long a test waits for the worker to claim or record what it is expected to.
+RECORD_SECONDS = 15.0
+
+CORRECTION = {"legalEntityId": "LEI-5493001KJTIIGC8Y1R12", "legalName": "Acme Holdings Ltd"}
+
+CORRECTION_EVIDENCE = ["ticket://procurement/PRC-311"]
+
+COMPLETED_STEPS = ["collect_documents", "verify_bank_account"]
+
+CONFIGURE_WORKFLOW = """
+mutation($input: ConfigureWorkflowInput!) {
+  result: configureWorkflow(input: $input) {
+    __typename
+    ... on WorkflowConfigured {
+      workflow { name approvalQueue redriveVia redriveTarget redriveMaxAttempts
+                 redriveTimeoutSeconds }
+    }
+    ... on Error { message }
+    ... on InvalidInput { field }
+  }
+}
+"""
+
+DELIVERY_FIELDS = """
+  key version resumeAfter staleSteps requestedBy requestedAt succeeded resultDetail reportedBy
+  deliveryState deliveryAttempts lastDeliveryError deliveredAt
+"""
+
+EXCEPTION_WITH_DELIVERY = f"""
+query($id: ID!) {{ exception(id: $id) {{ {EXCEPTION_FIELDS} redrive {{ {DELIVERY_FIELDS} }} }} }}
+"""
+
+
+class DeliveringWorker(ApplyWorker):
+    """The real worker, effects and webhook client; the test awaits its claim rounds and its
+    recorded deliveries instead of polling or sleeping."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db, FAST, name="redrive-webhooks")
+        self._changed = asyncio.Condition()
+        # Claim rounds completed (each claims decisions, then redrive deliveries).
+        self.rounds = 0
+
+    async def _start(self, client: httpx.AsyncClient, free: int) -> int:
+        try:
+            return await super()._start(client, free)
+        finally:
+            async with self._changed:
+                self.rounds += 1
+                self._changed.notify_all()
+
+    async def _deliver(self, client: httpx.AsyncClient, due: DueDelivery) -> None:
+        try:
+            await super()._deliver(client, due)
+        finally:
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def _wait(self, ready: Callable[[], bool], what: str, within: float) -> None:
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(ready), within)
+            except TimeoutError:
+                raise AssertionError(
+                    f"not within {within} s: {what}; {self.stats}, {self.rounds} round(s)"
+                ) from None
+
+    async def until(
+        self, check: Callable[[WorkerStats], bool], what: str, within: float = RECORD_SECONDS
+    ) -> None:
+        """Until the worker's stats satisfy `check` (after a recording), bounded."""
+        await self._wait(lambda: check(self.stats), what, within)
+
+    async def claimed_everything_due(self, within: float = RECORD_SECONDS) -> None:
+        """Wakes the worker and waits for a whole claim round that began after this call:
+        whatever was due (and claimable) by now has been claimed by then."""
+        seen = self.rounds
+        self.wake()
+        # Round seen + 1 may have begun before the call; seen + 2 began after it ended.
+        await self._wait(lambda: self.rounds >= seen + 2, "two more claim rounds", within)
+
+
+async def configure_workflow(gql: GraphQL, token: str, **settings: Any) -> dict[str, Any]:
+    return await run(gql, token, CONFIGURE_WORKFLOW, input={"name": WORKFLOW, **settings})
+
+
+async def take_redrives_by_webhook(
+    gql: GraphQL, people: People, target: str, **settings: Any
+) -> dict[str, Any]:
+    """The admin points supplier_onboarding's redrives at `target`, over the API.
+
+    The approval queue is sent again, unchanged: without it the reconfiguration fails (see
+    test_changing_only_the_redrive_route_keeps_the_approval_queue)."""
+    configured = await configure_workflow(
+        gql,
+        people.admin,
+        approvalQueue=APPROVAL_QUEUE,
+        redriveVia="WEBHOOK",
+        redriveTarget=target,
+        redriveSecret=REDRIVE_SECRET,
+        **settings,
+    )
+    assert configured["__typename"] == "WorkflowConfigured", configured
+    workflow: dict[str, Any] = configured["workflow"]
+    return workflow
+
+
+async def correct_and_approve(
+    gql: GraphQL, people: People, exception_id: str, *, stale_steps: list[str]
+) -> int:
+    """sam claims and corrects the exception; ann approves. Returns the approved version."""
+    mine = await claim(gql, people.sam, OWNER_QUEUE)
+    assert mine["item"]["exception"]["id"] == exception_id, mine
+    corrected = await run(
+        gql,
+        people.sam,
+        SUBMIT_CORRECTION,
+        input={
+            "exceptionId": exception_id,
+            "leaseToken": mine["leaseToken"],
+            "reasonCode": "entity_mismatch",
+            "changes": CORRECTION,
+            "evidence": CORRECTION_EVIDENCE,
+            "staleSteps": stale_steps,
+            "note": "The supplier trades under the holding's name; record updated.",
+        },
+    )
+    assert corrected["__typename"] == "ExceptionUpdated", corrected
+    version: int = corrected["exception"]["version"]
+    theirs = await claim(gql, people.ann, APPROVAL_QUEUE)
+    assert theirs["item"]["exception"]["id"] == exception_id, theirs
+    approved = await run(
+        gql,
+        people.ann,
+        APPROVE_CORRECTION,
+        input={"exceptionId": exception_id, "leaseToken": theirs["leaseToken"], "version": version},
+    )
+    assert approved["__typename"] == "ExceptionUpdated", approved
+    assert approved["exception"]["state"] == "REDRIVE_PENDING"
+    return version
+
+
+async def approved_mismatch(
+    gql: GraphQL, people: People, *, stale_steps: list[str] | None = None
+) -> tuple[str, int]:
+    """The walk-through's exception, raised by the ERP, corrected and approved: its id and
+    approved version."""
+    raised = await raise_mismatch(gql, people.erp)
+    assert raised["completedSteps"] == COMPLETED_STEPS
+    version = await correct_and_approve(gql, people, raised["id"], stale_steps=stale_steps or [])
+    return raised["id"], version
+
+
+async def request_redrive(gql: GraphQL, people: People, exception_id: str, version: int) -> str:
+    queued = await run(
+        gql, people.ann, REQUEST_REDRIVE, input={"exceptionId": exception_id, "version": version}
+    )
+    assert queued["__typename"] == "RedriveQueued", queued
+    key: str = queued["redriveKey"]
+    return key
+
+
+async def exception_of(gql: GraphQL, token: str, exception_id: str) -> dict[str, Any]:
+    body = await gql(token, EXCEPTION_WITH_DELIVERY, id=exception_id)
+    assert "errors" not in body, body
+    exception: dict[str, Any] = body["data"]["exception"]
+    return exception
+
+
+async def delivery_row(conn: asyncpg.Connection, key: str) -> dict[str, Any]:
+    row = await conn.fetchrow(
+        "SELECT delivery_state, delivery_attempts, next_delivery_at, delivery_locked_until, "
+        "last_delivery_error, delivered_at FROM exception_redrives WHERE key = $1",
+        key,
+    )
+    assert row is not None, key
+    return dict(row)
+
+
+@asynccontextmanager
+async def redrive_requested(
+    gql: GraphQL, people: People, worker: ApplyWorker
+) -> AsyncIterator[tuple[str, str]]:
+    """The walk-through's exception approved, `worker` running, the redrive requested and the
+    worker woken to deliver it: yields the exception's id and the redrive key."""
+    exception_id, version = await approved_mismatch(gql, people)
+    async with running(worker):
+        key = await request_redrive(gql, people, exception_id, version)
+        worker.wake()
+        yield exception_id, key

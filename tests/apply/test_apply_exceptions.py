@@ -10,7 +10,8 @@ an in-process ApplyWorker whose recordings the test awaits.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,23 +21,23 @@ import pytest
 
 from server.domain.apply import DueApplication
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerStats
-from tests.api import conftest as api_fixtures
 from tests.api.conftest import GraphQL
 from tests.apply.helpers import (
+    FAST,
     SECRET,
     application_row,
     attempt_rows,
     configure_effect,
     inconsistencies,
     make_decision,
+    running,
     wait_until,
     webhook,
 )
 from tests.apply.receiver import OK, Receiver, Reply, always, webhook_receiver
-from tests.apply.test_repeats import FAST, running
+from tests.conftest import token_maker
 from tests.exceptions.operations import (
     APPROVE_CORRECTION,
     EXCEPTION_FIELDS,
@@ -47,10 +48,6 @@ from tests.exceptions.operations import (
     claim,
     run,
 )
-
-# The fixtures of the API tests: the real app in-process, and a GraphQL caller on it.
-client = api_fixtures.client
-gql = api_fixtures.gql
 
 WORKFLOW = "apply_decision"
 OWNER_QUEUE = "apply_decision"
@@ -119,8 +116,7 @@ class Staff:
 
 @pytest.fixture
 async def staff(owner_db: Database) -> Staff:
-    async def make(user: str, role: Role, *queues: str) -> str:
-        return await create_token(owner_db, user=user, role=role, queues=list(queues))
+    make = token_maker(owner_db)
 
     return Staff(
         admin=await make("ada", Role.ADMIN),
@@ -164,6 +160,30 @@ async def refused_and_raised(
     worker.wake()
     await worker.until(lambda s: s.failed == failed_before + 1, "the decision failed")
     return decision_id
+
+
+@asynccontextmanager
+async def refused_decision(
+    db: Database, queue: str, receiver: Receiver, key: str, *, max_attempts: int | None = None
+) -> AsyncIterator[tuple[ObservedWorker, int]]:
+    """The queue's webhook pointed at `receiver`, an ObservedWorker running, and a decision
+    whose effect failed for good under it: yields the worker and the decision's id."""
+    await configure_effect(db, queue, webhook(receiver.url), max_attempts=max_attempts)
+    async with running(ObservedWorker(db)) as worker:
+        assert isinstance(worker, ObservedWorker)
+        yield worker, await refused_and_raised(db, worker, queue, key)
+
+
+async def failed_for_good(
+    db: Database, queue: str, receiver: Receiver, key: str, *, max_attempts: int | None = None
+) -> tuple[int, WorkerStats]:
+    """As refused_decision, the worker stopped after: the decision's id and the worker's stats."""
+    async with refused_decision(db, queue, receiver, key, max_attempts=max_attempts) as (
+        worker,
+        decision_id,
+    ):
+        pass
+    return decision_id, worker.stats
 
 
 async def correct_and_approve(
@@ -237,11 +257,10 @@ async def test_a_refused_effect_raises_one_exception_owned_by_apply_decision(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with webhook_receiver(SECRET, always(REFUSAL)) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url), max_attempts=5)
-        async with running(ObservedWorker(db)) as worker:
-            assert isinstance(worker, ObservedWorker)
-            decision_id = await refused_and_raised(db, worker, kyc_queue, "refused")
-        assert worker.stats == WorkerStats(applied=0, retried=0, failed=1, already_applied=0)
+        decision_id, stats = await failed_for_good(
+            db, kyc_queue, receiver, "refused", max_attempts=5
+        )
+        assert stats == WorkerStats(applied=0, retried=0, failed=1, already_applied=0)
 
     # The decision failed at once (a 4xx is permanent), after one request.
     row = await application_row(owner_conn, decision_id)
@@ -315,11 +334,10 @@ async def test_attempts_exhausted_by_transient_failures_raise_attempts_exhausted
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with webhook_receiver(SECRET, always(UNAVAILABLE)) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url), max_attempts=2)
-        async with running(ObservedWorker(db)) as worker:
-            assert isinstance(worker, ObservedWorker)
-            decision_id = await refused_and_raised(db, worker, kyc_queue, "unlucky")
-        assert worker.stats == WorkerStats(applied=0, retried=1, failed=1, already_applied=0)
+        decision_id, stats = await failed_for_good(
+            db, kyc_queue, receiver, "unlucky", max_attempts=2
+        )
+        assert stats == WorkerStats(applied=0, retried=1, failed=1, already_applied=0)
 
     attempts = await attempt_rows(owner_conn, decision_id)
     assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "transient"), (2, "permanent")]
@@ -372,27 +390,22 @@ async def test_a_redriven_decision_is_applied_under_its_key_and_the_exception_cl
     async with (
         webhook_receiver(SECRET, always(REFUSAL)) as old_crm,
         webhook_receiver(SECRET, always(OK)) as new_crm,
+        refused_decision(db, kyc_queue, old_crm, "moved", max_attempts=3) as (worker, decision_id),
     ):
-        await configure_effect(db, kyc_queue, webhook(old_crm.url), max_attempts=3)
-        async with running(ObservedWorker(db)) as worker:
-            assert isinstance(worker, ObservedWorker)
-            decision_id = await refused_and_raised(db, worker, kyc_queue, "moved")
-            exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
+        exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
 
-            await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
-            version = await correct_and_approve(
-                gql, staff, exception_id, {"effectTarget": new_crm.url}
-            )
-            assert version == 1
-            # Approved but not yet redriven: nothing goes back on the work list.
-            assert (await application_row(owner_conn, decision_id))["state"] == "failed"
+        await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
+        version = await correct_and_approve(gql, staff, exception_id, {"effectTarget": new_crm.url})
+        assert version == 1
+        # Approved but not yet redriven: nothing goes back on the work list.
+        assert (await application_row(owner_conn, decision_id))["state"] == "failed"
 
-            key = await request_redrive(gql, staff.ann, exception_id, version)
-            assert key == f"apply_decision:{decision_id}:v1"
-            worker.wake()
-            redriven = await new_crm.next_arrival()
-            await worker.until(lambda s: s.applied == 1, "the redriven decision applied")
-        assert worker.stats == WorkerStats(applied=1, retried=0, failed=1, already_applied=0)
+        key = await request_redrive(gql, staff.ann, exception_id, version)
+        assert key == f"apply_decision:{decision_id}:v1"
+        worker.wake()
+        redriven = await new_crm.next_arrival()
+        await worker.until(lambda s: s.applied == 1, "the redriven decision applied")
+    assert worker.stats == WorkerStats(applied=1, retried=0, failed=1, already_applied=0)
 
     # The same idempotency key as the refused attempt: the decision id, not the redrive key.
     [refused] = old_crm.requests
@@ -468,22 +481,20 @@ async def test_a_redrive_refused_again_returns_the_exception_to_needs_review_and
     async with (
         webhook_receiver(SECRET, always(REFUSAL)) as old_crm,
         webhook_receiver(SECRET, always(Reply(409, body=b'{"error":"still closed"}'))) as new_crm,
+        refused_decision(db, kyc_queue, old_crm, "stubborn", max_attempts=3) as (
+            worker,
+            decision_id,
+        ),
     ):
-        await configure_effect(db, kyc_queue, webhook(old_crm.url), max_attempts=3)
-        async with running(ObservedWorker(db)) as worker:
-            assert isinstance(worker, ObservedWorker)
-            decision_id = await refused_and_raised(db, worker, kyc_queue, "stubborn")
-            exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
+        exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
 
-            await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
-            version = await correct_and_approve(
-                gql, staff, exception_id, {"effectTarget": new_crm.url}
-            )
-            key = await request_redrive(gql, staff.rex, exception_id, version)
-            worker.wake()
-            redriven = await new_crm.next_arrival()
-            await worker.until(lambda s: s.failed == 2, "the redrive failed")
-        assert worker.stats == WorkerStats(applied=0, retried=0, failed=2, already_applied=0)
+        await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
+        version = await correct_and_approve(gql, staff, exception_id, {"effectTarget": new_crm.url})
+        key = await request_redrive(gql, staff.rex, exception_id, version)
+        worker.wake()
+        redriven = await new_crm.next_arrival()
+        await worker.until(lambda s: s.failed == 2, "the redrive failed")
+    assert worker.stats == WorkerStats(applied=0, retried=0, failed=2, already_applied=0)
 
     assert redriven.key == old_crm.requests[0].key == str(decision_id)
     row = await application_row(owner_conn, decision_id)
@@ -545,10 +556,10 @@ async def test_a_redrive_gets_a_fresh_attempt_budget_and_its_exhaustion_is_repor
 ) -> None:
     """Two attempts allowed: the first run exhausts them; the redrive is allowed two more."""
     async with webhook_receiver(SECRET, always(UNAVAILABLE)) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url), max_attempts=2)
-        async with running(ObservedWorker(db)) as worker:
-            assert isinstance(worker, ObservedWorker)
-            decision_id = await refused_and_raised(db, worker, kyc_queue, "flaky")
+        async with refused_decision(db, kyc_queue, receiver, "flaky", max_attempts=2) as (
+            worker,
+            decision_id,
+        ):
             [exception] = await exception_rows(owner_conn, decision_id)
             assert exception["reason_code"] == "attempts_exhausted"
             mine = await claim(gql, staff.rex, OWNER_QUEUE)
@@ -614,32 +625,27 @@ async def test_a_second_correction_after_a_failed_redrive_can_still_close_it_cor
     async with (
         webhook_receiver(SECRET, always(REFUSAL)) as old_crm,
         webhook_receiver(SECRET, always(OK)) as new_crm,
+        refused_decision(db, kyc_queue, old_crm, "twice", max_attempts=3) as (worker, decision_id),
     ):
-        await configure_effect(db, kyc_queue, webhook(old_crm.url), max_attempts=3)
-        async with running(ObservedWorker(db)) as worker:
-            assert isinstance(worker, ObservedWorker)
-            decision_id = await refused_and_raised(db, worker, kyc_queue, "twice")
-            exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
+        exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
 
-            # v1: approved, but the webhook still points at the refusing receiver.
-            first = await correct_and_approve(gql, staff, exception_id, {"retry": True})
-            key1 = await request_redrive(gql, staff.ann, exception_id, first)
-            worker.wake()
-            await worker.until(lambda s: s.failed == 2, "the first redrive failed")
+        # v1: approved, but the webhook still points at the refusing receiver.
+        first = await correct_and_approve(gql, staff, exception_id, {"retry": True})
+        key1 = await request_redrive(gql, staff.ann, exception_id, first)
+        worker.wake()
+        await worker.until(lambda s: s.failed == 2, "the first redrive failed")
 
-            # v2: after the admin fixed the webhook.
-            await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
-            second = await correct_and_approve(
-                gql, staff, exception_id, {"effectTarget": new_crm.url}
-            )
-            assert second == first + 1
-            key2 = await request_redrive(gql, staff.ann, exception_id, second)
-            assert (key1, key2) == (
-                f"apply_decision:{decision_id}:v1",
-                f"apply_decision:{decision_id}:v2",
-            )
-            worker.wake()
-            await worker.until(lambda s: s.applied == 1, "the second redrive applied")
+        # v2: after the admin fixed the webhook.
+        await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
+        second = await correct_and_approve(gql, staff, exception_id, {"effectTarget": new_crm.url})
+        assert second == first + 1
+        key2 = await request_redrive(gql, staff.ann, exception_id, second)
+        assert (key1, key2) == (
+            f"apply_decision:{decision_id}:v1",
+            f"apply_decision:{decision_id}:v2",
+        )
+        worker.wake()
+        await worker.until(lambda s: s.applied == 1, "the second redrive applied")
 
     assert [r.key for r in old_crm.requests] == [str(decision_id)] * 2
     assert [r.key for r in new_crm.requests] == [str(decision_id)]
@@ -678,10 +684,7 @@ async def test_the_corrector_may_not_approve_an_apply_decision_correction(
 ) -> None:
     """Four-eyes holds for the workflow Casework raises into, too."""
     async with webhook_receiver(SECRET, always(REFUSAL)) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url))
-        async with running(ObservedWorker(db)) as worker:
-            assert isinstance(worker, ObservedWorker)
-            decision_id = await refused_and_raised(db, worker, kyc_queue, "foureyes")
+        decision_id, _ = await failed_for_good(db, kyc_queue, receiver, "foureyes")
     exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
     mine = await claim(gql, staff.rex, OWNER_QUEUE)
     corrected = await run(
@@ -725,10 +728,7 @@ async def test_only_casework_reports_the_result_of_a_redrive_it_carries_out(
     re-application then fails for good, the failure lands on an open exception, and the
     decision is not silently dropped."""
     async with webhook_receiver(SECRET, always(REFUSAL)) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url))
-        async with running(ObservedWorker(db)) as worker:
-            assert isinstance(worker, ObservedWorker)
-            decision_id = await refused_and_raised(db, worker, kyc_queue, "claimed")
+        decision_id, _ = await failed_for_good(db, kyc_queue, receiver, "claimed")
         # No worker runs while the redrive is requested and the integration reports.
         exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
         version = await correct_and_approve(gql, staff, exception_id, {"retry": True})
@@ -790,46 +790,43 @@ async def test_a_redrive_of_an_already_applied_decision_does_not_wait_forever(
     async with (
         webhook_receiver(SECRET, always(REFUSAL)) as old_crm,
         webhook_receiver(SECRET, always(OK)) as new_crm,
+        refused_decision(db, kyc_queue, old_crm, "reopened") as (worker, decision_id),
     ):
-        await configure_effect(db, kyc_queue, webhook(old_crm.url))
-        async with running(ObservedWorker(db)) as worker:
-            assert isinstance(worker, ObservedWorker)
-            decision_id = await refused_and_raised(db, worker, kyc_queue, "reopened")
-            exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
-            await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
-            first = await correct_and_approve(gql, staff, exception_id, {"retry": True})
-            await request_redrive(gql, staff.ann, exception_id, first)
-            worker.wake()
-            await worker.until(lambda s: s.applied == 1, "the first redrive applied")
+        exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
+        await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
+        first = await correct_and_approve(gql, staff, exception_id, {"retry": True})
+        await request_redrive(gql, staff.ann, exception_id, first)
+        worker.wake()
+        await worker.until(lambda s: s.applied == 1, "the first redrive applied")
 
-            reopened = await run(
-                gql,
-                staff.rex,
-                REOPEN_EXCEPTION,
-                input={"exceptionId": exception_id, "reason": "the CRM lost the update"},
+        reopened = await run(
+            gql,
+            staff.rex,
+            REOPEN_EXCEPTION,
+            input={"exceptionId": exception_id, "reason": "the CRM lost the update"},
+        )
+        assert reopened["__typename"] == "ExceptionUpdated", reopened
+        second = await correct_and_approve(gql, staff, exception_id, {"retry": "again"})
+        key2 = await request_redrive(gql, staff.ann, exception_id, second)
+        worker.wake()
+
+        async def answered() -> bool:
+            body = await gql(staff.rex, EXCEPTION_OF_APPLY, id=exception_id)
+            return bool(body["data"]["exception"]["state"] != "REDRIVE_PENDING")
+
+        # No signal exists for "nothing happened": bounded polling, as the helpers do.
+        try:
+            await wait_until(answered, within=5, what="the second redrive answered")
+        except AssertionError as stuck:
+            row = await application_row(owner_conn, decision_id)
+            redrive = await owner_conn.fetchrow(
+                "SELECT result FROM exception_redrives WHERE key = $1", key2
             )
-            assert reopened["__typename"] == "ExceptionUpdated", reopened
-            second = await correct_and_approve(gql, staff, exception_id, {"retry": "again"})
-            key2 = await request_redrive(gql, staff.ann, exception_id, second)
-            worker.wake()
-
-            async def answered() -> bool:
-                body = await gql(staff.rex, EXCEPTION_OF_APPLY, id=exception_id)
-                return bool(body["data"]["exception"]["state"] != "REDRIVE_PENDING")
-
-            # No signal exists for "nothing happened": bounded polling, as the helpers do.
-            try:
-                await wait_until(answered, within=5, what="the second redrive answered")
-            except AssertionError as stuck:
-                row = await application_row(owner_conn, decision_id)
-                redrive = await owner_conn.fetchrow(
-                    "SELECT result FROM exception_redrives WHERE key = $1", key2
-                )
-                raise AssertionError(
-                    f"{stuck}: the exception stays REDRIVE_PENDING; redrive {key2} result "
-                    f"{redrive['result']!r}; the application is {row['state']!r} with "
-                    f"redrive_key {row['redrive_key']!r}, so no worker will ever answer it"
-                ) from None
+            raise AssertionError(
+                f"{stuck}: the exception stays REDRIVE_PENDING; redrive {key2} result "
+                f"{redrive['result']!r}; the application is {row['state']!r} with "
+                f"redrive_key {row['redrive_key']!r}, so no worker will ever answer it"
+            ) from None
 
     done = (await gql(staff.rex, EXCEPTION_OF_APPLY, id=exception_id))["data"]["exception"]
     assert (done["state"], done["closure"]) == ("CLOSED", "CORRECTED")

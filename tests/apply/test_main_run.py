@@ -9,6 +9,7 @@ import random
 import time
 
 import asyncpg
+import pytest
 
 from server.store.database import Database
 from tests.apply.helpers import (
@@ -41,6 +42,7 @@ async def count(conn: asyncpg.Connection, sql: str, *args: object) -> int:
     return int(value)
 
 
+@pytest.mark.slow
 async def test_2000_decisions_two_workers_five_kills_each_applied_exactly_once(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, test_database: TestDatabase
 ) -> None:

@@ -12,27 +12,38 @@ the owning system, and an in-process ApplyWorker whose claims and recordings the
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
-import httpx
 import pytest
 
 from server.domain import redrives
 from server.domain.exception_records import SYSTEM_ACTOR, SYSTEM_ROLE
 from server.domain.failures import NotPermitted
-from server.domain.redrive_delivery import DueDelivery
 from server.effects.webhook import REDRIVE_HEADER
 from server.signatures import SIGNATURE_HEADER, verify_signature
 from server.store.database import Database
-from server.worker import ApplyWorker, WorkerStats
-from tests.api import conftest as api_fixtures
+from server.worker import WorkerStats
 from tests.api.conftest import GraphQL
+from tests.apply.helpers import (
+    COMPLETED_STEPS,
+    CORRECTION,
+    CORRECTION_EVIDENCE,
+    REDRIVE_SECRET,
+    DeliveringWorker,
+    approved_mismatch,
+    configure_workflow,
+    correct_and_approve,
+    delivery_row,
+    exception_of,
+    redrive_requested,
+    request_redrive,
+    running,
+    take_redrives_by_webhook,
+)
 from tests.apply.receiver import (
     OK,
     Action,
@@ -43,204 +54,24 @@ from tests.apply.receiver import (
     always,
     webhook_receiver,
 )
-from tests.apply.test_repeats import FAST, running
-from tests.exceptions import conftest as exception_fixtures
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, WORKFLOW, People
 from tests.exceptions.operations import (
-    APPROVE_CORRECTION,
-    EXCEPTION_FIELDS,
     REPORT_REDRIVE_RESULT,
-    REQUEST_REDRIVE,
-    SUBMIT_CORRECTION,
     claim,
-    raise_mismatch,
     run,
 )
 
-# The fixtures of the API and exception tests: the real app in-process, a GraphQL caller on
-# it, the supplier-onboarding people and workflow.
-client = api_fixtures.client
-gql = api_fixtures.gql
-people = exception_fixtures.people
-supplier_workflow = exception_fixtures.supplier_workflow
-
-# The owning system's signing key: 28 characters.
-REDRIVE_SECRET = "erp-redrive-signing-secret-1"
-# How long a test waits for the worker to claim or record what it is expected to.
-RECORD_SECONDS = 15.0
 SOURCE_RECORD = "SUP-1042"
 KEY = f"{WORKFLOW}:{SOURCE_RECORD}:v1"
-CORRECTION = {"legalEntityId": "LEI-5493001KJTIIGC8Y1R12", "legalName": "Acme Holdings Ltd"}
-CORRECTION_EVIDENCE = ["ticket://procurement/PRC-311"]
-COMPLETED_STEPS = ["collect_documents", "verify_bank_account"]
 
 UNAVAILABLE = Reply(503, body=b"down for maintenance")
 THROTTLED = Reply(429, headers=(("Retry-After", "0"),), body=b"slow down")
-
-CONFIGURE_WORKFLOW = """
-mutation($input: ConfigureWorkflowInput!) {
-  result: configureWorkflow(input: $input) {
-    __typename
-    ... on WorkflowConfigured {
-      workflow { name approvalQueue redriveVia redriveTarget redriveMaxAttempts
-                 redriveTimeoutSeconds }
-    }
-    ... on Error { message }
-    ... on InvalidInput { field }
-  }
-}
-"""
-
-DELIVERY_FIELDS = """
-  key version resumeAfter staleSteps requestedBy requestedAt succeeded resultDetail reportedBy
-  deliveryState deliveryAttempts lastDeliveryError deliveredAt
-"""
-
-EXCEPTION_WITH_DELIVERY = f"""
-query($id: ID!) {{ exception(id: $id) {{ {EXCEPTION_FIELDS} redrive {{ {DELIVERY_FIELDS} }} }} }}
-"""
-
-
-class DeliveringWorker(ApplyWorker):
-    """The real worker, effects and webhook client; the test awaits its claim rounds and its
-    recorded deliveries instead of polling or sleeping."""
-
-    def __init__(self, db: Database) -> None:
-        super().__init__(db, FAST, name="redrive-webhooks")
-        self._changed = asyncio.Condition()
-        # Claim rounds completed (each claims decisions, then redrive deliveries).
-        self.rounds = 0
-
-    async def _start(self, client: httpx.AsyncClient, free: int) -> int:
-        try:
-            return await super()._start(client, free)
-        finally:
-            async with self._changed:
-                self.rounds += 1
-                self._changed.notify_all()
-
-    async def _deliver(self, client: httpx.AsyncClient, due: DueDelivery) -> None:
-        try:
-            await super()._deliver(client, due)
-        finally:
-            async with self._changed:
-                self._changed.notify_all()
-
-    async def _wait(self, ready: Callable[[], bool], what: str, within: float) -> None:
-        async with self._changed:
-            try:
-                await asyncio.wait_for(self._changed.wait_for(ready), within)
-            except TimeoutError:
-                raise AssertionError(
-                    f"not within {within} s: {what}; {self.stats}, {self.rounds} round(s)"
-                ) from None
-
-    async def until(
-        self, check: Callable[[WorkerStats], bool], what: str, within: float = RECORD_SECONDS
-    ) -> None:
-        """Until the worker's stats satisfy `check` (after a recording), bounded."""
-        await self._wait(lambda: check(self.stats), what, within)
-
-    async def claimed_everything_due(self, within: float = RECORD_SECONDS) -> None:
-        """Wakes the worker and waits for a whole claim round that began after this call:
-        whatever was due (and claimable) by now has been claimed by then."""
-        seen = self.rounds
-        self.wake()
-        # Round seen + 1 may have begun before the call; seen + 2 began after it ended.
-        await self._wait(lambda: self.rounds >= seen + 2, "two more claim rounds", within)
 
 
 def answers(*first: Action, then: Action = OK) -> Policy:
     """Answers with `first`, one per request, then always `then`."""
     pending = list(first)
     return lambda request: pending.pop(0) if pending else then
-
-
-async def configure_workflow(gql: GraphQL, token: str, **settings: Any) -> dict[str, Any]:
-    return await run(gql, token, CONFIGURE_WORKFLOW, input={"name": WORKFLOW, **settings})
-
-
-async def take_redrives_by_webhook(
-    gql: GraphQL, people: People, target: str, **settings: Any
-) -> dict[str, Any]:
-    """The admin points supplier_onboarding's redrives at `target`, over the API.
-
-    The approval queue is sent again, unchanged: without it the reconfiguration fails (see
-    test_changing_only_the_redrive_route_keeps_the_approval_queue)."""
-    configured = await configure_workflow(
-        gql,
-        people.admin,
-        approvalQueue=APPROVAL_QUEUE,
-        redriveVia="WEBHOOK",
-        redriveTarget=target,
-        redriveSecret=REDRIVE_SECRET,
-        **settings,
-    )
-    assert configured["__typename"] == "WorkflowConfigured", configured
-    workflow: dict[str, Any] = configured["workflow"]
-    return workflow
-
-
-async def correct_and_approve(
-    gql: GraphQL, people: People, exception_id: str, *, stale_steps: list[str]
-) -> int:
-    """sam claims and corrects the exception; ann approves. Returns the approved version."""
-    mine = await claim(gql, people.sam, OWNER_QUEUE)
-    assert mine["item"]["exception"]["id"] == exception_id, mine
-    corrected = await run(
-        gql,
-        people.sam,
-        SUBMIT_CORRECTION,
-        input={
-            "exceptionId": exception_id,
-            "leaseToken": mine["leaseToken"],
-            "reasonCode": "entity_mismatch",
-            "changes": CORRECTION,
-            "evidence": CORRECTION_EVIDENCE,
-            "staleSteps": stale_steps,
-            "note": "The supplier trades under the holding's name; record updated.",
-        },
-    )
-    assert corrected["__typename"] == "ExceptionUpdated", corrected
-    version: int = corrected["exception"]["version"]
-    theirs = await claim(gql, people.ann, APPROVAL_QUEUE)
-    assert theirs["item"]["exception"]["id"] == exception_id, theirs
-    approved = await run(
-        gql,
-        people.ann,
-        APPROVE_CORRECTION,
-        input={"exceptionId": exception_id, "leaseToken": theirs["leaseToken"], "version": version},
-    )
-    assert approved["__typename"] == "ExceptionUpdated", approved
-    assert approved["exception"]["state"] == "REDRIVE_PENDING"
-    return version
-
-
-async def approved_mismatch(
-    gql: GraphQL, people: People, *, stale_steps: list[str] | None = None
-) -> tuple[str, int]:
-    """The walk-through's exception, raised by the ERP, corrected and approved: its id and
-    approved version."""
-    raised = await raise_mismatch(gql, people.erp)
-    assert raised["completedSteps"] == COMPLETED_STEPS
-    version = await correct_and_approve(gql, people, raised["id"], stale_steps=stale_steps or [])
-    return raised["id"], version
-
-
-async def request_redrive(gql: GraphQL, people: People, exception_id: str, version: int) -> str:
-    queued = await run(
-        gql, people.ann, REQUEST_REDRIVE, input={"exceptionId": exception_id, "version": version}
-    )
-    assert queued["__typename"] == "RedriveQueued", queued
-    key: str = queued["redriveKey"]
-    return key
-
-
-async def exception_of(gql: GraphQL, token: str, exception_id: str) -> dict[str, Any]:
-    body = await gql(token, EXCEPTION_WITH_DELIVERY, id=exception_id)
-    assert "errors" not in body, body
-    exception: dict[str, Any] = body["data"]["exception"]
-    return exception
 
 
 def delivery(exception: dict[str, Any]) -> tuple[Any, ...]:
@@ -280,16 +111,6 @@ async def rows_of(conn: asyncpg.Connection, exception_id: str) -> dict[str, list
             "WHERE e.id = $1"
         ),
     }
-
-
-async def delivery_row(conn: asyncpg.Connection, key: str) -> dict[str, Any]:
-    row = await conn.fetchrow(
-        "SELECT delivery_state, delivery_attempts, next_delivery_at, delivery_locked_until, "
-        "last_delivery_error, delivered_at FROM exception_redrives WHERE key = $1",
-        key,
-    )
-    assert row is not None, key
-    return dict(row)
 
 
 def signed_by_the_secret(request: Request) -> bool:
@@ -442,11 +263,8 @@ async def test_a_transient_refusal_is_retried_with_backoff_under_the_same_key(
 ) -> None:
     async with webhook_receiver(REDRIVE_SECRET, answers(transient)) as erp:
         await take_redrives_by_webhook(gql, people, erp.url)
-        exception_id, version = await approved_mismatch(gql, people)
         worker = DeliveringWorker(db)
-        async with running(worker):
-            key = await request_redrive(gql, people, exception_id, version)
-            worker.wake()
+        async with redrive_requested(gql, people, worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_delivered == 1, "the redrive delivered")
             await worker.claimed_everything_due()
         assert worker.stats == WorkerStats(redrives_delivered=1, redrives_retried=1)
@@ -485,11 +303,8 @@ async def test_a_permanent_refusal_makes_the_redrive_undeliverable_and_back_to_a
     refusal = Reply(422, body=b'{"error":"unknown supplier"}')
     async with webhook_receiver(REDRIVE_SECRET, always(refusal)) as erp:
         await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=5)
-        exception_id, version = await approved_mismatch(gql, people)
         worker = DeliveringWorker(db)
-        async with running(worker):
-            key = await request_redrive(gql, people, exception_id, version)
-            worker.wake()
+        async with redrive_requested(gql, people, worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
             await worker.claimed_everything_due()
         assert worker.stats == WorkerStats(redrives_undeliverable=1)
@@ -542,11 +357,8 @@ async def test_running_out_of_attempts_makes_the_redrive_undeliverable(
     async with webhook_receiver(REDRIVE_SECRET, always(UNAVAILABLE)) as erp:
         configured = await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=2)
         assert configured["redriveMaxAttempts"] == 2
-        exception_id, version = await approved_mismatch(gql, people)
         worker = DeliveringWorker(db)
-        async with running(worker):
-            key = await request_redrive(gql, people, exception_id, version)
-            worker.wake()
+        async with redrive_requested(gql, people, worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "attempts exhausted")
             await worker.claimed_everything_due()
         assert worker.stats == WorkerStats(redrives_retried=1, redrives_undeliverable=1)
@@ -580,11 +392,8 @@ async def test_a_receiver_that_never_answers_is_timed_out_at_the_workflows_timeo
         await take_redrives_by_webhook(
             gql, people, erp.url, redriveMaxAttempts=1, redriveTimeoutSeconds=0.2
         )
-        exception_id, version = await approved_mismatch(gql, people)
         worker = DeliveringWorker(db)
-        async with running(worker):
-            key = await request_redrive(gql, people, exception_id, version)
-            worker.wake()
+        async with redrive_requested(gql, people, worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "timed out")
         assert worker.stats == WorkerStats(redrives_undeliverable=1)
 
@@ -607,11 +416,8 @@ async def test_a_refused_connection_is_retried_then_undeliverable(
     async with webhook_receiver(REDRIVE_SECRET) as gone:
         target = gone.url
     await take_redrives_by_webhook(gql, people, target, redriveMaxAttempts=2)
-    exception_id, version = await approved_mismatch(gql, people)
     worker = DeliveringWorker(db)
-    async with running(worker):
-        await request_redrive(gql, people, exception_id, version)
-        worker.wake()
+    async with redrive_requested(gql, people, worker) as (exception_id, _):
         await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
     assert worker.stats == WorkerStats(redrives_retried=1, redrives_undeliverable=1)
 

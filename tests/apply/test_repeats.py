@@ -6,8 +6,8 @@ receiver needs to reverse the outcome it supersedes."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import dataclasses
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -16,16 +16,19 @@ import httpx
 from server.domain.apply import DueApplication, claim_due, record_applied, utcnow
 from server.domain.decisions import OverturnInput, overturn_decision
 from server.domain.model import Decision
+from server.store import sql
 from server.store.database import Database, Row, connect, create_pool
-from server.store.queries import Queries
-from server.worker import ApplyWorker, WorkerSettings
+from server.store.queries import P, Queries, Query
+from server.worker import ApplyWorker
 from tests.apply.helpers import (
+    FAST,
     SECRET,
     application_row,
     attempt_rows,
     configure_effect,
     inconsistencies,
     make_decision,
+    running,
     state_is,
     wait_until,
     webhook,
@@ -36,8 +39,6 @@ from tests.apply.receiver import Request, webhook_receiver
 from tests.conftest import APPROVER, TestDatabase
 
 Effect = Callable[[httpx.AsyncClient, DueApplication], Awaitable[str]]
-# In-process workers poll often, so that a test never waits on the backstop.
-FAST = WorkerSettings(concurrency=4, backoff_seconds=0.05, poll_seconds=0.05, grace_seconds=5)
 
 
 async def proofs(conn: asyncpg.Connection, decision_id: int) -> int:
@@ -115,24 +116,14 @@ async def test_recording_one_application_twice_at_once_commits_it_once(
     assert (row["state"], row["locked_until"]) == ("applied", None)
 
 
-@asynccontextmanager
-async def running(worker: ApplyWorker) -> AsyncIterator[ApplyWorker]:
-    task = asyncio.create_task(worker.run())
-    try:
-        yield worker
-    finally:
-        worker.stop()
-        await task
-
-
 class CountingClaims(Database):
     """A worker's own pool, counting the claims it has made."""
 
     claims = 0
 
-    async def fetch(self, query: str, *args: Any) -> list[Row]:
-        rows = await super().fetch(query, *args)
-        if query == "applications_claim":
+    async def fetch(self, query: Query[P], *args: P.args, **kwargs: P.kwargs) -> list[Row]:
+        rows = await super().fetch(query, *args, **kwargs)
+        if query is sql.applications.APPLICATIONS_CLAIM:
             self.claims += 1
         return rows
 
@@ -204,7 +195,11 @@ async def test_a_lapsed_lock_makes_two_workers_apply_at_once_and_one_commits(
 
         return perform
 
-    a = ApplyWorker(db, FAST, name="a", perform_effect=effect("a"))
+    # One slot for `a`, held by its stalled effect: once the lock lapses, only `b` may take the
+    # decision up (with free slots, `a` polling could claim it again before `b` starts).
+    a = ApplyWorker(
+        db, dataclasses.replace(FAST, concurrency=1), name="a", perform_effect=effect("a")
+    )
     b = ApplyWorker(db, FAST, name="b", perform_effect=effect("b"))
     async with running(a):
         decision_id = await make_decision(db, kyc_queue, "slow")

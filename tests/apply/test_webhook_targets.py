@@ -14,10 +14,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 
-from server.app import create_app
 from server.config import Settings
 from server.domain.apply import RECEIVER_TEXT_LIMIT, TRUNCATED_MARK
 from server.domain.failures import InvalidInput
@@ -25,31 +23,27 @@ from server.domain.model import EffectKind, Role
 from server.domain.queues import Effect, QueueSettings, configure_queue
 from server.domain.tokens import create_token
 from server.store.database import Database
-from tests.api import conftest as api_fixtures
-from tests.api.conftest import GraphQL
-from tests.apply.helpers import SECRET, application_row, attempt_rows, make_decision, webhook
-from tests.apply.receiver import Reply, always, webhook_receiver
-from tests.apply.test_redrive_webhooks import (
+from tests.api.conftest import GraphQL, graphql_caller, in_process_client
+from tests.apply.helpers import (
     CONFIGURE_WORKFLOW,
     REDRIVE_SECRET,
+    SECRET,
     DeliveringWorker,
-    approved_mismatch,
+    application_row,
+    attempt_rows,
     delivery_row,
     exception_of,
-    request_redrive,
+    make_decision,
+    redrive_requested,
+    running,
     take_redrives_by_webhook,
+    webhook,
 )
-from tests.apply.test_repeats import running
+from tests.apply.receiver import Reply, always, webhook_receiver
 from tests.conftest import ADMIN, TestDatabase
-from tests.exceptions import conftest as exception_fixtures
 from tests.exceptions.conftest import APPROVAL_QUEUE, WORKFLOW, People
 from tests.exceptions.operations import run
 from tests.exceptions.states import written
-
-client = api_fixtures.client
-gql = api_fixtures.gql
-people = exception_fixtures.people
-supplier_workflow = exception_fixtures.supplier_workflow
 
 CONFIGURE_QUEUE = """
 mutation($input: ConfigureQueueInput!) {
@@ -149,23 +143,8 @@ async def allow_listed(test_database: TestDatabase) -> AsyncIterator[GraphQL]:
     settings = dataclasses.replace(
         Settings.from_env(), effect_allowed_hosts=frozenset({"hooks.example", "127.0.0.1"})
     )
-    app = create_app(test_database.app_dsn, dev=False, settings=settings)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://casework") as c,
-    ):
-
-        async def call(token: str, query: str, **variables: Any) -> dict[str, Any]:
-            response = await c.post(
-                "/graphql",
-                json={"query": query, "variables": variables},
-                headers={"Authorization": f"Bearer {token}"},
-            )
-            assert response.status_code == 200, response.text
-            body: dict[str, Any] = response.json()
-            return body
-
-        yield call
+    async with in_process_client(test_database, dev=False, settings=settings) as c:
+        yield graphql_caller(c)
 
 
 @pytest.mark.parametrize(
@@ -305,11 +284,8 @@ async def test_a_redrive_to_a_host_no_longer_allowed_is_undeliverable_without_a_
 ) -> None:
     async with webhook_receiver(REDRIVE_SECRET) as erp:
         await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=5)
-        exception_id, version = await approved_mismatch(gql, people)
         worker = AllowListWorker(db, frozenset({"hooks.example"}))
-        async with running(worker):
-            key = await request_redrive(gql, people, exception_id, version)
-            worker.wake()
+        async with redrive_requested(gql, people, worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
         assert erp.requests == []
 
@@ -385,11 +361,8 @@ async def test_a_redrive_receivers_answer_is_cut_and_hidden_from_reviewers_and_m
 ) -> None:
     async with webhook_receiver(REDRIVE_SECRET, always(Reply(422, body=LONG_BODY))) as erp:
         await take_redrives_by_webhook(gql, people, erp.url)
-        exception_id, version = await approved_mismatch(gql, people)
         worker = AllowListWorker(db, frozenset())
-        async with running(worker):
-            key = await request_redrive(gql, people, exception_id, version)
-            worker.wake()
+        async with redrive_requested(gql, people, worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
 
     stored = (await delivery_row(owner_conn, key))["last_delivery_error"]

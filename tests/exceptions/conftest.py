@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pytest
 
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.store.database import Database
 from tests.api.conftest import GraphQL, client, gql  # noqa: F401  (fixtures)
+from tests.conftest import token_maker
 from tests.exceptions.operations import SETUP_SUPPLIER_WORKFLOW
 
 WORKFLOW = "supplier_onboarding"
@@ -35,8 +35,7 @@ class People:
 
 @pytest.fixture
 async def people(owner_db: Database) -> People:
-    async def make(user: str, role: Role, *queues: str) -> str:
-        return await create_token(owner_db, user=user, role=role, queues=list(queues))
+    make = token_maker(owner_db)
 
     return People(
         admin=await make("ada", Role.ADMIN),

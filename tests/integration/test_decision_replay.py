@@ -20,7 +20,7 @@ from server.domain.failures import InvalidInput, StaleLease
 from server.domain.model import Decision, Role, Verdict
 from server.domain.tokens import create_token
 from server.store.database import Database
-from tests.api.test_graphql_review_loop import decision_input
+from tests.api.helpers import decision_input
 from tests.conftest import TestDatabase, reviewer
 from tests.integration.helpers import (
     claim,

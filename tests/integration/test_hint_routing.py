@@ -10,6 +10,7 @@ from server.domain.items import NewItem, enqueue_items
 from server.domain.leases import claim_next
 from server.domain.model import Claim
 from server.events.channels import parse_event
+from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
 from tests.conftest import INTEGRATION, TestDatabase, reviewer
@@ -59,12 +60,21 @@ async def test_a_rolled_back_write_publishes_nothing(routed: tuple[Database, Pub
 
     async def write_then_abandon() -> None:
         async with db.transaction() as tx:
-            await tx.fetch("items_upsert", "kyc", ["cust-1"], [0], [{}], ["0" * 64])
+            await tx.fetch(
+                sql.items.ITEMS_UPSERT,
+                queue="kyc",
+                external_keys=["cust-1"],
+                priorities=[0],
+                payloads=[{}],
+                evidence_hashes=["0" * 64],
+            )
             assert published == [], "a hint left before its transaction committed"
             raise Abandon
 
     with pytest.raises(Abandon):
         await write_then_abandon()
     assert published == []
-    rows = await db.fetch("items_get_by_external_keys", "kyc", ["cust-1"])
+    rows = await db.fetch(
+        sql.items.ITEMS_GET_BY_EXTERNAL_KEYS, origin_queue="kyc", external_keys=["cust-1"]
+    )
     assert rows == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import tempfile
 import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -17,12 +18,13 @@ from typing import Any
 import httpx
 
 from server.domain.model import Role
-from server.domain.tokens import create_token
-from server.store.database import Database
+from server.store.database import Database, connect
 from server.store.embedded import start_embedded
+from server.store.migrate import apply_migrations
+from tests import pg
+from tests.api.helpers import CLAIM, DECIDE, ENQUEUE, decision_input
 from tests.api.live_server import casework_serve_process
-from tests.api.test_graphql_review_loop import CLAIM, DECIDE, ENQUEUE, decision_input
-from tests.conftest import TestDatabase
+from tests.conftest import TestDatabase, token_maker
 from tests.live.wsclient import WAIT_SECONDS, GraphQLSocket
 
 QUEUE_BACKLOG = """
@@ -80,8 +82,7 @@ class LiveTokens:
 
 
 async def create_live_tokens(owner_db: Database) -> LiveTokens:
-    async def make(user: str, role: Role, *queues: str) -> str:
-        return await create_token(owner_db, user=user, role=role, queues=list(queues))
+    make = token_maker(owner_db)
 
     return LiveTokens(
         admin=await make("ada", Role.ADMIN),
@@ -203,6 +204,18 @@ async def serve_casework(test_database: TestDatabase, **env: str) -> AsyncIterat
         yield Casework(served.url, Api(client), served.log)
 
 
+@asynccontextmanager
+async def serve_kyc(
+    test_database: TestDatabase, owner_db: Database, *, ttl: int | None = None, **env: str
+) -> AsyncIterator[tuple[Casework, LiveTokens]]:
+    """`casework serve` (with extra environment variables) and the live tokens, with queue
+    `kyc` configured (lease TTL `ttl` seconds) and its `documents_ok` code."""
+    tokens = await create_live_tokens(owner_db)
+    async with serve_casework(test_database, **env) as casework:
+        await casework.api.configure_queue(tokens.admin, "kyc", ttl=ttl)
+        yield casework, tokens
+
+
 async def subscriptions_started(socket: GraphQLSocket, queue: str) -> dict[str, Any]:
     """Subscribes to queueBacklog last and awaits its snapshot: a barrier for the
     subscriptions sent before it on the same socket.
@@ -217,6 +230,14 @@ async def subscriptions_started(socket: GraphQLSocket, queue: str) -> dict[str, 
     snapshot: dict[str, Any] = (await socket.next(operation))["queueBacklog"]
     assert snapshot["resync"] is False, snapshot
     return snapshot
+
+
+async def lease_events_started(socket: GraphQLSocket, queue: str = "kyc") -> str:
+    """Subscribes to `queue`'s leaseEvents, then awaits subscriptions_started: the returned
+    operation sees every lease event of a request made afterwards."""
+    operation = await socket.subscribe(LEASE_EVENTS, queue=queue)
+    await subscriptions_started(socket, queue)
+    return operation
 
 
 async def next_where(
@@ -357,3 +378,30 @@ class PrivatePostgres:
         """Stops the server and removes its files."""
         await asyncio.to_thread(self._server.cleanup)
         shutil.rmtree(self.home, ignore_errors=True)
+
+
+# Bounds on waiting for a state change; each is polled, never slept through.
+DOWN_WITHIN_SECONDS = 10.0
+# The listener's backoff is capped at 5 s (x1.5 jitter); a restart takes a second or two.
+RECOVER_WITHIN_SECONDS = 30.0
+
+
+@asynccontextmanager
+async def private_postgres() -> AsyncIterator[PrivatePostgres]:
+    home = Path(tempfile.mkdtemp(prefix="casework-resilience-", dir="/tmp"))
+    server = await asyncio.to_thread(PrivatePostgres, home)
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+async def migrated_database(server_dsn: str) -> TestDatabase:
+    name = await pg.create_empty_database(server_dsn, "casework_resilience")
+    database = TestDatabase(name, pg.owner_dsn(server_dsn, name), pg.app_dsn(server_dsn, name))
+    conn = await connect(database.owner_dsn)
+    try:
+        await apply_migrations(conn, pg.MIGRATIONS_DIR)
+    finally:
+        await conn.close()
+    return database

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
+from server.store import sql
 from server.store.database import Database
-from tests.api.test_graphql_review_loop import CLAIM
+from tests.api.helpers import CLAIM
 from tests.conftest import TestDatabase
-from tests.live.helpers import DECISION_EVENTS, Api, create_live_tokens, serve_casework
+from tests.live.helpers import DECISION_EVENTS, Api, serve_kyc
 from tests.live.wsclient import graphql_socket
 
 ITEMS = 300
@@ -31,10 +32,8 @@ async def decide_until_empty(api: Api, token: str) -> None:
 async def test_a_resumed_stream_has_every_decision_once(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
+    async with serve_kyc(test_database, owner_db) as (casework, tokens):
         api = casework.api
-        await api.configure_queue(tokens.admin, "kyc")
         await api.enqueue(tokens.integration, "kyc", {f"c-{n}": {"n": n} for n in range(ITEMS)})
         # The integration's last processed decision before the run: its first cursor.
         first = cursor = await api.decide(tokens.rita, await api.claim(tokens.rita, "kyc"))
@@ -56,7 +55,12 @@ async def test_a_resumed_stream_has_every_decision_once(
             async with graphql_socket(casework.url, tokens.integration) as socket:
                 stream = await socket.subscribe(DECISION_EVENTS, queue="kyc", after=cursor)
                 await asyncio.wait_for(deciders, CATCH_UP_SECONDS)
-                rows = await owner_db.fetch("decisions_page", "kyc", 0, ITEMS + 1)
+                rows = await owner_db.fetch(
+                    sql.decisions_read.DECISIONS_GET_PAGE,
+                    queue="kyc",
+                    after_id=0,
+                    page_size=ITEMS + 1,
+                )
                 in_table = {str(row["id"]) for row in rows} - {first}
                 # Caught up when as many have arrived as the table holds (bounded: a missing
                 # one fails the comparison below, not a timeout).

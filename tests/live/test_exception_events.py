@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.store.database import Database
 from tests.apply.helpers import SECRET, wait_until
 from tests.apply.receiver import OK, Reply, always, webhook_receiver
-from tests.conftest import TestDatabase
+from tests.conftest import TestDatabase, token_maker
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, WORKFLOW
 from tests.exceptions.operations import (
     APPROVE_CORRECTION,
@@ -72,8 +71,7 @@ class Tokens:
 
 
 async def create_tokens(owner_db: Database) -> Tokens:
-    async def make(user: str, role: Role, *queues: str) -> str:
-        return await create_token(owner_db, user=user, role=role, queues=list(queues))
+    make = token_maker(owner_db)
 
     return Tokens(
         admin=await make("ada", Role.ADMIN),

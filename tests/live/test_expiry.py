@@ -14,12 +14,10 @@ import asyncpg
 from server.store.database import Database
 from tests.conftest import TestDatabase
 from tests.live.helpers import (
-    LEASE_EVENTS,
-    create_live_tokens,
+    lease_events_started,
     next_where,
     parse_time,
-    serve_casework,
-    subscriptions_started,
+    serve_kyc,
 )
 from tests.live.wsclient import GraphQLSocket, graphql_socket
 
@@ -46,15 +44,12 @@ async def expired(socket: GraphQLSocket, operation: str, item_id: str) -> tuple[
 async def test_expiry_is_pushed_within_a_second_of_the_expiry_time(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
+    async with serve_kyc(test_database, owner_db, ttl=1) as (casework, tokens):
         api = casework.api
-        await api.configure_queue(tokens.admin, "kyc", ttl=1)
         await api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}, "cust-2": {"n": 2}})
 
         async with graphql_socket(casework.url, tokens.rob) as socket:
-            leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
-            await subscriptions_started(socket, "kyc")
+            leases = await lease_events_started(socket)
             for _ in range(2):
                 claim = await api.claim(tokens.rita, "kyc")
                 expiry = parse_time(claim["leaseExpiresAt"])
@@ -67,15 +62,12 @@ async def test_expiry_is_pushed_within_a_second_of_the_expiry_time(
 async def test_a_renewed_lease_expires_at_its_new_time_not_the_old(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
+    async with serve_kyc(test_database, owner_db, ttl=1) as (casework, tokens):
         api = casework.api
-        await api.configure_queue(tokens.admin, "kyc", ttl=1)
         await api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}, "cust-2": {"n": 2}})
 
         async with graphql_socket(casework.url, tokens.rob) as socket:
-            leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
-            await subscriptions_started(socket, "kyc")
+            leases = await lease_events_started(socket)
             renewed = await api.claim(tokens.rita, "kyc")
             left = await api.claim(tokens.rita, "kyc")
             # Renewal takes the queue's TTL of now: 3 s, well after the first expiry.
@@ -99,10 +91,8 @@ async def test_a_renewed_lease_expires_at_its_new_time_not_the_old(
 async def test_a_new_subscriber_is_not_told_of_leases_that_expired_before_it_came(
     test_database: TestDatabase, owner_db: Database, owner_conn: asyncpg.Connection
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
+    async with serve_kyc(test_database, owner_db) as (casework, tokens):
         api = casework.api
-        await api.configure_queue(tokens.admin, "kyc")
         await api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}})
         old = await api.claim(tokens.rita, "kyc")
         # Claimed before cust-1 once its lease has lapsed: that lease stays as it ran out.
@@ -114,8 +104,7 @@ async def test_a_new_subscriber_is_not_told_of_leases_that_expired_before_it_cam
         )
 
         async with graphql_socket(casework.url, tokens.rob) as socket:
-            leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
-            await subscriptions_started(socket, "kyc")
+            leases = await lease_events_started(socket)
             claim = await api.claim(tokens.rob, "kyc")
             assert claim["item"]["id"] != old["item"]["id"]
             first = (await socket.next(leases))["leaseEvents"]

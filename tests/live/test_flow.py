@@ -13,8 +13,7 @@ from tests.live.helpers import (
     ITEM_UPDATES,
     LEASE_EVENTS,
     QUEUE_BACKLOG,
-    create_live_tokens,
-    serve_casework,
+    serve_kyc,
     subscriptions_started,
 )
 from tests.live.wsclient import graphql_socket
@@ -23,10 +22,8 @@ from tests.live.wsclient import graphql_socket
 async def test_a_decision_reaches_lease_and_decision_subscribers(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
+    async with serve_kyc(test_database, owner_db) as (casework, tokens):
         api = casework.api
-        await api.configure_queue(tokens.admin, "kyc")
         await api.enqueue(tokens.integration, "kyc", {"before": {"n": 0}, "cust-1": {"n": 1}})
         # Decided before anyone subscribes: a stream without a cursor starts after it.
         earlier = await api.decide(tokens.rita, await api.claim(tokens.rita, "kyc"))
@@ -55,10 +52,8 @@ async def test_a_decision_reaches_lease_and_decision_subscribers(
 async def test_queue_backlog_sends_a_snapshot_then_coalesced_changes(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
+    async with serve_kyc(test_database, owner_db) as (casework, tokens):
         api = casework.api
-        await api.configure_queue(tokens.admin, "kyc")
         await api.enqueue(tokens.integration, "kyc", {f"cust-{n}": {"n": n} for n in range(8)})
         await api.claim(tokens.rob, "kyc")
 
@@ -91,10 +86,8 @@ async def test_queue_backlog_sends_a_snapshot_then_coalesced_changes(
 async def test_item_updates_tell_a_console_what_happened_to_its_item(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
+    async with serve_kyc(test_database, owner_db, ttl=1) as (casework, tokens):
         api = casework.api
-        await api.configure_queue(tokens.admin, "kyc", ttl=1)
         # Claimed first, and again first once its lease has lapsed.
         [item] = await api.enqueue(tokens.integration, "kyc", {"cust-1": {"v": 1}}, priority=10)
         await api.enqueue(tokens.integration, "kyc", {"cust-2": {"v": 1}})

@@ -12,6 +12,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from server.events.channels import CHANNEL
+from server.store import sql
 from server.store.database import Database, connect
 from tests.conftest import TestDatabase
 from tests.live.helpers import (
@@ -19,12 +20,16 @@ from tests.live.helpers import (
     LEASE_EVENTS,
     QUEUE_BACKLOG,
     create_live_tokens,
+    lease_events_started,
     next_where,
     serve_casework,
     subscriptions_started,
     wait_for_health,
 )
 from tests.live.wsclient import graphql_socket
+
+# One worker runs this module: a test here kills every pub/sub client of the shared Redis.
+pytestmark = pytest.mark.xdist_group("redis")
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -82,7 +87,7 @@ async def test_hints_cross_processes_through_redis_and_not_through_notify(
                 assert delivered["id"] == decision_id
 
         # Everything committed before this marker has been delivered to the listener.
-        await owner_db.fetchrow("health_check")
+        await owner_db.fetchrow(sql.health.HEALTH_CHECK)
         await pg_listener.execute("SELECT pg_notify($1, 'marker')", CHANNEL)
         async with asyncio.timeout(10):
             while "marker" not in notified:
@@ -107,8 +112,7 @@ async def test_a_lost_redis_connection_resyncs_the_subscribers(
         async with graphql_socket(served.url, tokens.integration) as socket:
             backlog = await socket.subscribe(QUEUE_BACKLOG, queue="kyc")
             assert (await socket.next(backlog))["queueBacklog"]["resync"] is False
-            leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
-            await subscriptions_started(socket, "kyc")
+            leases = await lease_events_started(socket)
 
             admin = aioredis.from_url(REDIS_URL)
             try:

@@ -11,7 +11,9 @@ from tests.live.helpers import (
     LEASE_EVENTS,
     QUEUE_BACKLOG,
     create_live_tokens,
+    lease_events_started,
     serve_casework,
+    serve_kyc,
     subscriptions_started,
 )
 from tests.live.wsclient import graphql_socket, refusal
@@ -40,9 +42,7 @@ async def test_no_token_a_bad_token_and_the_legacy_protocol_are_refused(
 async def test_a_queue_the_token_does_not_cover_is_refused_per_subscription(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
-        await casework.api.configure_queue(tokens.admin, "kyc")
+    async with serve_kyc(test_database, owner_db) as (casework, tokens):
         [item] = await casework.api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}})
 
         async with graphql_socket(casework.url, tokens.olga) as socket:
@@ -103,8 +103,7 @@ async def test_a_revoked_token_closes_the_socket_at_the_next_event(
         await api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}, "cust-2": {"n": 2}})
 
         async with graphql_socket(casework.url, tokens.rob) as socket:
-            leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
-            await subscriptions_started(socket, "kyc")
+            leases = await lease_events_started(socket)
             await api.claim(tokens.rita, "kyc")
             assert (await socket.next(leases))["leaseEvents"]["kind"] == "CLAIMED"
 

@@ -14,10 +14,8 @@ import contextlib
 import json
 import secrets
 import socket
-import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -30,17 +28,19 @@ from server.domain.leases import claim_next, release_lease
 from server.domain.model import Claim, Item, Role
 from server.domain.queues import QueueSettings, configure_queue
 from server.domain.tokens import create_token
-from server.store.database import Database, connect, create_pool
-from server.store.migrate import apply_migrations
+from server.store.database import Database, create_pool
 from server.store.queries import Queries
 from tests import pg
 from tests.api.live_server import Served, casework_serve_process
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer
 from tests.live.helpers import (
+    DOWN_WITHIN_SECONDS,
+    RECOVER_WITHIN_SECONDS,
     Api,
-    PrivatePostgres,
     health,
+    migrated_database,
     next_where,
+    private_postgres,
     rss_bytes,
     serve_env,
     wait_for_health,
@@ -57,32 +57,6 @@ subscription($queue: String!) { leaseEvents(queue: $queue) { kind itemId } }
 ITEM_UPDATES = """
 subscription($item: ID!) { itemUpdates(itemId: $item) { kind item { id payload } } }
 """
-
-# Bounds on waiting for a state change; each is polled, never slept through.
-DOWN_WITHIN_SECONDS = 10.0
-# The listener's backoff is capped at 5 s (x1.5 jitter); a restart takes a second or two.
-RECOVER_WITHIN_SECONDS = 30.0
-
-
-@contextlib.asynccontextmanager
-async def private_postgres() -> AsyncIterator[PrivatePostgres]:
-    home = Path(tempfile.mkdtemp(prefix="casework-resilience-", dir="/tmp"))
-    server = await asyncio.to_thread(PrivatePostgres, home)
-    try:
-        yield server
-    finally:
-        await server.close()
-
-
-async def migrated_database(server_dsn: str) -> TestDatabase:
-    name = await pg.create_empty_database(server_dsn, "casework_resilience")
-    database = TestDatabase(name, pg.owner_dsn(server_dsn, name), pg.app_dsn(server_dsn, name))
-    conn = await connect(database.owner_dsn)
-    try:
-        await apply_migrations(conn, pg.MIGRATIONS_DIR)
-    finally:
-        await conn.close()
-    return database
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ import pytest
 from server.domain.model import Role
 from server.domain.tokens import create_token, revoke_tokens
 from server.store.database import Database
-from tests.api.test_graphql_review_loop import CLAIM, DECIDE, decision_input
+from tests.api.helpers import CLAIM, DECIDE, decision_input
 from tests.conftest import TestDatabase
-from tests.live.helpers import create_live_tokens, serve_casework, subscriptions_started
+from tests.live.helpers import create_live_tokens, serve_casework, serve_kyc, subscriptions_started
 from tests.live.wsclient import graphql_socket, refusal
 
 # The socket's watch checks at least once a second with no token cache; the close follows.
@@ -34,10 +34,11 @@ EXPIRY_TOLERANCE_SECONDS = 1.5
 async def test_after_a_revocation_an_old_socket_can_neither_claim_nor_decide(
     test_database: TestDatabase, owner_db: Database, owner_conn: asyncpg.Connection
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database, CASEWORK_TOKEN_CACHE_SECONDS="0") as casework:
+    async with serve_kyc(test_database, owner_db, CASEWORK_TOKEN_CACHE_SECONDS="0") as (
+        casework,
+        tokens,
+    ):
         api = casework.api
-        await api.configure_queue(tokens.admin, "kyc")
         await api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}, "cust-2": {"n": 2}})
 
         async with graphql_socket(casework.url, tokens.rob) as socket:
@@ -76,9 +77,10 @@ async def test_after_a_revocation_an_old_socket_can_neither_claim_nor_decide(
 async def test_a_claim_sent_over_a_revoked_socket_writes_nothing(
     test_database: TestDatabase, owner_db: Database, owner_conn: asyncpg.Connection
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database, CASEWORK_TOKEN_CACHE_SECONDS="0") as casework:
-        await casework.api.configure_queue(tokens.admin, "kyc")
+    async with serve_kyc(test_database, owner_db, CASEWORK_TOKEN_CACHE_SECONDS="0") as (
+        casework,
+        tokens,
+    ):
         await casework.api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}})
         async with graphql_socket(casework.url, tokens.rob) as socket:
             assert await revoke_tokens(owner_db, "rob") == 1
@@ -97,15 +99,18 @@ async def test_a_claim_sent_over_a_revoked_socket_writes_nothing(
 async def test_an_idle_socket_of_a_revoked_token_is_closed(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database, CASEWORK_TOKEN_CACHE_SECONDS="0") as casework:
-        await casework.api.configure_queue(tokens.admin, "kyc")
-        async with graphql_socket(casework.url, tokens.rob) as socket:
-            # A subscription that nothing will wake: no write happens in the queue.
-            await subscriptions_started(socket, "kyc")
-            assert await revoke_tokens(owner_db, "rob") == 1
-            closed = await socket.wait_closed(CLOSED_WITHIN_SECONDS)
-            assert (closed.code, closed.reason) == (4403, "token revoked or expired")
+    async with (
+        serve_kyc(test_database, owner_db, CASEWORK_TOKEN_CACHE_SECONDS="0") as (
+            casework,
+            tokens,
+        ),
+        graphql_socket(casework.url, tokens.rob) as socket,
+    ):
+        # A subscription that nothing will wake: no write happens in the queue.
+        await subscriptions_started(socket, "kyc")
+        assert await revoke_tokens(owner_db, "rob") == 1
+        closed = await socket.wait_closed(CLOSED_WITHIN_SECONDS)
+        assert (closed.code, closed.reason) == (4403, "token revoked or expired")
     casework.assert_no_traceback()
 
 
@@ -145,9 +150,7 @@ async def test_the_socket_of_an_expiring_token_is_closed_at_its_expiry(
 async def test_connection_init_accepts_the_token_as_clients_send_it(
     test_database: TestDatabase, owner_db: Database, payload: Callable[[str], dict[str, Any]]
 ) -> None:
-    tokens = await create_live_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
-        await casework.api.configure_queue(tokens.admin, "kyc")
+    async with serve_kyc(test_database, owner_db) as (casework, tokens):
         async with graphql_socket(casework.url, None, init_payload=payload(tokens.rita)) as socket:
             snapshot = await subscriptions_started(socket, "kyc")
             assert snapshot["queue"] == "kyc"

@@ -22,30 +22,27 @@ import httpx
 import pytest
 
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.events.listener import APPLICATION_NAME
 from server.graphql.websocket import TRY_AGAIN_LATER_REASON
 from server.store.database import Database, connect, create_pool
 from server.store.queries import Queries
 from tests import pg
+from tests.api.helpers import CLAIM, DECIDE, decision_input
 from tests.api.live_server import Served, casework_serve_process
-from tests.api.test_graphql_review_loop import CLAIM, DECIDE, decision_input
-from tests.conftest import TestDatabase
+from tests.conftest import TestDatabase, token_maker
 from tests.exceptions.operations import SETUP_SUPPLIER_WORKFLOW, mismatch_input
 from tests.live.helpers import (
     DECISION_EVENTS,
+    DOWN_WITHIN_SECONDS,
     POLL_SECONDS,
+    RECOVER_WITHIN_SECONDS,
     Api,
     PrivatePostgres,
     health,
-    serve_env,
-    wait_for_readiness,
-)
-from tests.live.test_resilience import (
-    DOWN_WITHIN_SECONDS,
-    RECOVER_WITHIN_SECONDS,
     migrated_database,
     private_postgres,
+    serve_env,
+    wait_for_readiness,
 )
 from tests.live.wsclient import GraphQLSocket, graphql_socket, refusal
 
@@ -79,8 +76,7 @@ async def make_tokens(database: TestDatabase) -> Tokens:
     try:
         owner_db = Database(pool, Queries(pg.QUERIES_DIR))
 
-        async def make(user: str, role: Role, *queues: str) -> str:
-            return await create_token(owner_db, user=user, role=role, queues=list(queues))
+        make = token_maker(owner_db)
 
         return Tokens(
             admin=await make("ada", Role.ADMIN),

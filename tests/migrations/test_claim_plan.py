@@ -2,32 +2,26 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from typing import Any
-
 import asyncpg
 import pytest
 
 from server.store.database import Database
 from server.store.queries import Queries
+from tests.migrations.helpers import plan_outline
 
 PER_QUEUE = 3_000
 CLAIM_INDEX = "review_items_claimable"
 
 
-def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield node
-    for child in node.get("Plans", []):
-        yield from plan_nodes(child)
+def claim_arguments(queries: Queries) -> list[str]:
+    """The claim's parameters in $n order, which the statement decides from its names."""
+    return queries.statement("item_claim_next").bind(
+        {"queue": "kyc", "actor": "planner", "actor_role": "reviewer"}
+    )
 
 
-def plan_outline(explained: Any) -> list[tuple[str, str | None]]:
-    document = json.loads(explained) if isinstance(explained, str) else explained
-    return [
-        (node["Node Type"], node.get("Index Name") or node.get("Relation Name"))
-        for node in plan_nodes(document[0]["Plan"])
-    ]
+def claim_literals(queries: Queries) -> str:
+    return ", ".join(f"'{value}'" for value in claim_arguments(queries))
 
 
 @pytest.fixture
@@ -52,7 +46,7 @@ async def test_custom_plan_uses_the_claimable_index(
     history: None, owner_conn: asyncpg.Connection, queries: Queries
 ) -> None:
     explained = await owner_conn.fetchval(
-        "EXPLAIN (FORMAT JSON) " + queries["item_claim_next"], "kyc", "planner", "reviewer"
+        "EXPLAIN (FORMAT JSON) " + queries["item_claim_next"], *claim_arguments(queries)
     )
 
     outline = plan_outline(explained)
@@ -69,7 +63,7 @@ async def test_generic_plan_uses_the_claimable_index(
     )
 
     explained = await owner_conn.fetchval(
-        "EXPLAIN (FORMAT JSON) EXECUTE claim_next ('kyc', 'planner', 'reviewer')"
+        f"EXPLAIN (FORMAT JSON) EXECUTE claim_next ({claim_literals(queries)})"
     )
 
     outline = plan_outline(explained)
@@ -117,7 +111,7 @@ async def test_a_claim_never_walks_other_queues_overdue_exceptions(
     )
 
     explained = await owner_conn.fetchval(
-        "EXPLAIN (FORMAT JSON) EXECUTE claim_next ('kyc', 'planner', 'reviewer')"
+        f"EXPLAIN (FORMAT JSON) EXECUTE claim_next ({claim_literals(queries)})"
     )
 
     # Overdue exceptions are looked up by item id (for exception items only) and by queue,

@@ -7,7 +7,7 @@ import asyncpg
 import pytest
 
 from server.store.queries import Queries
-from tests.migrations.test_claim_plan import plan_outline
+from tests.migrations.helpers import plan_outline
 
 PER_WORKFLOW = 4_000
 # One in this many is overdue and not yet escalated: the few rows the pass is for.

@@ -11,7 +11,9 @@ import pytest
 from server.events.channels import Event, parse_event
 from server.events.hub import Hub
 from server.events.subscriber import Inbox, LatestValue, Resync
+from server.store import sql
 from server.store.database import Database
+from server.store.queries import Query
 
 
 @pytest.fixture
@@ -96,7 +98,7 @@ def test_unreadable_payloads_are_refused(payload: str) -> None:
 
 
 class HeldBacklogRead:
-    """Stands in for the database: answers queue_backlog with the figure of the moment, and
+    """Stands in for the database: answers queue_get_backlog with the figure of the moment, and
     holds the first read (a subscriber's snapshot) until told to go on."""
 
     def __init__(self, pending: int) -> None:
@@ -105,8 +107,8 @@ class HeldBacklogRead:
         self.go_on = asyncio.Event()
         self._first = True
 
-    async def fetchrow(self, query: str, queue: str) -> dict[str, object]:
-        assert query == "queue_backlog"
+    async def fetchrow(self, query: Query[...], queue: str) -> dict[str, object]:
+        assert query is sql.queues.QUEUE_GET_BACKLOG
         figure = self.pending
         if self._first:
             self._first = False

@@ -21,10 +21,14 @@ FROM t;
 
 
 def test_each_block_is_named_and_trimmed() -> None:
-    assert parse_queries(TWO_QUERIES, "x.sql") == {
+    parsed = parse_queries(TWO_QUERIES, "x.sql")
+
+    assert {name: statement.sql for name, statement in parsed.items()} == {
         "first_query": "-- What it does.\nSELECT 1",
         "second_query": "SELECT 2\nFROM t",
     }
+    assert (parsed["first_query"].line, parsed["first_query"].doc) == (1, "What it does.")
+    assert (parsed["second_query"].line, parsed["second_query"].doc) == (5, "")
 
 
 def test_text_before_the_first_name_is_ignored() -> None:

@@ -1,8 +1,7 @@
 -- name: applications_claim
--- Takes up to $1 due applications for one attempt each, under a lock that lapses if the
--- worker dies, long enough for the queue's effect timeout. Returns what the effect needs,
+-- Takes up to :batch_size due applications for one attempt each, under a lock that lapses
+-- if the worker dies, long enough for the queue's effect timeout. Returns what the effect needs,
 -- including the outcome an overturn reverses.
--- $1 how many
 WITH due AS (
     SELECT a.decision_id
     FROM decision_applications AS a
@@ -10,7 +9,7 @@ WITH due AS (
       AND a.next_attempt_at <= now()
       AND (a.locked_until IS NULL OR a.locked_until <= now())
     ORDER BY a.next_attempt_at
-    LIMIT $1
+    LIMIT :batch_size
     FOR UPDATE OF a SKIP LOCKED
 ),
 claimed AS (
@@ -37,84 +36,81 @@ LEFT JOIN review_decisions AS s ON s.id = d.supersedes;
 -- name: application_record_applied
 -- The proof of application, once per decision: a second recording of the same decision
 -- (a lapsed lock, a concurrent worker) changes nothing and returns applied = false.
--- $1 decision id, $2 note, $3 attempt, $4 worker, $5 attempt started at
 WITH proof AS (
     INSERT INTO applied_decisions (decision_id, note)
-    VALUES ($1, $2)
+    VALUES (:decision_id, :note)
     ON CONFLICT (decision_id) DO NOTHING
     RETURNING decision_id
 ),
 settled AS (
     UPDATE decision_applications AS a
     SET state = 'applied', locked_until = NULL, last_error = NULL, updated_at = now()
-    WHERE a.decision_id = $1
+    WHERE a.decision_id = :decision_id
     RETURNING a.decision_id
 ),
 attempt AS (
     INSERT INTO apply_attempts (decision_id, attempt, worker, started_at, outcome, error)
-    SELECT $1, $3, $4, $5, 'applied', CASE WHEN p.decision_id IS NULL THEN 'already applied' END
+    SELECT :decision_id, :attempt, :worker, :started_at, 'applied',
+           CASE WHEN p.decision_id IS NULL THEN 'already applied' END
     FROM settled LEFT JOIN proof AS p ON true
     RETURNING id
 )
 SELECT EXISTS (SELECT 1 FROM proof) AS applied, (SELECT count(*) FROM attempt) AS recorded;
 
 -- name: application_record_failure
--- A failed attempt: retried at $7 unless it was permanent or the last one allowed (counted
--- from the latest redrive), in which case the application is `failed` and a person gets
--- an exception to own. The work list changes only if
--- this is still the latest attempt of a pending application (an attempt that outlived its
--- lock must not undo the one that took over); the history row is written either way.
--- $1 decision id, $2 attempt, $3 worker, $4 attempt started at, $5 error, $6 permanent,
--- $7 next attempt at (the error arrives cut to size: apply.RECEIVER_TEXT_LIMIT)
+-- A failed attempt: retried at :next_attempt_at unless it was permanent or the last one
+-- allowed (counted from the latest redrive), in which case the application is `failed` and
+-- a person gets an exception to own.
+-- Fence: the work list changes only if this is still the latest attempt (:attempt) of a
+-- pending application (an attempt that outlived its lock must not undo the one that took
+-- over); the history row is written either way.
+-- The error arrives cut to size (apply.RECEIVER_TEXT_LIMIT).
 WITH settled AS (
     UPDATE decision_applications AS a
-    SET state = CASE WHEN $6 OR a.attempts - a.attempts_before_redrive >= q.effect_max_attempts
+    SET state = CASE WHEN :permanent OR a.attempts - a.attempts_before_redrive >= q.effect_max_attempts
                      THEN 'failed'
                      ELSE 'pending' END,
-        next_attempt_at = $7,
+        next_attempt_at = :next_attempt_at,
         locked_until = NULL,
-        last_error = $5,
+        last_error = :error,
         updated_at = now()
     FROM queues AS q
-    WHERE a.decision_id = $1 AND q.name = a.queue AND a.state = 'pending'
-      AND a.attempts = $2
+    WHERE a.decision_id = :decision_id AND q.name = a.queue AND a.state = 'pending'
+      AND a.attempts = :attempt
     RETURNING a.state
 ),
 attempt AS (
     INSERT INTO apply_attempts
         (decision_id, attempt, worker, started_at, outcome, error, next_retry_at)
-    SELECT $1, $2, $3, $4,
-           CASE WHEN s.state = 'failed' OR (s.state IS NULL AND $6) THEN 'permanent'
+    SELECT :decision_id, :attempt, :worker, :started_at,
+           CASE WHEN s.state = 'failed' OR (s.state IS NULL AND :permanent) THEN 'permanent'
                 ELSE 'transient' END,
-           $5, CASE WHEN s.state = 'pending' THEN $7 END
+           :error, CASE WHEN s.state = 'pending' THEN :next_attempt_at END
     FROM (SELECT 1) AS one LEFT JOIN settled AS s ON true
     RETURNING id
 )
 SELECT s.state FROM (SELECT count(*) FROM attempt) AS recorded LEFT JOIN settled AS s ON true;
 
 -- name: applications_get_by_decision_ids
--- $1 decision ids
 SELECT a.*, p.applied_at, p.note AS applied_note
 FROM decision_applications AS a
 LEFT JOIN applied_decisions AS p ON p.decision_id = a.decision_id
-WHERE a.decision_id = ANY ($1::bigint[]);
+WHERE a.decision_id = ANY (:decision_ids::bigint[]);
 
--- name: apply_attempts_get_by_decision_ids
--- $1 decision ids
+-- name: application_attempts_get_by_decision_ids
 SELECT t.*
 FROM apply_attempts AS t
-WHERE t.decision_id = ANY ($1::bigint[])
+WHERE t.decision_id = ANY (:decision_ids::bigint[])
 ORDER BY t.decision_id, t.id;
 
--- name: queue_application_lag
+-- name: applications_get_queue_lag
 -- "A human decided and the system did not carry it out": unapplied decisions older than
 -- the threshold, the age of the oldest, and the failed ones.
--- $1 queue, $2 threshold seconds
 SELECT count(*) FILTER (WHERE a.state = 'pending') AS unapplied,
        count(*) FILTER (WHERE a.state = 'pending'
-                          AND a.decided_at < now() - make_interval(secs => $2)) AS unapplied_late,
+                          AND a.decided_at < now() - make_interval(secs => :threshold_seconds)) AS unapplied_late,
        extract(epoch FROM now() - min(a.decided_at) FILTER (WHERE a.state = 'pending'))
            AS oldest_unapplied_age_seconds,
        count(*) FILTER (WHERE a.state = 'failed') AS failed
 FROM decision_applications AS a
-WHERE a.queue = $1 AND a.state <> 'applied';
+WHERE a.queue = :queue AND a.state <> 'applied';

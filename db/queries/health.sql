@@ -1,0 +1,2 @@
+-- name: health_check
+SELECT 1 AS ok;

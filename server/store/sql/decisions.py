@@ -1,0 +1,74 @@
+"""The statements of db/queries/decisions.sql, as symbols.
+
+Generated from db/queries/decisions.sql by `python -m server.store.sqlgen`: do not edit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.store.queries import Query
+
+
+def _decision_submit(
+    *,
+    item_id: Any,
+    lease_token: Any,
+    actor: Any,
+    evidence_hash: Any,
+    queue_scope: Any,
+    reason_code: Any,
+    verdict: Any,
+    note: Any,
+    actor_role: Any,
+) -> None: ...
+
+
+DECISION_SUBMIT = Query("decision_submit", _decision_submit)
+"""db/queries/decisions.sql:1
+
+Records a verdict made under a lease, in one statement. Fence: every condition of it
+sits in the WHERE clause of `target`: a live lease of the caller with this token on a
+pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
+allows for this verdict, in a queue the caller's token covers. If any fails, nothing is
+written and no row comes back.
+An escalation returns the item to `pending` in the escalation queue, priority boosted.
+"""
+
+
+def _decision_submit_diagnose(
+    *,
+    reason_code: Any,
+    verdict: Any,
+    lease_token: Any,
+    item_id: Any,
+) -> None: ...
+
+
+DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
+"""db/queries/decisions.sql:57
+
+Read-only: why did decision_submit write nothing? Runs only on that failure path.
+`prior_decision_id` is the verdict already recorded on this item under this very lease:
+a console whose answer was lost retries with the same token, and is answered with it.
+"""
+
+
+def _decision_overturn(
+    *,
+    decision_id: Any,
+    reason_code: Any,
+    note: Any,
+    actor: Any,
+    actor_role: Any,
+) -> None: ...
+
+
+DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
+"""db/queries/decisions.sql:72
+
+Writes an overturn that supersedes :decision_id.
+Fence: :decision_id is the effective decision of its item (not superseded already, and
+not an escalation), and the catalogue allows :reason_code for the reversed outcome.
+The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
+"""

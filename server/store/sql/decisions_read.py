@@ -1,0 +1,88 @@
+"""The statements of db/queries/decisions_read.sql, as symbols.
+
+Generated from db/queries/decisions_read.sql by `python -m server.store.sqlgen`: do not edit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.store.queries import Query
+
+
+def _decisions_get_by_ids(
+    *,
+    ids: Any,
+) -> None: ...
+
+
+DECISIONS_GET_BY_IDS = Query("decisions_get_by_ids", _decisions_get_by_ids)
+"""db/queries/decisions_read.sql:1"""
+
+
+def _decisions_get_by_item_ids(
+    *,
+    item_ids: Any,
+) -> None: ...
+
+
+DECISIONS_GET_BY_ITEM_IDS = Query("decisions_get_by_item_ids", _decisions_get_by_item_ids)
+"""db/queries/decisions_read.sql:7
+
+Every decision of each item, oldest first.
+"""
+
+
+def _decisions_get_page(
+    *,
+    queue: Any,
+    after_id: Any,
+    page_size: Any,
+) -> None: ...
+
+
+DECISIONS_GET_PAGE = Query("decisions_get_page", _decisions_get_page)
+"""db/queries/decisions_read.sql:15
+
+One page of a queue's decisions, oldest first.
+"""
+
+
+def _decision_get_position(
+    *,
+    decision_id: Any,
+) -> None: ...
+
+
+DECISION_GET_POSITION = Query("decision_get_position", _decision_get_position)
+"""db/queries/decisions_read.sql:24
+
+Where a decision sits in its queue's commit-ordered stream.
+"""
+
+
+def _decisions_get_stream_horizon() -> None: ...
+
+
+DECISIONS_GET_STREAM_HORIZON = Query("decisions_get_stream_horizon", _decisions_get_stream_horizon)
+"""db/queries/decisions_read.sql:28
+
+Every transaction below this id has ended: no decision below it can still appear.
+"""
+
+
+def _decisions_get_after_position(
+    *,
+    queue: Any,
+    after_txid: Any,
+    after_id: Any,
+    page_size: Any,
+) -> None: ...
+
+
+DECISIONS_GET_AFTER_POSITION = Query("decisions_get_after_position", _decisions_get_after_position)
+"""db/queries/decisions_read.sql:32
+
+The next decisions of a queue in commit-safe order: after the position, and only from
+transactions below the horizon, so a late commit can never land behind the cursor.
+"""

@@ -1,0 +1,76 @@
+"""The statements of db/queries/queues.sql, as symbols.
+
+Generated from db/queries/queues.sql by `python -m server.store.sqlgen`: do not edit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.store.queries import Query
+
+
+def _queue_upsert(
+    *,
+    name: Any,
+    lease_ttl_seconds: Any,
+    max_abandons: Any,
+    escalation_queue: Any,
+    escalation_priority_boost: Any,
+    effect_kind: Any,
+    effect_target: Any,
+    effect_secret: Any,
+    effect_max_attempts: Any,
+    effect_timeout_seconds: Any,
+) -> None: ...
+
+
+QUEUE_UPSERT = Query("queue_upsert", _queue_upsert)
+"""db/queries/queues.sql:1
+
+Creates a queue, or changes the settings given (a NULL leaves a setting as it is). The
+effect's kind and target change together (:effect_kind NULL leaves both).
+:effect_timeout_seconds is cast: from `coalesce(:effect_timeout_seconds, 10)` alone
+PostgreSQL infers an integer, and asyncpg then truncates a timeout of 0.5 s to 0.
+"""
+
+
+def _queues_get_by_names(
+    *,
+    names: Any,
+) -> None: ...
+
+
+QUEUES_GET_BY_NAMES = Query("queues_get_by_names", _queues_get_by_names)
+"""db/queries/queues.sql:26"""
+
+
+def _queues_list() -> None: ...
+
+
+QUEUES_LIST = Query("queues_list", _queues_list)
+"""db/queries/queues.sql:29"""
+
+
+def _queues_get_holder_roles(
+    *,
+    names: Any,
+) -> None: ...
+
+
+QUEUES_GET_HOLDER_ROLES = Query("queues_get_holder_roles", _queues_get_holder_roles)
+"""db/queries/queues.sql:32"""
+
+
+def _queue_get_backlog(
+    *,
+    queue: Any,
+) -> None: ...
+
+
+QUEUE_GET_BACKLOG = Query("queue_get_backlog", _queue_get_backlog)
+"""db/queries/queues.sql:35
+
+The figures a backlog subscriber sees: pending (claimable now), leased, and the age of
+the oldest claimable item. Walks the claim index only.
+"""

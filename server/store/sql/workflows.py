@@ -1,0 +1,47 @@
+"""The statements of db/queries/workflows.sql, as symbols.
+
+Generated from db/queries/workflows.sql by `python -m server.store.sqlgen`: do not edit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.store.queries import Query
+
+
+def _workflow_upsert(
+    *,
+    name: Any,
+    approval_queue: Any,
+    redrive_via: Any,
+    redrive_target: Any,
+    redrive_secret: Any,
+    redrive_max_attempts: Any,
+    redrive_timeout_seconds: Any,
+) -> None: ...
+
+
+WORKFLOW_UPSERT = Query("workflow_upsert", _workflow_upsert)
+"""db/queries/workflows.sql:1
+
+Creates a workflow or changes its settings (NULL leaves one as it is; the redrive route,
+target and secret change together). Its approval queue becomes a queue approvers work.
+"""
+
+
+def _workflows_get_by_names(
+    *,
+    names: Any,
+) -> None: ...
+
+
+WORKFLOWS_GET_BY_NAMES = Query("workflows_get_by_names", _workflows_get_by_names)
+"""db/queries/workflows.sql:35"""
+
+
+def _workflows_list() -> None: ...
+
+
+WORKFLOWS_LIST = Query("workflows_list", _workflows_list)
+"""db/queries/workflows.sql:38"""
