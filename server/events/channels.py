@@ -40,7 +40,7 @@ DATABASE_KINDS = frozenset(EventKind) - {EventKind.EXPIRED}
 class Event:
     # parse_event and the expiry timer always give an EventKind; a StrEnum is a str, so
     # events built from plain strings (as tests do) compare the same.
-    kind: str
+    kind: EventKind
     queue: str
     item_id: int | None = None
     decision_id: int | None = None

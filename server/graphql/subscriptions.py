@@ -119,7 +119,7 @@ DECISION_EVENT_KINDS = frozenset({EventKind.DECIDED, EventKind.ESCALATED, EventK
 def _lease_kind(message: Event | Resync) -> LeaseEventKind | None:
     if isinstance(message, Resync):
         return LeaseEventKind.RESYNC
-    return LEASE_EVENT_KINDS.get(EventKind(message.kind))
+    return LEASE_EVENT_KINDS.get(message.kind)
 
 
 def _item_kind(message: Event | Resync, item: Item, me: str) -> ItemUpdateKind | None:
@@ -127,7 +127,7 @@ def _item_kind(message: Event | Resync, item: Item, me: str) -> ItemUpdateKind |
         return ItemUpdateKind.RESYNC
     if message.kind == EventKind.CLAIMED:
         return ItemUpdateKind.LEASE_LOST if item.lease_owner != me else None
-    return ITEM_UPDATE_KINDS.get(EventKind(message.kind))
+    return ITEM_UPDATE_KINDS.get(message.kind)
 
 
 @strawberry.type

@@ -8,7 +8,7 @@ from typing import cast
 
 import pytest
 
-from server.events.channels import Event, parse_event
+from server.events.channels import Event, EventKind, parse_event
 from server.events.hub import Hub
 from server.events.subscriber import Inbox, LatestValue, Resync
 from server.store import sql
@@ -33,9 +33,9 @@ async def test_events_reach_the_queue_and_item_subscribers_only(hub: Hub) -> Non
         hub.subscribe(queues=("payouts",), inbox=payouts),
         hub.subscribe(items=(7,), inbox=item_7),
     ):
-        claimed = Event("claimed", "kyc", item_id=7)
+        claimed = Event(EventKind.CLAIMED, "kyc", item_id=7)
         hub.dispatch(claimed)
-        hub.dispatch(Event("claimed", "kyc", item_id=8))
+        hub.dispatch(Event(EventKind.CLAIMED, "kyc", item_id=8))
         assert (kyc.pending(), payouts.pending(), item_7.pending()) == (2, 0, 1)
         assert await item_7.next() == claimed
     assert hub.subscriber_count() == 0
@@ -47,7 +47,7 @@ async def test_an_escalation_reaches_both_queues(hub: Hub) -> None:
         hub.subscribe(queues=("kyc",), inbox=left),
         hub.subscribe(queues=("senior",), inbox=joined),
     ):
-        hub.dispatch(Event("escalated", "senior", item_id=1, from_queue="kyc"))
+        hub.dispatch(Event(EventKind.ESCALATED, "senior", item_id=1, from_queue="kyc"))
         assert (left.pending(), joined.pending()) == (1, 1)
 
 
@@ -55,8 +55,8 @@ async def test_a_subscriber_that_stops_reading_is_bounded_and_told_to_resync(hub
     stuck, reader = Inbox(everything, limit=10), Inbox(everything, limit=10)
     with hub.subscribe(queues=("kyc",), inbox=stuck), hub.subscribe(queues=("kyc",), inbox=reader):
         for n in range(1, 1001):
-            hub.dispatch(Event("claimed", "kyc", item_id=n))
-            assert await reader.next() == Event("claimed", "kyc", item_id=n)
+            hub.dispatch(Event(EventKind.CLAIMED, "kyc", item_id=n))
+            assert await reader.next() == Event(EventKind.CLAIMED, "kyc", item_id=n)
         assert stuck.pending() <= 10
         assert stuck.overflows > 0
         messages = [await stuck.next() for _ in range(stuck.pending())]
@@ -78,7 +78,7 @@ async def test_resync_reaches_every_subscriber(hub: Hub) -> None:
 async def test_a_cut_short_evidence_list_reaches_every_item_watcher(hub: Hub) -> None:
     watcher = Inbox(everything)
     with hub.subscribe(items=(500,), inbox=watcher):
-        hub.dispatch(Event("enqueued", "kyc", evidence_changed=(1, 2), more=True))
+        hub.dispatch(Event(EventKind.ENQUEUED, "kyc", evidence_changed=(1, 2), more=True))
         assert watcher.pending() == 1
 
 
@@ -126,7 +126,7 @@ async def test_a_change_committed_while_the_snapshot_is_read_still_arrives() -> 
         # A claim commits after the snapshot was read, and its notification arrives before
         # the snapshot reaches the subscriber.
         db.pending = 4
-        hub.dispatch(Event("claimed", "kyc", item_id=1))
+        hub.dispatch(Event(EventKind.CLAIMED, "kyc", item_id=1))
         db.go_on.set()
         figures = await joining
         seen = [(await asyncio.wait_for(figures.next(), 2)).backlog.pending]
