@@ -15,7 +15,7 @@ import socket
 import sys
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
@@ -137,6 +137,22 @@ async def approve(db: Database, claim: Claim, what: str) -> Decision:
     if not isinstance(decision, Decision):
         raise RuntimeError(f"decision on {what} returned {decision}")
     return decision
+
+
+def approve_arguments(claimed: Mapping[str, Any], user: str) -> dict[str, Any]:
+    """decision_submit's arguments for approving a claimed row, as the domain passes them:
+    the raw paths of the benches run the same statement with the same values."""
+    return {
+        "item_id": claimed["id"],
+        "lease_token": claimed["lease_token"],
+        "actor": user,
+        "actor_role": Role.REVIEWER.value,
+        "verdict": "approve",
+        "reason_code": REASON_CODE,
+        "evidence_hash": claimed["evidence_hash"],
+        "note": None,
+        "queue_scope": [QUEUE],
+    }
 
 
 def new_item(key: str, rng: random.Random) -> NewItem:

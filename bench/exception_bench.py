@@ -179,19 +179,7 @@ async def claim_run(config: Config, database: str, with_exceptions: bool) -> Run
                 raise RuntimeError(f"claim returned {row}; are there enough items?")
             decided = await pool.fetchrow(
                 decide.sql,
-                *decide.bind(
-                    {
-                        "item_id": row["id"],
-                        "lease_token": row["lease_token"],
-                        "actor": user,
-                        "actor_role": Role.REVIEWER.value,
-                        "verdict": "approve",
-                        "reason_code": benchlib.REASON_CODE,
-                        "evidence_hash": row["evidence_hash"],
-                        "note": None,
-                        "queue_scope": [benchlib.QUEUE],
-                    }
-                ),
+                *decide.bind(benchlib.approve_arguments(row, user)),
             )
             if decided is None:
                 raise RuntimeError(f"decision on item {row['id']} was refused")
