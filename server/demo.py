@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from server.config import Settings
-from server.domain import exceptions, workflows
-from server.domain.exception_records import Consequence, ExceptionAction
+from server.domain.exceptions import actions, workflows
+from server.domain.exceptions.records import Consequence, ExceptionAction
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.items import NewItem, enqueue_items
 from server.domain.model import Principal, Role, Verdict
@@ -152,7 +152,7 @@ async def _configure_supplier_onboarding(db: Database) -> None:
     )
     _expect_success(configured, "workflow supplier_onboarding")
     hours = 3600
-    for code, label, actions in (
+    for code, label, allowed in (
         ("entity_mismatch", "A document names another legal entity", list(ExceptionAction)),
         (
             "missing_approval",
@@ -173,7 +173,7 @@ async def _configure_supplier_onboarding(db: Database) -> None:
                 label=label,
                 owner_role=SUPPLIER_OPS,
                 escalation_role=PROCUREMENT_LEADS,
-                allowed_actions=actions,
+                allowed_actions=allowed,
                 due_seconds={
                     Consequence.LOW: 72 * hours,
                     Consequence.MEDIUM: 24 * hours,
@@ -188,10 +188,10 @@ async def _configure_supplier_onboarding(db: Database) -> None:
 async def _raise_supplier_exceptions(db: Database) -> None:
     # Raising is idempotent while open: a second seed counts recurrences, adds nothing.
     for supplier, legal_name, detail, consequence, reason in SUPPLIER_EXCEPTIONS:
-        raised = await exceptions.raise_exception(
+        raised = await actions.raise_exception(
             db,
             ERP,
-            exceptions.RaiseInput(
+            actions.RaiseInput(
                 workflow=SUPPLIER_WORKFLOW,
                 source_record_id=supplier,
                 reason_code=reason,

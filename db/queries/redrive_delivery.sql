@@ -54,7 +54,7 @@ RETURNING x.key;
 -- Retried at :next_attempt_at unless permanent or the last attempt allowed: then `failed`,
 -- and the caller reports the redrive failed in the same transaction.
 -- Fence: as for redrive_delivery_record_delivered.
--- :error arrives cut to size (apply.RECEIVER_TEXT_LIMIT).
+-- :error arrives cut to size (text.RECEIVER_TEXT_LIMIT).
 UPDATE exception_redrives AS x
 SET delivery_state = CASE WHEN :permanent OR x.delivery_attempts >= w.redrive_max_attempts
                           THEN 'failed' ELSE 'pending' END,

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from server.domain import exceptions, redrives
-from server.domain.exception_records import SYSTEM_ACTOR, SYSTEM_ROLE, Consequence
+from server.domain.exceptions import actions, redrives
+from server.domain.exceptions.records import SYSTEM_ACTOR, SYSTEM_ROLE, Consequence
 from server.domain.model import EffectKind, Principal, Role, Verdict
+from server.domain.text import clipped, storable
 from server.store import sql
 from server.store.database import Database, Row
 
@@ -104,28 +105,6 @@ async def claim_due(db: Database, limit: int) -> list[DueApplication]:
     return [DueApplication.from_row(row) for row in rows]
 
 
-# What a receiver answered (a response body, an error text, a handler's note) is stored at
-# most this many characters: enough to tell what went wrong, not a place to keep a
-# receiver's documents. Applications, apply attempts and redrive deliveries alike; the
-# CHECK constraints of migrations 0004 and 0006 hold the attempts' and deliveries' columns
-# to the same bound.
-RECEIVER_TEXT_LIMIT = 1000
-TRUNCATED_MARK = " [truncated]"
-
-
-def storable(text: str | None) -> str | None:
-    """PostgreSQL text holds no NUL character. An error or note comes from the receiver or a
-    handler (a response body, an exception message): one with a NUL would make recording the
-    attempt fail, every time, and the decision would be retried forever, never recorded.
-    A longer one is cut to RECEIVER_TEXT_LIMIT characters, marked as cut."""
-    if text is None:
-        return None
-    text = text.replace("\x00", "\ufffd")
-    if len(text) <= RECEIVER_TEXT_LIMIT:
-        return text
-    return text[: RECEIVER_TEXT_LIMIT - len(TRUNCATED_MARK)] + TRUNCATED_MARK
-
-
 def may_read_receiver_text(principal: Principal, queues: tuple[str, ...]) -> bool:
     """Whether the principal sees what a receiver answered, for work in these queues.
 
@@ -211,20 +190,20 @@ async def _hand_to_person(
     db: Database, due: DueApplication, error: str, *, permanent: bool
 ) -> None:
     if due.redrive_key is not None:
-        await redrives.answer_as_casework(db, due.redrive_key, False, error[:4000])
+        await redrives.answer_as_casework(db, due.redrive_key, False, clipped(error))
         return
     attempts = due.attempt
-    await exceptions.raise_checked(
+    await actions.raise_checked(
         db,
-        exceptions.RaiseInput(
+        actions.RaiseInput(
             workflow=APPLY_WORKFLOW,
             source_record_id=str(due.decision_id),
             reason_code="effect_refused" if permanent else "attempts_exhausted",
-            detail=(
+            detail=clipped(
                 f"The {due.effect_kind.value} effect of decision {due.decision_id} "
                 f"(queue {due.queue}, {due.outcome.name}) failed after {attempts} "
                 f"attempt(s): {error}"
-            )[:4000],
+            ),
             consequence=Consequence.HIGH,
             completed_steps=["decide"],
             blocked_step="apply",

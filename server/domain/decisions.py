@@ -16,11 +16,11 @@ from server.domain.failures import (
 )
 from server.domain.model import Decision, Principal, Role, Verdict
 from server.domain.parsing import parse_id, parse_lease_token
+from server.domain.text import check_text
 from server.store import constraints, sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
 
-MAX_NOTE = 4000
 _HASH = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -53,9 +53,7 @@ SubmitResult = (
 
 
 def _check_note(note: str | None) -> InvalidInput | None:
-    if note is not None and len(note) > MAX_NOTE:
-        return InvalidInput(f"a note is at most {MAX_NOTE} characters", "note")
-    return None
+    return check_text(note, "note", required=False)
 
 
 async def submit_decision(

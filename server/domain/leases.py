@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from server.domain.exceptions.overdue import escalate_overdue_exceptions
 from server.domain.failures import InvalidInput, NotPermitted, QueueEmpty, StaleLease
 from server.domain.model import Claim, Item, Principal, Role
 from server.domain.parsing import parse_id, parse_lease_token
@@ -39,7 +40,7 @@ async def claim_next(
         )
         assert row is not None, "the claim always answers with one row"
         # Overdue exceptions change owner at claim time; the claim says when some wait.
-        moved = await _escalate_overdue(db, queue) if row["overdue_exceptions"] else 0
+        moved = await escalate_overdue_exceptions(db, queue) if row["overdue_exceptions"] else 0
         if row["id"] is None:
             if moved:
                 continue  # one may have moved into this queue
@@ -57,12 +58,6 @@ async def claim_next(
     if known.holder_role is not principal.role:
         return NotPermitted(f"queue {queue!r} is worked by {known.holder_role.value}s")
     return QueueEmpty(queue)
-
-
-async def _escalate_overdue(db: Database, queue: str) -> int:
-    row = await db.fetchrow(sql.exceptions.EXCEPTIONS_ESCALATE_OVERDUE, queue=queue)
-    assert row is not None, "an aggregate always returns a row"
-    return int(row["escalated"])
 
 
 async def renew_lease(

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import EffectKind, Principal, Queue, ReasonCode, Role, Verdict
+from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
@@ -198,8 +199,8 @@ async def define_reason_code(
         return InvalidInput(
             "a reason code is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
         )
-    if not 1 <= len(label.strip()) <= 200:
-        return InvalidInput("a label is 1 to 200 characters", "label")
+    if problem := check_label(label):
+        return problem
     if not verdicts:
         return InvalidInput("name at least one verdict the code may be used with", "verdicts")
     try:

@@ -8,9 +8,10 @@ from typing import Any
 
 import httpx
 
-from server.domain.apply import RECEIVER_TEXT_LIMIT, DueApplication
+from server.domain.apply import DueApplication
 from server.domain.evidence import canonical_json
-from server.domain.redrive_delivery import DueDelivery
+from server.domain.exceptions.redrive_delivery import DueDelivery
+from server.domain.text import RECEIVER_TEXT_LIMIT
 from server.effects.errors import PermanentEffectError, TransientEffectError
 from server.signatures import SIGNATURE_HEADER, sign
 
@@ -89,7 +90,7 @@ async def post_signed(
     status = response.status_code
     if 200 <= status < 300:
         return f"webhook answered {status}"
-    # Stored cut to size (apply.storable), and shown only to admins and integrations.
+    # Stored cut to size (text.storable), and shown only to admins and integrations.
     summary = f"webhook answered {status}: {response.text[:RECEIVER_TEXT_LIMIT]}"
     if status == 429 or status >= 500:
         raise TransientEffectError(

@@ -6,8 +6,9 @@ from typing import overload
 
 import strawberry
 
-from server.domain import exception_records, failures
-from server.graphql.exception_types import ExceptionAction, ExceptionState
+from server.domain import failures
+from server.domain.exceptions import records
+from server.graphql.exceptions.types import ExceptionAction, ExceptionState
 
 
 @strawberry.interface(description="An expected failure. Nothing was written.")
@@ -155,11 +156,9 @@ def from_failure(failure: failures.Failure) -> ErrorType:
             return InvalidTransition(
                 message=failure.message,
                 exception_id=strawberry.ID(failure.exception_id),
-                state=exception_records.ExceptionState(failure.state),
-                action=exception_records.ExceptionAction(failure.action),
-                allowed_actions=[
-                    exception_records.ExceptionAction(a) for a in failure.allowed_actions
-                ],
+                state=records.ExceptionState(failure.state),
+                action=records.ExceptionAction(failure.action),
+                allowed_actions=[records.ExceptionAction(a) for a in failure.allowed_actions],
             )
         case failures.AlreadyQueued():
             return AlreadyQueued(

@@ -8,8 +8,10 @@ from typing import TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from server.domain import apply, exception_reads, queues, reads, workflows
-from server.domain.exception_records import (
+from server.domain import apply, queues, reads
+from server.domain.exceptions import reads as exception_reads
+from server.domain.exceptions import workflows
+from server.domain.exceptions.records import (
     Correction,
     ExceptionEvent,
     ExceptionReason,

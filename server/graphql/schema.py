@@ -26,9 +26,9 @@ from server.graphql.codes import RETRY_AFTER_SECONDS, ClientError, ErrorCode
 from server.graphql.cost import CostLimit
 from server.graphql.error_coding import code_errors
 from server.graphql.errors import Error
-from server.graphql.exception_mutations import ExceptionMutation
-from server.graphql.exception_queries import ExceptionQuery
-from server.graphql.exception_subscriptions import ExceptionSubscription
+from server.graphql.exceptions.mutations import ExceptionMutation
+from server.graphql.exceptions.queries import ExceptionQuery
+from server.graphql.exceptions.subscriptions import ExceptionSubscription
 from server.graphql.guards import BoundedParserCache, cached_validation, limit_coded
 from server.graphql.input_strings import guard_root_fields
 from server.graphql.mutations import Mutation

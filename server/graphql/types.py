@@ -16,7 +16,7 @@ from server.graphql.codes import ClientError
 from server.graphql.context import Context
 
 if TYPE_CHECKING:
-    from server.graphql.exception_types import ExceptionNode
+    from server.graphql.exceptions.types import ExceptionNode
 
 # strawberry.enum marks the domain enum itself as the GraphQL enum and returns that class.
 # Naming the class, not the call's result, lets mypy read these names as types.
@@ -148,8 +148,8 @@ class ReviewItem:
     @strawberry.field(description="The exception this item stands for, if it is one.")
     async def exception(
         self, info: Info[Context, None]
-    ) -> Annotated[ExceptionNode, strawberry.lazy("server.graphql.exception_types")] | None:
-        from server.graphql.exception_types import ExceptionNode
+    ) -> Annotated[ExceptionNode, strawberry.lazy("server.graphql.exceptions.types")] | None:
+        from server.graphql.exceptions.types import ExceptionNode
 
         if not self._item.is_exception:
             return None

@@ -78,6 +78,23 @@ async def apply_migrations(conn: asyncpg.Connection, migrations_dir: Path) -> li
                         "it was applied; migrations are forward-only, add a new one instead"
                     )
                 continue
+            await _apply_one(conn, migration)
+            done.append(migration)
+        return done
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK_ID)
+
+
+# Roles belong to the cluster, not to a database, and the advisory lock is per database:
+# two databases of one cluster migrated at once (test runs in parallel, two environments on
+# one server) can both find the role missing and both create it. The loser's transaction
+# rolled back whole, and on the second try its `IF NOT EXISTS` sees the winner's role.
+_ROLE_NAME_INDEX = "pg_authid_rolname_index"
+
+
+async def _apply_one(conn: asyncpg.Connection, migration: Migration) -> None:
+    for attempt in (1, 2):
+        try:
             async with conn.transaction():
                 await conn.execute(migration.sql)
                 await conn.execute(
@@ -86,7 +103,7 @@ async def apply_migrations(conn: asyncpg.Connection, migrations_dir: Path) -> li
                     migration.name,
                     migration.checksum,
                 )
-            done.append(migration)
-        return done
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK_ID)
+            return
+        except asyncpg.UniqueViolationError as error:
+            if attempt == 2 or error.constraint_name != _ROLE_NAME_INDEX:
+                raise

@@ -20,12 +20,12 @@ import asyncpg
 import httpx
 
 from server.config import REPO_ROOT
+from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.failures import QueueEmpty
 from server.domain.items import MAX_BATCH, NewItem, enqueue_items
 from server.domain.leases import claim_next
 from server.domain.model import Claim, EffectKind, Principal
 from server.domain.queues import Effect, QueueSettings, configure_queue
-from server.domain.redrive_delivery import DueDelivery
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings, WorkerStats
 from tests.api.conftest import GraphQL

@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from server.domain import redrives
-from server.domain.exception_records import SYSTEM_ACTOR, SYSTEM_ROLE
+from server.domain.exceptions import redrives
+from server.domain.exceptions.records import SYSTEM_ACTOR, SYSTEM_ROLE
 from server.domain.failures import NotPermitted
 from server.effects.webhook import REDRIVE_HEADER
 from server.signatures import SIGNATURE_HEADER, verify_signature

@@ -1,7 +1,7 @@
 """Webhook targets (queue effects and workflow redrives): an http(s) URL without a user or
 password; with CASEWORK_EFFECT_ALLOWED_HOSTS set, only to the hosts it names, checked when
 configured and again by the worker before each POST. What a receiver answered is stored cut
-to apply.RECEIVER_TEXT_LIMIT characters and shown only to admins and integrations.
+to text.RECEIVER_TEXT_LIMIT characters and shown only to admins and integrations.
 
 Real PostgreSQL, the real GraphQL app in-process, a real HTTP receiver, an in-process
 ApplyWorker whose recordings the test awaits.
@@ -17,10 +17,10 @@ import asyncpg
 import pytest
 
 from server.config import Settings
-from server.domain.apply import RECEIVER_TEXT_LIMIT, TRUNCATED_MARK
 from server.domain.failures import InvalidInput
 from server.domain.model import EffectKind, Role
 from server.domain.queues import Effect, QueueSettings, configure_queue
+from server.domain.text import RECEIVER_TEXT_LIMIT, TRUNCATED_MARK
 from server.domain.tokens import create_token
 from server.store.database import Database
 from tests.api.conftest import GraphQL, graphql_caller, in_process_client

@@ -12,8 +12,7 @@ from typing import TypeVar
 
 import asyncpg
 
-from server.domain.exception_records import Consequence, ExceptionState
-from server.domain.exceptions import (
+from server.domain.exceptions.actions import (
     CorrectionInput,
     Raised,
     RaiseInput,
@@ -21,6 +20,7 @@ from server.domain.exceptions import (
     raise_exception,
     submit_correction,
 )
+from server.domain.exceptions.records import Consequence, ExceptionState
 from server.domain.leases import claim_next
 from server.domain.model import Claim, Principal, Role
 from server.store.database import Database, connect

@@ -11,10 +11,10 @@ from typing import Any
 
 import asyncpg
 
-from server.domain.exceptions import Raised, raise_exception
+from server.domain.exceptions.actions import Raised, raise_exception
+from server.domain.exceptions.redrives import RedriveQueued, request_redrive
 from server.domain.failures import AlreadyQueued
 from server.domain.model import Principal, Role
-from server.domain.redrives import RedriveQueued, request_redrive
 from server.store.database import Database
 from server.store.queries import Queries
 from tests.api.conftest import GraphQL

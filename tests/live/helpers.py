@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from server.domain.model import Role
+from server.store import sql
 from server.store.database import Database, connect
 from server.store.embedded import start_embedded
 from server.store.migrate import apply_migrations
@@ -405,3 +406,24 @@ async def migrated_database(server_dsn: str) -> TestDatabase:
     finally:
         await conn.close()
     return database
+
+
+async def wait_until_in_the_past(owner_db: Database, decision_id: str, *, within: float) -> None:
+    """Until a decision is below the stream horizon, so that a stream started without a
+    cursor begins after it. The horizon is the oldest transaction still open anywhere in
+    the cluster (another database's included): a stream may begin before a commit that a
+    long transaction elsewhere still overlaps, and hands it out rather than risk a loss."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    position = await owner_db.fetchrow(
+        sql.decisions_read.DECISION_GET_POSITION, decision_id=int(decision_id)
+    )
+    assert position is not None, decision_id
+    while True:
+        horizon = await owner_db.fetchrow(sql.decisions_read.DECISIONS_GET_STREAM_HORIZON)
+        assert horizon is not None
+        if horizon["horizon"] > position["txid"]:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"decision {decision_id} still above the horizon")
+        await asyncio.sleep(POLL_SECONDS)

@@ -15,6 +15,7 @@ from tests.live.helpers import (
     QUEUE_BACKLOG,
     serve_kyc,
     subscriptions_started,
+    wait_until_in_the_past,
 )
 from tests.live.wsclient import graphql_socket
 
@@ -27,6 +28,7 @@ async def test_a_decision_reaches_lease_and_decision_subscribers(
         await api.enqueue(tokens.integration, "kyc", {"before": {"n": 0}, "cust-1": {"n": 1}})
         # Decided before anyone subscribes: a stream without a cursor starts after it.
         earlier = await api.decide(tokens.rita, await api.claim(tokens.rita, "kyc"))
+        await wait_until_in_the_past(owner_db, earlier, within=10)
 
         async with graphql_socket(casework.url, tokens.integration) as socket:
             leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")

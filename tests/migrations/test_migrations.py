@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import pytest
@@ -119,3 +121,58 @@ async def test_catalog_matches_the_committed_snapshot(pg_server: str) -> None:
             "    python -m tests.migrations.dump_schema > tests/migrations/expected_schema.txt",
             pytrace=False,
         )
+
+
+async def wait_until_blocked(watcher: asyncpg.Connection, pid: int) -> None:
+    """Until the backend waits on a lock: PostgreSQL says so in pg_stat_activity."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        waiting = await watcher.fetchval(
+            "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", pid
+        )
+        if waiting:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"backend {pid} never blocked"
+        await asyncio.sleep(0.01)
+
+
+async def test_two_databases_creating_one_role_at_once_both_migrate(
+    pg_server: str, tmp_path: Path
+) -> None:
+    """Roles are cluster-wide while the migration lock is per database: the second creator
+    of a role fails on the role's unique index, and its migration is tried again."""
+    role = f"casework_race_{uuid.uuid4().hex[:8]}"
+    gate = 0x7261_6365
+    (tmp_path / "0001_role.sql").write_text(
+        f"DO $$ BEGIN\n"
+        f"    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') THEN\n"
+        f"        CREATE ROLE {role};\n"
+        f"    END IF;\n"
+        f"    PERFORM pg_advisory_xact_lock({gate});\n"
+        f"END $$;\n"
+    )
+    names = [await pg.create_empty_database(pg_server, "casework_race") for _ in range(2)]
+    first, second, holder = await asyncio.gather(
+        asyncpg.connect(pg.owner_dsn(pg_server, names[0])),
+        asyncpg.connect(pg.owner_dsn(pg_server, names[1])),
+        asyncpg.connect(pg.owner_dsn(pg_server, names[0])),
+    )
+    try:
+        # The first migration creates the role, then waits for the gate, its transaction
+        # open; the second then blocks on the role's index until the first commits.
+        await holder.execute("SELECT pg_advisory_lock($1)", gate)
+        first_run = asyncio.create_task(apply_migrations(first, tmp_path))
+        await wait_until_blocked(holder, first.get_server_pid())
+        second_run = asyncio.create_task(apply_migrations(second, tmp_path))
+        await wait_until_blocked(holder, second.get_server_pid())
+        await holder.execute("SELECT pg_advisory_unlock($1)", gate)
+
+        applied = await asyncio.gather(first_run, second_run)
+
+        assert [[m.name for m in run] for run in applied] == [["role"], ["role"]]
+        assert await holder.fetchval("SELECT count(*) FROM pg_roles WHERE rolname = $1", role) == 1
+    finally:
+        await asyncio.gather(first.close(), second.close(), holder.close())
+        for name in names:
+            await pg.drop_database(pg_server, name)
+        await pg.admin_execute(pg_server, f"DROP ROLE IF EXISTS {role}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.domain.exception_rules import (
+from server.domain.exceptions.rules import (
     check_facts,
     check_references,
     check_steps,

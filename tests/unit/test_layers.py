@@ -1,7 +1,11 @@
-"""Dependencies point one way, graphql -> events -> domain -> store, checked by import-linter."""
+"""Dependencies point one way, graphql -> events -> domain -> store, and the side rooms
+(exceptions, effects, the worker) stay apart: checked by import-linter, with proof that each
+contract breaks when a violating import appears."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,22 +15,74 @@ from server.config import REPO_ROOT
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
-def lint_imports(config: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+CONTRACTS = (
+    "Layers: graphql -> events -> domain -> store",
+    "The domain imports no web framework",
+    "The review-loop core does not import the exceptions package",
+    "The domain does not import effects, the worker, the app or the CLI",
+    "Effects do not import GraphQL",
+)
+
+# One import that each contract forbids, as (module file, line appended, the edge reported).
+VIOLATIONS = {
+    CONTRACTS[0]: ("store/errors.py", "import server.domain.model", "server.store.errors"),
+    CONTRACTS[1]: ("domain/evidence.py", "import starlette", "server.domain.evidence"),
+    # The core may import the overdue pass, and nothing else of the exceptions package.
+    CONTRACTS[2]: (
+        "domain/leases.py",
+        "import server.domain.exceptions.actions",
+        "server.domain.leases -> server.domain.exceptions.actions",
+    ),
+    CONTRACTS[3]: ("domain/text.py", "import server.worker", "server.domain.text -> server.worker"),
+    CONTRACTS[4]: (
+        "effects/handlers.py",
+        "import server.graphql.schema",
+        "server.effects.handlers -> server.graphql.schema",
+    ),
+}
+
+
+def lint_imports(
+    config: Path, cwd: Path, *, python_path: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if python_path is not None:
+        # Ahead of the editable install, so the copy is the `server` that gets analysed.
+        env["PYTHONPATH"] = str(python_path)
     return subprocess.run(
         [str(LINT_IMPORTS), "--no-cache", "--no-logo", str(config)],
         cwd=cwd,
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
 
 
-def test_project_keeps_its_layers() -> None:
+def test_project_keeps_every_contract() -> None:
     result = lint_imports(REPO_ROOT / "pyproject.toml", REPO_ROOT)
 
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Layers: graphql -> events -> domain -> store KEPT" in result.stdout
-    assert "The domain imports no web framework KEPT" in result.stdout
+    for name in CONTRACTS:
+        assert f"{name} KEPT" in result.stdout, result.stdout
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in result.stdout
+
+
+def test_each_contract_breaks_on_the_import_it_forbids(tmp_path: Path) -> None:
+    shutil.copytree(
+        REPO_ROOT / "server", tmp_path / "server", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for module, line, _ in VIOLATIONS.values():
+        with (tmp_path / "server" / module).open("a") as source:
+            source.write(f"\n{line}  # noqa\n")
+
+    result = lint_imports(REPO_ROOT / "pyproject.toml", tmp_path, python_path=tmp_path)
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    for name, (_, _, edge) in VIOLATIONS.items():
+        assert f"{name} BROKEN" in result.stdout, result.stdout
+        assert edge in result.stdout, result.stdout
+    assert f"Contracts: 0 kept, {len(CONTRACTS)} broken." in result.stdout
 
 
 def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ a person gets an exception to own.
 Fence: the work list changes only if this is still the latest attempt (:attempt) of a
 pending application (an attempt that outlived its lock must not undo the one that took
 over); the history row is written either way.
-The error arrives cut to size (apply.RECEIVER_TEXT_LIMIT).
+The error arrives cut to size (text.RECEIVER_TEXT_LIMIT).
 """
 
 

@@ -59,5 +59,5 @@ REDRIVE_DELIVERY_RECORD_FAILURE = Query(
 Retried at :next_attempt_at unless permanent or the last attempt allowed: then `failed`,
 and the caller reports the redrive failed in the same transaction.
 Fence: as for redrive_delivery_record_delivered.
-:error arrives cut to size (apply.RECEIVER_TEXT_LIMIT).
+:error arrives cut to size (text.RECEIVER_TEXT_LIMIT).
 """

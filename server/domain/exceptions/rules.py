@@ -12,7 +12,6 @@ from urllib.parse import parse_qsl, urlsplit
 
 from server.domain.failures import InvalidInput
 
-MAX_TEXT = 4000
 MAX_STEP = 200
 MAX_STEPS = 100
 MAX_REFERENCE = 500
@@ -130,16 +129,6 @@ def check_steps(steps: list[str], field: str) -> InvalidInput | None:
         return InvalidInput(f"{field}: a step name is 1 to {MAX_STEP} characters", field)
     if len(set(steps)) != len(steps):
         return InvalidInput(f"{field}: a step is named once", field)
-    return None
-
-
-def check_text(
-    value: str | None, field: str, *, required: bool, limit: int = MAX_TEXT
-) -> InvalidInput | None:
-    if value is None or not value.strip():
-        return InvalidInput(f"{field} is required", field) if required else None
-    if len(value) > limit:
-        return InvalidInput(f"{field} is at most {limit} characters", field)
     return None
 
 

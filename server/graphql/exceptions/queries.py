@@ -5,10 +5,10 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from server.domain import exception_reads, workflows
-from server.domain.exception_rules import EXCEPTION_ID
+from server.domain.exceptions import reads, workflows
+from server.domain.exceptions.rules import EXCEPTION_ID
 from server.graphql.context import Context
-from server.graphql.exception_types import (
+from server.graphql.exceptions.types import (
     ExceptionConnection,
     ExceptionEdge,
     ExceptionFilter,
@@ -25,7 +25,7 @@ class ExceptionQuery:
         if not EXCEPTION_ID.fullmatch(id):
             return None
         found = await info.context.loaders.exception.load(id)
-        if found is None or not exception_reads.visible_to(info.context.principal, found):
+        if found is None or not reads.visible_to(info.context.principal, found):
             return None
         return ExceptionNode.from_domain(found)
 
@@ -39,10 +39,10 @@ class ExceptionQuery:
     ) -> ExceptionConnection:
         size = page_size(first)
         where = filter or ExceptionFilter()
-        found = await exception_reads.exceptions_page(
+        found = await reads.exceptions_page(
             info.context.db,
             info.context.principal,
-            exception_reads.ExceptionFilter(
+            reads.ExceptionFilter(
                 workflow=where.workflow,
                 state=where.state,
                 owner_role=where.owner_role,

@@ -9,7 +9,7 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from server.domain import apply, queues
-from server.domain import exception_records as records
+from server.domain.exceptions import records
 from server.graphql.context import Context
 from server.graphql.types import Decision, PageInfo, ReviewItem
 

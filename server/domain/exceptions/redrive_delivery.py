@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from server.domain import redrives
-from server.domain.apply import storable
+from server.domain.exceptions import redrives
+from server.domain.text import clipped, storable
 from server.store import sql
 from server.store.database import Database, Row
 
@@ -118,6 +118,6 @@ async def record_failure(
         if state == "failed":
             detail = f"the redrive could not be delivered after {due.attempt} attempt(s): "
             await redrives.answer_as_casework(
-                tx, due.key, False, (detail + (storable(error) or ""))[:4000]
+                tx, due.key, False, clipped(detail + (storable(error) or ""))
             )
     return state

@@ -8,22 +8,23 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from server.domain import exception_reads
-from server.domain.exception_records import (
+from server.domain.exceptions import reads
+from server.domain.exceptions.records import (
     SYSTEM_ACTOR,
     SYSTEM_ROLE,
     ExceptionAction,
     ExceptionRecord,
     RedriveVia,
 )
-from server.domain.exception_refusals import (
+from server.domain.exceptions.refusals import (
     no_such_exception,
     reload_exception,
     transition_refused,
     visible_exception,
     why_refused,
 )
-from server.domain.exception_rules import check_exception_id, check_text
+from server.domain.exceptions.rules import check_exception_id
+from server.domain.exceptions.workflows import get_workflows
 from server.domain.failures import (
     AlreadyQueued,
     InvalidInput,
@@ -32,7 +33,7 @@ from server.domain.failures import (
     StaleLease,
 )
 from server.domain.model import Principal, Role
-from server.domain.workflows import get_workflows
+from server.domain.text import check_text
 from server.store import sql
 from server.store.database import Database, Row
 
@@ -77,7 +78,7 @@ async def request_redrive(
     # The key of an existing redrive is told only to those who may see the exception.
     if await visible_exception(db, principal, exception_id) is None:
         return no_such_exception(exception_id)
-    for redrive in await exception_reads.redrives_of(db, exception_id):
+    for redrive in await reads.redrives_of(db, exception_id):
         if redrive.version == version:
             return AlreadyQueued(exception_id, redrive.key)
     refusal = await why_refused(
@@ -176,13 +177,13 @@ async def _why_not_reported(
 ) -> RedriveReported | InvalidTransition | NotPermitted | InvalidInput:
     """The report wrote nothing: the same answer given before, or the first condition that
     failed."""
-    redrive = await exception_reads.redrive_by_key(db, redrive_key)
+    redrive = await reads.redrive_by_key(db, redrive_key)
     exception = None if redrive is None else await reload_exception(db, redrive.exception_id)
     # A key outside the token's scope reads as one that does not exist.
     if (
         redrive is None
         or exception is None
-        or (principal is not None and not exception_reads.visible_to(principal, exception))
+        or (principal is not None and not reads.visible_to(principal, exception))
     ):
         return InvalidInput(f"no redrive with key {redrive_key[:200]!r}", "redriveKey")
     workflow = (await get_workflows(db, [exception.workflow]))[exception.workflow]

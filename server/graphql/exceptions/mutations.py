@@ -8,8 +8,8 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import exceptions, redrives, workflows
-from server.domain.exception_records import Consequence as DomainConsequence
+from server.domain.exceptions import actions, redrives, workflows
+from server.domain.exceptions.records import Consequence as DomainConsequence
 from server.domain.failures import is_failure
 from server.graphql.context import Context
 from server.graphql.errors import (
@@ -20,7 +20,7 @@ from server.graphql.errors import (
     StaleLease,
     from_failure,
 )
-from server.graphql.exception_types import (
+from server.graphql.exceptions.types import (
     Consequence,
     ExceptionAction,
     ExceptionClosure,
@@ -112,8 +112,8 @@ class RaiseExceptionInput:
         default=None, description="Minimum facts as a JSON object; no credential-like keys."
     )
 
-    def to_domain(self) -> exceptions.RaiseInput:
-        return exceptions.RaiseInput(
+    def to_domain(self) -> actions.RaiseInput:
+        return actions.RaiseInput(
             workflow=self.workflow,
             source_record_id=self.source_record_id,
             reason_code=self.reason_code,
@@ -146,8 +146,8 @@ class SubmitCorrectionInput:
     )
     note: str | None = None
 
-    def to_domain(self) -> exceptions.CorrectionInput:
-        return exceptions.CorrectionInput(
+    def to_domain(self) -> actions.CorrectionInput:
+        return actions.CorrectionInput(
             exception_id=self.exception_id,
             lease_token=self.lease_token,
             reason_code=self.reason_code,
@@ -266,7 +266,7 @@ class DefineExceptionReasonInput:
 # --- resolvers ----------------------------------------------------------------------------
 
 
-def _updated(result: exceptions.ActionResult) -> ExceptionActionResult:
+def _updated(result: actions.ActionResult) -> ExceptionActionResult:
     if is_failure(result):
         return from_failure(result)
     return ExceptionUpdated(exception=ExceptionNode.from_domain(result))
@@ -278,7 +278,7 @@ class ExceptionMutation:
     async def raise_exception(
         self, info: Info[Context, None], input: RaiseExceptionInput
     ) -> RaiseExceptionResult:
-        result = await exceptions.raise_exception(
+        result = await actions.raise_exception(
             info.context.db, info.context.principal, input.to_domain()
         )
         if is_failure(result):
@@ -293,7 +293,7 @@ class ExceptionMutation:
     ) -> ExceptionActionResult:
         ctx = info.context
         return _updated(
-            await exceptions.attach_evidence(
+            await actions.attach_evidence(
                 ctx.db,
                 ctx.principal,
                 input.exception_id,
@@ -308,9 +308,7 @@ class ExceptionMutation:
         self, info: Info[Context, None], input: SubmitCorrectionInput
     ) -> ExceptionActionResult:
         ctx = info.context
-        return _updated(
-            await exceptions.submit_correction(ctx.db, ctx.principal, input.to_domain())
-        )
+        return _updated(await actions.submit_correction(ctx.db, ctx.principal, input.to_domain()))
 
     @strawberry.mutation(description="Approves a correction (approvers; never its corrector).")
     async def approve_correction(
@@ -318,7 +316,7 @@ class ExceptionMutation:
     ) -> ExceptionActionResult:
         ctx = info.context
         return _updated(
-            await exceptions.approve_correction(
+            await actions.approve_correction(
                 ctx.db,
                 ctx.principal,
                 input.exception_id,
@@ -334,7 +332,7 @@ class ExceptionMutation:
     ) -> ExceptionActionResult:
         ctx = info.context
         return _updated(
-            await exceptions.reject_correction(
+            await actions.reject_correction(
                 ctx.db, ctx.principal, input.exception_id, input.lease_token, input.reason
             )
         )
@@ -377,7 +375,7 @@ class ExceptionMutation:
     ) -> ExceptionActionResult:
         ctx = info.context
         return _updated(
-            await exceptions.close_exception(
+            await actions.close_exception(
                 ctx.db,
                 ctx.principal,
                 input.exception_id,
@@ -393,9 +391,7 @@ class ExceptionMutation:
     ) -> ExceptionActionResult:
         ctx = info.context
         return _updated(
-            await exceptions.reopen_exception(
-                ctx.db, ctx.principal, input.exception_id, input.reason
-            )
+            await actions.reopen_exception(ctx.db, ctx.principal, input.exception_id, input.reason)
         )
 
     @strawberry.mutation(description="Creates a workflow or changes its settings. Admins only.")

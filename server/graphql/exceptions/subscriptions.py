@@ -11,15 +11,14 @@ from collections.abc import AsyncGenerator
 import strawberry
 from strawberry.types import Info
 
-from server.domain import exception_reads, workflows
-from server.domain import exception_records as records
+from server.domain.exceptions import reads, records, workflows
 from server.domain.failures import InvalidInput
 from server.domain.live import StreamPosition
 from server.events.channels import EventKind
 from server.events.subscriber import Inbox
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
-from server.graphql.exception_types import ExceptionEvent
+from server.graphql.exceptions.types import ExceptionEvent
 from server.graphql.streams import commit_ordered, when_available
 
 
@@ -48,7 +47,7 @@ class ExceptionSubscription:
             await when_available(inbox, functools.partial(_require_workflow, info, workflow))
             position = await when_available(
                 inbox,
-                functools.partial(exception_reads.event_stream_start, ctx.db, workflow, after),
+                functools.partial(reads.event_stream_start, ctx.db, workflow, after),
             )
             if isinstance(position, InvalidInput):
                 raise ClientError(position.message)
@@ -56,7 +55,7 @@ class ExceptionSubscription:
             async def read_page(
                 after: StreamPosition, limit: int
             ) -> list[tuple[StreamPosition, records.ExceptionEvent]]:
-                return await exception_reads.events_after(ctx.db, workflow, after, limit)
+                return await reads.events_after(ctx.db, workflow, after, limit)
 
             async with contextlib.aclosing(
                 commit_ordered(ctx, inbox, position, read_page)

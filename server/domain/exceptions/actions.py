@@ -12,21 +12,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.domain.exception_records import (
+from server.domain.exceptions.records import (
     Closure,
     Consequence,
     ExceptionAction,
     ExceptionRecord,
 )
-from server.domain.exception_refusals import reload_exception, why_refused
-from server.domain.exception_rules import (
+from server.domain.exceptions.refusals import reload_exception, why_refused
+from server.domain.exceptions.rules import (
     MAX_STEP,
     check_exception_id,
     check_facts,
     check_references,
     check_steps,
-    check_text,
 )
+from server.domain.exceptions.workflows import get_reasons
 from server.domain.failures import (
     InvalidInput,
     InvalidTransition,
@@ -35,7 +35,7 @@ from server.domain.failures import (
 )
 from server.domain.model import Principal, Role
 from server.domain.parsing import parse_lease_token
-from server.domain.workflows import get_reasons
+from server.domain.text import check_text
 from server.store import constraints, sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation

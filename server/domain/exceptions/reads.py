@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server.domain.exception_records import (
+from server.domain.exceptions.records import (
     Correction,
     ExceptionEvent,
     ExceptionRecord,

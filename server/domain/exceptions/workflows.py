@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server.domain.exception_records import (
+from server.domain.exceptions.records import (
     Consequence,
     ExceptionAction,
     ExceptionReason,
     RedriveVia,
     Workflow,
 )
-from server.domain.exception_rules import NAME
+from server.domain.exceptions.rules import NAME
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import Principal, Role
 from server.domain.queues import REASON_CODE, check_webhook, not_covered
+from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
@@ -154,8 +155,8 @@ async def define_exception_reason(
         return InvalidInput(
             "a reason code is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
         )
-    if not 1 <= len(reason.label.strip()) <= 200:
-        return InvalidInput("a label is 1 to 200 characters", "label")
+    if problem := check_label(reason.label):
+        return problem
     if not reason.allowed_actions:
         return InvalidInput("name at least one action the reason allows", "allowedActions")
     for level in Consequence:

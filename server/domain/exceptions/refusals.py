@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from server.domain import exception_reads
-from server.domain.exception_records import ALLOWED_FROM, ExceptionAction, ExceptionRecord
+from server.domain.exceptions import reads
+from server.domain.exceptions.records import ALLOWED_FROM, ExceptionAction, ExceptionRecord
 from server.domain.failures import InvalidInput, InvalidTransition, NotPermitted, StaleLease
 from server.domain.model import Principal
 from server.store.database import Database
@@ -15,7 +15,7 @@ Refusal = StaleLease | InvalidTransition | NotPermitted | InvalidInput
 
 
 async def reload_exception(db: Database, exception_id: str) -> ExceptionRecord:
-    found = await exception_reads.exceptions_by_ids(db, [exception_id])
+    found = await reads.exceptions_by_ids(db, [exception_id])
     return found[exception_id]
 
 
@@ -24,8 +24,8 @@ async def visible_exception(
 ) -> ExceptionRecord | None:
     """The exception if it exists and the token covers one of its queues; otherwise None,
     so that one outside the scope reads exactly as one that does not exist."""
-    found = (await exception_reads.exceptions_by_ids(db, [exception_id])).get(exception_id)
-    if found is None or not exception_reads.visible_to(principal, found):
+    found = (await reads.exceptions_by_ids(db, [exception_id])).get(exception_id)
+    if found is None or not reads.visible_to(principal, found):
         return None
     return found
 
@@ -95,7 +95,7 @@ async def why_refused(
             f"version {version} is not the current correction (v{exception.version})", "version"
         )
     if action is ExceptionAction.APPROVE_CORRECTION:
-        corrections = await exception_reads.corrections_of(db, exception_id)
+        corrections = await reads.corrections_of(db, exception_id)
         current = next((c for c in corrections if c.version == exception.version), None)
         if current is not None and current.corrected_by == principal.user:
             return NotPermitted("four-eyes: whoever submitted a correction may not approve it")

@@ -1,0 +1,1 @@
+"""The GraphQL face of the exceptions package: types, queries, mutations, subscriptions."""
