@@ -1,0 +1,1 @@
+"""The GraphQL face of the measures: queue and workflow dashboards."""
