@@ -244,12 +244,7 @@ class ApplyWorker:
         retry_after: float | None,
         started: datetime,
     ) -> None:
-        retry_at = apply.next_attempt_at(
-            due.attempt,
-            base_seconds=self._settings.backoff_seconds,
-            retry_after=retry_after,
-            now=apply.utcnow(),
-        )
+        retry_at = self._retry_at(due.attempt, retry_after)
         state = await apply.record_failure(
             self._db,
             due,
@@ -269,6 +264,15 @@ class ApplyWorker:
             )
         else:
             self.stats.retried += 1
+
+    def _retry_at(self, attempt: int, retry_after: float | None) -> datetime:
+        # Decisions and redrive deliveries back off alike.
+        return apply.next_attempt_at(
+            attempt,
+            base_seconds=self._settings.backoff_seconds,
+            retry_after=retry_after,
+            now=apply.utcnow(),
+        )
 
     async def _deliver(self, client: httpx.AsyncClient, due: DueDelivery) -> None:
         try:
@@ -293,12 +297,7 @@ class ApplyWorker:
     async def _undelivered(
         self, due: DueDelivery, error: str, *, permanent: bool, retry_after: float | None
     ) -> None:
-        retry_at = apply.next_attempt_at(
-            due.attempt,
-            base_seconds=self._settings.backoff_seconds,
-            retry_after=retry_after,
-            now=apply.utcnow(),
-        )
+        retry_at = self._retry_at(due.attempt, retry_after)
         state = await redrive_delivery.record_failure(
             self._db, due, error=error, permanent=permanent, retry_at=retry_at
         )

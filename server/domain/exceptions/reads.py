@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from server.domain.exceptions.records import (
     Correction,
@@ -16,7 +18,10 @@ from server.domain.live import StreamPosition, stream_now
 from server.domain.model import Principal
 from server.domain.parsing import parse_id
 from server.store import sql
-from server.store.database import Database
+from server.store.database import Database, Row
+from server.store.queries import Query
+
+T = TypeVar("T")
 
 
 async def exceptions_by_ids(db: Database, ids: list[str]) -> dict[str, ExceptionRecord]:
@@ -61,34 +66,33 @@ async def exceptions_page(
     return [found[i] for i in ids]
 
 
+# The three histories of an exception share one read: every row of the statement, grouped by
+# the exception it belongs to, with an empty list for an exception that has none.
+async def _grouped_by_exception(
+    db: Database, query: Query[...], ids: list[str], parse: Callable[[Row], T]
+) -> dict[str, list[T]]:
+    grouped: dict[str, list[T]] = {i: [] for i in ids}
+    for row in await db.fetch(query, exception_ids=ids):
+        grouped[row["exception_id"]].append(parse(row))
+    return grouped
+
+
 async def events_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[ExceptionEvent]]:
-    by_exception: dict[str, list[ExceptionEvent]] = {i: [] for i in ids}
-    events = await db.fetch(
-        sql.exceptions_read.EXCEPTION_EVENTS_GET_BY_EXCEPTION_IDS, exception_ids=ids
+    return await _grouped_by_exception(
+        db, sql.exceptions_read.EXCEPTION_EVENTS_GET_BY_EXCEPTION_IDS, ids, ExceptionEvent.from_row
     )
-    for row in events:
-        by_exception[row["exception_id"]].append(ExceptionEvent.from_row(row))
-    return by_exception
 
 
 async def corrections_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[Correction]]:
-    by_exception: dict[str, list[Correction]] = {i: [] for i in ids}
-    corrections = await db.fetch(
-        sql.exceptions_read.EXCEPTION_CORRECTIONS_GET_BY_EXCEPTION_IDS, exception_ids=ids
+    return await _grouped_by_exception(
+        db, sql.exceptions_read.EXCEPTION_CORRECTIONS_GET_BY_EXCEPTION_IDS, ids, Correction.from_row
     )
-    for row in corrections:
-        by_exception[row["exception_id"]].append(Correction.from_row(row))
-    return by_exception
 
 
 async def redrives_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[Redrive]]:
-    by_exception: dict[str, list[Redrive]] = {i: [] for i in ids}
-    redrives = await db.fetch(
-        sql.exceptions_read.EXCEPTION_REDRIVES_GET_BY_EXCEPTION_IDS, exception_ids=ids
+    return await _grouped_by_exception(
+        db, sql.exceptions_read.EXCEPTION_REDRIVES_GET_BY_EXCEPTION_IDS, ids, Redrive.from_row
     )
-    for row in redrives:
-        by_exception[row["exception_id"]].append(Redrive.from_row(row))
-    return by_exception
 
 
 async def corrections_of(db: Database, exception_id: str) -> list[Correction]:
