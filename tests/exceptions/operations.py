@@ -129,6 +129,9 @@ REPORT_REDRIVE_RESULT = action(
     "InvalidInput",
 )
 
+# A registry extract: the evidence a reviewer attaches in the walk-through.
+REGISTRY_EVIDENCE = "registry://companies-house/09876543"
+
 EXCEPTION = f"""
 query($id: ID!) {{ exception(id: $id) {{ {EXCEPTION_FIELDS} }} }}
 """
@@ -162,6 +165,38 @@ async def run(gql: GraphQL, token: str, operation: str, **variables: Any) -> dic
     [result] = body["data"].values()
     assert isinstance(result, dict), body
     return result
+
+
+def under_claim(exception_id: str, lease_token: str, **fields: Any) -> dict[str, Any]:
+    """The input of an action taken under a claim on the exception (attach, correct,
+    approve, reject, close): its id, the claim's lease token and the action's own fields."""
+    return {"exceptionId": exception_id, "leaseToken": lease_token, **fields}
+
+
+def correction_input(
+    exception_id: str,
+    lease_token: str,
+    *,
+    changes: dict[str, Any],
+    evidence: list[str],
+    reason_code: str = "entity_mismatch",
+    **fields: Any,
+) -> dict[str, Any]:
+    """A correction's input: the reason it answers, what it changes and what backs it."""
+    return under_claim(
+        exception_id,
+        lease_token,
+        reasonCode=reason_code,
+        changes=changes,
+        evidence=evidence,
+        **fields,
+    )
+
+
+async def release(gql: GraphQL, token: str, item_id: str, lease_token: str) -> None:
+    """Gives up a claim before its lease ends."""
+    body = await gql(token, RELEASE, itemId=item_id, leaseToken=lease_token)
+    assert body["data"]["releaseLease"]["__typename"] == "LeaseReleased", body
 
 
 async def raise_mismatch(gql: GraphQL, token: str, **overrides: Any) -> dict[str, Any]:
