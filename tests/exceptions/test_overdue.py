@@ -104,6 +104,15 @@ async def escalations(owner: asyncpg.Connection, exception_id: str) -> list[tupl
     ]
 
 
+async def raised_due(
+    gql: GraphQL, people: People, owner: asyncpg.Connection, offset: timedelta
+) -> str:
+    """The walk-through's exception, its due time moved by `offset` from now: its id."""
+    exception_id: str = (await raise_mismatch(gql, people.erp))["id"]
+    await set_due(owner, exception_id, offset)
+    return exception_id
+
+
 async def test_reads_show_the_escalation_owner_before_any_claim_moves_it(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
@@ -142,8 +151,7 @@ async def test_reads_show_the_escalation_owner_before_any_claim_moves_it(
 async def test_owner_claim_moves_it_and_the_escalation_owner_claims_it(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    await set_due(owner_conn, late, PAST_DUE)
+    late = await raised_due(gql, people, owner_conn, PAST_DUE)
 
     assert await claim_result(gql, people.sam, OWNER_QUEUE) == "QueueEmpty"
     leo = await claim(gql, people.leo, ESCALATION_QUEUE)
@@ -175,8 +183,7 @@ async def test_escalation_owner_claim_alone_moves_it(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
     # Nobody works the owner's queue any more: the escalation queue's own claim must look.
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    await set_due(owner_conn, late, PAST_DUE)
+    late = await raised_due(gql, people, owner_conn, PAST_DUE)
 
     leo = await claim(gql, people.leo, ESCALATION_QUEUE)
 
@@ -187,8 +194,7 @@ async def test_escalation_owner_claim_alone_moves_it(
 async def test_escalation_happens_once(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    await set_due(owner_conn, late, PAST_DUE)
+    late = await raised_due(gql, people, owner_conn, PAST_DUE)
     first = await claim(gql, people.leo, ESCALATION_QUEUE)
     escalated_at = (await stored(owner_conn, late))["escalated_at"]
     await release(gql, people.leo, first["item"]["id"], first["leaseToken"])
@@ -263,8 +269,7 @@ async def test_lapsed_lease_no_longer_keeps_it(
 async def test_not_yet_due_never_moves(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    soon = (await raise_mismatch(gql, people.erp))["id"]
-    await set_due(owner_conn, soon, ALMOST_DUE)
+    soon = await raised_due(gql, people, owner_conn, ALMOST_DUE)
 
     assert await claim_result(gql, people.leo, ESCALATION_QUEUE) == "QueueEmpty"
     sam = await claim(gql, people.sam, OWNER_QUEUE)

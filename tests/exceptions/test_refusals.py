@@ -52,6 +52,19 @@ def correction(driven: Driven, lease: str, **overrides: Any) -> dict[str, Any]:
     return submitted
 
 
+async def refused_raise(
+    gql: GraphQL, token: str, owner_conn: asyncpg.Connection, **overrides: Any
+) -> dict[str, Any]:
+    """The walk-through's exception raised with `overrides` by `token`, and it writes
+    nothing: the result."""
+    before = await written(owner_conn)
+
+    result = await run(gql, token, RAISE, input=mismatch_input(**overrides))
+
+    assert await written(owner_conn) == before
+    return result
+
+
 async def refused_correction(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection, **overrides: Any
 ) -> tuple[Driven, dict[str, Any]]:
@@ -118,12 +131,9 @@ async def test_a_credential_key_in_the_raised_context_is_refused(
     owner_conn: asyncpg.Connection,
     context: dict[str, Any],
 ) -> None:
-    before = await written(owner_conn)
-
-    result = await run(gql, people.erp, RAISE, input=mismatch_input(context=context))
+    result = await refused_raise(gql, people.erp, owner_conn, context=context)
 
     assert result == {**result, **invalid("context")}
-    assert await written(owner_conn) == before
 
 
 @pytest.mark.parametrize("changes", CREDENTIAL_FACTS)
@@ -167,12 +177,9 @@ async def test_a_credential_reference_is_refused_when_raising(
     owner_conn: asyncpg.Connection,
     reference: str,
 ) -> None:
-    before = await written(owner_conn)
-
-    result = await run(gql, people.erp, RAISE, input=mismatch_input(evidence=[reference]))
+    result = await refused_raise(gql, people.erp, owner_conn, evidence=[reference])
 
     assert result == {**result, **invalid("evidence")}
-    assert await written(owner_conn) == before
 
 
 @pytest.mark.parametrize("reference", CREDENTIAL_REFERENCES)
@@ -216,12 +223,9 @@ async def test_a_raise_outside_the_catalogue_is_refused(
     owner_conn: asyncpg.Connection,
     overrides: dict[str, str],
 ) -> None:
-    before = await written(owner_conn)
-
-    result = await run(gql, people.erp, RAISE, input=mismatch_input(**overrides))
+    result = await refused_raise(gql, people.erp, owner_conn, **overrides)
 
     assert result == {**result, **invalid("reasonCode")}
-    assert await written(owner_conn) == before
 
 
 # --- roles ---------------------------------------------------------------------------------
@@ -231,12 +235,9 @@ async def test_a_raise_outside_the_catalogue_is_refused(
 async def test_only_an_integration_raises(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection, who: str
 ) -> None:
-    before = await written(owner_conn)
-
-    result = await run(gql, getattr(people, who), RAISE, input=mismatch_input())
+    result = await refused_raise(gql, getattr(people, who), owner_conn)
 
     assert result["__typename"] == "NotPermitted", result
-    assert await written(owner_conn) == before
 
 
 @pytest.mark.parametrize("action", ["approveCorrection", "rejectCorrection"])
