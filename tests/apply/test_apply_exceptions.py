@@ -44,9 +44,9 @@ from tests.exceptions.operations import (
     REOPEN_EXCEPTION,
     REPORT_REDRIVE_RESULT,
     REQUEST_REDRIVE,
-    SUBMIT_CORRECTION,
+    approve_as,
     claim,
-    correction_input,
+    correct_as,
     run,
     under_claim,
 )
@@ -229,21 +229,18 @@ async def correct(
     evidence: str = "ticket://ops/OPS-17",
 ) -> int:
     """rex claims the exception and submits a correction: it awaits approval. The version."""
-    mine = await claim(gql, staff.rex, OWNER_QUEUE)
-    assert mine["item"]["exception"]["id"] == exception_id, mine
-    correction = correction_input(
+    corrected = await correct_as(
+        gql,
+        staff.rex,
+        OWNER_QUEUE,
         exception_id,
-        mine["leaseToken"],
         reason_code=reason_code,
         changes=changes,
         evidence=[evidence],
         note="The CRM moved; the queue's webhook now points at the new endpoint.",
     )
-    corrected = await run(gql, staff.rex, SUBMIT_CORRECTION, input=correction)
-    assert corrected["__typename"] == "ExceptionUpdated", corrected
-    assert corrected["exception"]["state"] == "AWAITING_APPROVAL"
-    assert corrected["exception"]["item"]["queue"] == APPROVAL_QUEUE
-    version: int = corrected["exception"]["version"]
+    assert corrected["item"]["queue"] == APPROVAL_QUEUE
+    version: int = corrected["version"]
     return version
 
 
@@ -252,13 +249,8 @@ async def correct_and_approve(
 ) -> int:
     """rex corrects the exception (see `correct`); ann approves it. The version."""
     version = await correct(gql, staff, exception_id, changes, **correction)
-    theirs = await claim(gql, staff.ann, APPROVAL_QUEUE)
-    assert theirs["item"]["exception"]["id"] == exception_id, theirs
-    approval = under_claim(exception_id, theirs["leaseToken"], version=version)
-    approved = await run(gql, staff.ann, APPROVE_CORRECTION, input=approval)
-    assert approved["__typename"] == "ExceptionUpdated", approved
-    assert approved["exception"]["state"] == "REDRIVE_PENDING"
-    assert approved["exception"]["item"]["state"] == "PARKED"
+    approved = await approve_as(gql, staff.ann, APPROVAL_QUEUE, exception_id, version)
+    assert approved["item"]["state"] == "PARKED"
     return version
 
 

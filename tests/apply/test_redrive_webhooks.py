@@ -30,8 +30,6 @@ from server.worker import WorkerStats
 from tests.api.conftest import GraphQL
 from tests.apply.helpers import (
     COMPLETED_STEPS,
-    CORRECTION,
-    CORRECTION_EVIDENCE,
     REDRIVE_SECRET,
     DeliveringWorker,
     approved_mismatch,
@@ -60,6 +58,7 @@ from tests.exceptions.operations import (
     claim,
     run,
 )
+from tests.exceptions.states import CORRECTION, CORRECTION_EVIDENCE
 
 # Every test here works in the supplier-onboarding workflow, set up over the API.
 pytestmark = pytest.mark.usefixtures("supplier_workflow")

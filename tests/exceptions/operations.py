@@ -210,3 +210,39 @@ async def claim(gql: GraphQL, token: str, queue: str) -> dict[str, Any]:
     result = await run(gql, token, CLAIM, queue=queue)
     assert result["__typename"] == "Claim", result
     return result
+
+
+async def claim_exception_as(gql: GraphQL, token: str, queue: str, exception_id: str) -> str:
+    """Claims the next item of `queue`, which must be the exception's: the lease token."""
+    claimed = await claim(gql, token, queue)
+    assert claimed["item"]["exception"]["id"] == exception_id, claimed
+    lease: str = claimed["leaseToken"]
+    return lease
+
+
+async def correct_as(
+    gql: GraphQL, token: str, queue: str, exception_id: str, **correction: Any
+) -> dict[str, Any]:
+    """`token` claims the exception from `queue` and submits a correction (correction_input's
+    arguments): the exception, awaiting approval."""
+    lease = await claim_exception_as(gql, token, queue, exception_id)
+    submitted = correction_input(exception_id, lease, **correction)
+    corrected = await run(gql, token, SUBMIT_CORRECTION, input=submitted)
+    assert corrected["__typename"] == "ExceptionUpdated", corrected
+    assert corrected["exception"]["state"] == "AWAITING_APPROVAL", corrected
+    exception: dict[str, Any] = corrected["exception"]
+    return exception
+
+
+async def approve_as(
+    gql: GraphQL, token: str, queue: str, exception_id: str, version: int
+) -> dict[str, Any]:
+    """`token` claims the exception from the approval `queue` and approves `version`: the
+    exception, waiting for its redrive."""
+    lease = await claim_exception_as(gql, token, queue, exception_id)
+    approval = under_claim(exception_id, lease, version=version)
+    approved = await run(gql, token, APPROVE_CORRECTION, input=approval)
+    assert approved["__typename"] == "ExceptionUpdated", approved
+    assert approved["exception"]["state"] == "REDRIVE_PENDING", approved
+    exception: dict[str, Any] = approved["exception"]
+    return exception

@@ -113,6 +113,17 @@ async def raised_due(
     return exception_id
 
 
+async def held_past_due(
+    gql: GraphQL, people: People, owner: asyncpg.Connection
+) -> tuple[str, dict[str, Any]]:
+    """The walk-through's exception, claimed by sam and then past due: its id and his claim."""
+    exception_id: str = (await raise_mismatch(gql, people.erp))["id"]
+    mine = await claim(gql, people.sam, OWNER_QUEUE)
+    assert mine["item"]["exception"]["id"] == exception_id, mine
+    await set_due(owner, exception_id, PAST_DUE)
+    return exception_id, mine
+
+
 async def test_reads_show_the_escalation_owner_before_any_claim_moves_it(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
@@ -218,9 +229,7 @@ async def test_escalation_happens_once(
 async def test_live_lease_keeps_it_with_its_holder_until_released(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    sam = await claim(gql, people.sam, OWNER_QUEUE)
-    await set_due(owner_conn, late, PAST_DUE)
+    late, sam = await held_past_due(gql, people, owner_conn)
 
     assert await claim_result(gql, people.leo, ESCALATION_QUEUE) == "QueueEmpty"
     assert await claim_result(gql, people.sue, OWNER_QUEUE) == "QueueEmpty"
@@ -245,9 +254,7 @@ async def test_live_lease_keeps_it_with_its_holder_until_released(
 async def test_lapsed_lease_no_longer_keeps_it(
     gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    sam = await claim(gql, people.sam, OWNER_QUEUE)
-    await set_due(owner_conn, late, PAST_DUE)
+    late, sam = await held_past_due(gql, people, owner_conn)
     await owner_conn.execute(
         "UPDATE review_items SET lease_expires_at = now() - interval '1 second' WHERE id = $1",
         int(sam["item"]["id"]),
@@ -322,9 +329,7 @@ async def test_read_under_a_live_lease_names_the_owner_the_claim_keeps_it_with(
 ) -> None:
     # exceptions_read.sql promises the owner "exactly as the next claim would" evaluate it,
     # and the claim leaves a leased exception with its holder's team.
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    sam = await claim(gql, people.sam, OWNER_QUEUE)
-    await set_due(owner_conn, late, PAST_DUE)
+    late, sam = await held_past_due(gql, people, owner_conn)
     assert await claim_result(gql, people.leo, ESCALATION_QUEUE) == "QueueEmpty"
 
     seen = await view(gql, people, late)
