@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,33 +51,51 @@ async def test_database(pg_server: str, template_database: str) -> AsyncIterator
     await pg.drop_database(pg_server, name)
 
 
-@pytest.fixture
-async def db(test_database: TestDatabase, queries: Queries) -> AsyncIterator[Database]:
-    """The database as the service sees it: the application role, through a pool."""
-    pool = await create_pool(test_database.app_dsn, min_size=1, max_size=40)
+@asynccontextmanager
+async def pooled(dsn: str, queries: Queries, max_size: int) -> AsyncIterator[Database]:
+    pool = await create_pool(dsn, min_size=1, max_size=max_size)
     try:
         yield Database(pool, queries)
     finally:
         await pool.close()
+
+
+@asynccontextmanager
+async def closing(opened: Awaitable[asyncpg.Connection]) -> AsyncIterator[asyncpg.Connection]:
+    conn = await opened
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def db(test_database: TestDatabase, queries: Queries) -> AsyncIterator[Database]:
+    """The database as the service sees it: the application role, through a pool."""
+    async with pooled(test_database.app_dsn, queries, max_size=40) as database:
+        yield database
 
 
 @pytest.fixture
 async def owner_db(test_database: TestDatabase, queries: Queries) -> AsyncIterator[Database]:
-    pool = await create_pool(test_database.owner_dsn, min_size=1, max_size=4)
-    try:
-        yield Database(pool, queries)
-    finally:
-        await pool.close()
+    async with pooled(test_database.owner_dsn, queries, max_size=4) as database:
+        yield database
 
 
 @pytest.fixture
 async def owner_conn(test_database: TestDatabase) -> AsyncIterator[asyncpg.Connection]:
     """Raw SQL as the owner: for what the application may not do, like moving a lease back."""
-    conn = await connect(test_database.owner_dsn)
-    try:
+    async with closing(connect(test_database.owner_dsn)) as conn:
         yield conn
-    finally:
-        await conn.close()
+
+
+@pytest.fixture
+async def app_conn(test_database: TestDatabase) -> AsyncIterator[asyncpg.Connection]:
+    """Raw SQL as the application role, with no pool or codecs between: for what PostgreSQL
+    itself refuses that role."""
+    async with closing(asyncpg.connect(test_database.app_dsn)) as conn:
+        assert await conn.fetchval("SELECT current_user") == "casework_app"
+        yield conn
 
 
 ADMIN = Principal("ada-admin", Role.ADMIN, frozenset())

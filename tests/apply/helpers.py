@@ -32,14 +32,14 @@ from tests.api.conftest import GraphQL
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, WORKFLOW, People
 from tests.exceptions.operations import (
-    APPROVE_CORRECTION,
     EXCEPTION_FIELDS,
     REQUEST_REDRIVE,
-    SUBMIT_CORRECTION,
-    claim,
+    approve_as,
+    correct_as,
     raise_mismatch,
     run,
 )
+from tests.exceptions.states import CORRECTION, CORRECTION_EVIDENCE
 from tests.integration.helpers import decide
 
 SECRET = "casework-test-signing-secret"
@@ -297,10 +297,6 @@ REDRIVE_SECRET = "erp-redrive-signing-secret-1"
 # How long a test waits for the worker to claim or record what it is expected to.
 RECORD_SECONDS = 15.0
 
-CORRECTION = {"legalEntityId": "LEI-5493001KJTIIGC8Y1R12", "legalName": "Acme Holdings Ltd"}
-
-CORRECTION_EVIDENCE = ["ticket://procurement/PRC-311"]
-
 COMPLETED_STEPS = ["collect_documents", "verify_bank_account"]
 
 CONFIGURE_WORKFLOW = """
@@ -405,34 +401,18 @@ async def correct_and_approve(
     gql: GraphQL, people: People, exception_id: str, *, stale_steps: list[str]
 ) -> int:
     """sam claims and corrects the exception; ann approves. Returns the approved version."""
-    mine = await claim(gql, people.sam, OWNER_QUEUE)
-    assert mine["item"]["exception"]["id"] == exception_id, mine
-    corrected = await run(
+    corrected = await correct_as(
         gql,
         people.sam,
-        SUBMIT_CORRECTION,
-        input={
-            "exceptionId": exception_id,
-            "leaseToken": mine["leaseToken"],
-            "reasonCode": "entity_mismatch",
-            "changes": CORRECTION,
-            "evidence": CORRECTION_EVIDENCE,
-            "staleSteps": stale_steps,
-            "note": "The supplier trades under the holding's name; record updated.",
-        },
+        OWNER_QUEUE,
+        exception_id,
+        changes=CORRECTION,
+        evidence=CORRECTION_EVIDENCE,
+        staleSteps=stale_steps,
+        note="The supplier trades under the holding's name; record updated.",
     )
-    assert corrected["__typename"] == "ExceptionUpdated", corrected
-    version: int = corrected["exception"]["version"]
-    theirs = await claim(gql, people.ann, APPROVAL_QUEUE)
-    assert theirs["item"]["exception"]["id"] == exception_id, theirs
-    approved = await run(
-        gql,
-        people.ann,
-        APPROVE_CORRECTION,
-        input={"exceptionId": exception_id, "leaseToken": theirs["leaseToken"], "version": version},
-    )
-    assert approved["__typename"] == "ExceptionUpdated", approved
-    assert approved["exception"]["state"] == "REDRIVE_PENDING"
+    version: int = corrected["version"]
+    await approve_as(gql, people.ann, APPROVAL_QUEUE, exception_id, version)
     return version
 
 

@@ -44,9 +44,11 @@ from tests.exceptions.operations import (
     REOPEN_EXCEPTION,
     REPORT_REDRIVE_RESULT,
     REQUEST_REDRIVE,
-    SUBMIT_CORRECTION,
+    approve_as,
     claim,
+    correct_as,
     run,
+    under_claim,
 )
 
 WORKFLOW = "apply_decision"
@@ -58,6 +60,7 @@ RECORD_SECONDS = 15.0
 
 REFUSAL = Reply(422, body=b'{"error":"account closed"}')
 UNAVAILABLE = Reply(503, body=b"down for maintenance")
+STILL_CLOSED = Reply(409, body=b'{"error":"still closed"}')
 
 EXCEPTIONS_OF_RECORD = f"""
 query($record: String!) {{
@@ -186,41 +189,68 @@ async def failed_for_good(
     return decision_id, worker.stats
 
 
-async def correct_and_approve(
-    gql: GraphQL, staff: Staff, exception_id: str, changes: dict[str, Any]
+@asynccontextmanager
+async def crm_moved(
+    db: Database, queue: str, key: str, *, answer: Reply = OK, max_attempts: int | None = None
+) -> AsyncIterator[tuple[Receiver, Receiver, ObservedWorker, int]]:
+    """The CRM moved: the old receiver refuses every request and a decision failed for good
+    against it (see refused_decision); the new receiver gives `answer`. Yields both
+    receivers, the running worker and the decision's id."""
+    async with (
+        webhook_receiver(SECRET, always(REFUSAL)) as old_crm,
+        webhook_receiver(SECRET, always(answer)) as new_crm,
+        refused_decision(db, queue, old_crm, key, max_attempts=max_attempts) as (worker, decision),
+    ):
+        yield old_crm, new_crm, worker, decision
+
+
+async def applied_proofs(conn: asyncpg.Connection, decision_id: int) -> int:
+    """How many times the decision is recorded as applied (at most once, by design)."""
+    count: int = await conn.fetchval(
+        "SELECT count(*) FROM applied_decisions WHERE decision_id = $1", decision_id
+    )
+    return count
+
+
+async def redriven_application(conn: asyncpg.Connection, decision_id: int) -> tuple[Any, ...]:
+    """The decision's work-list row as a redrive leaves it: state, attempts in all,
+    attempts before the redrive, and the redrive's key."""
+    row = await application_row(conn, decision_id)
+    return (row["state"], row["attempts"], row["attempts_before_redrive"], row["redrive_key"])
+
+
+async def correct(
+    gql: GraphQL,
+    staff: Staff,
+    exception_id: str,
+    changes: dict[str, Any],
+    *,
+    reason_code: str = "effect_refused",
+    evidence: str = "ticket://ops/OPS-17",
 ) -> int:
-    """rex claims the exception and submits a correction; ann approves it. The version."""
-    mine = await claim(gql, staff.rex, OWNER_QUEUE)
-    assert mine["item"]["exception"]["id"] == exception_id, mine
-    corrected = await run(
+    """rex claims the exception and submits a correction: it awaits approval. The version."""
+    corrected = await correct_as(
         gql,
         staff.rex,
-        SUBMIT_CORRECTION,
-        input={
-            "exceptionId": exception_id,
-            "leaseToken": mine["leaseToken"],
-            "reasonCode": "effect_refused",
-            "changes": changes,
-            "evidence": ["ticket://ops/OPS-17"],
-            "note": "The CRM moved; the queue's webhook now points at the new endpoint.",
-        },
+        OWNER_QUEUE,
+        exception_id,
+        reason_code=reason_code,
+        changes=changes,
+        evidence=[evidence],
+        note="The CRM moved; the queue's webhook now points at the new endpoint.",
     )
-    assert corrected["__typename"] == "ExceptionUpdated", corrected
-    assert corrected["exception"]["state"] == "AWAITING_APPROVAL"
-    assert corrected["exception"]["item"]["queue"] == APPROVAL_QUEUE
-    version: int = corrected["exception"]["version"]
+    assert corrected["item"]["queue"] == APPROVAL_QUEUE
+    version: int = corrected["version"]
+    return version
 
-    theirs = await claim(gql, staff.ann, APPROVAL_QUEUE)
-    assert theirs["item"]["exception"]["id"] == exception_id, theirs
-    approved = await run(
-        gql,
-        staff.ann,
-        APPROVE_CORRECTION,
-        input={"exceptionId": exception_id, "leaseToken": theirs["leaseToken"], "version": version},
-    )
-    assert approved["__typename"] == "ExceptionUpdated", approved
-    assert approved["exception"]["state"] == "REDRIVE_PENDING"
-    assert approved["exception"]["item"]["state"] == "PARKED"
+
+async def correct_and_approve(
+    gql: GraphQL, staff: Staff, exception_id: str, changes: dict[str, Any], **correction: str
+) -> int:
+    """rex corrects the exception (see `correct`); ann approves it. The version."""
+    version = await correct(gql, staff, exception_id, changes, **correction)
+    approved = await approve_as(gql, staff.ann, APPROVAL_QUEUE, exception_id, version)
+    assert approved["item"]["state"] == "PARKED"
     return version
 
 
@@ -387,11 +417,8 @@ async def test_a_redriven_decision_is_applied_under_its_key_and_the_exception_cl
     staff: Staff,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with (
-        webhook_receiver(SECRET, always(REFUSAL)) as old_crm,
-        webhook_receiver(SECRET, always(OK)) as new_crm,
-        refused_decision(db, kyc_queue, old_crm, "moved", max_attempts=3) as (worker, decision_id),
-    ):
+    async with crm_moved(db, kyc_queue, "moved", max_attempts=3) as moved:
+        old_crm, new_crm, worker, decision_id = moved
         exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
 
         await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
@@ -415,19 +442,13 @@ async def test_a_redriven_decision_is_applied_under_its_key_and_the_exception_cl
     assert redriven.json()["decisionId"] == str(decision_id)
     assert redriven.json()["attempt"] == 2
 
-    row = await application_row(owner_conn, decision_id)
-    assert (row["state"], row["attempts"], row["attempts_before_redrive"], row["redrive_key"]) == (
+    assert await redriven_application(owner_conn, decision_id) == (
         "applied",
         2,
         1,
         key,
     )
-    assert (
-        await owner_conn.fetchval(
-            "SELECT count(*) FROM applied_decisions WHERE decision_id = $1", decision_id
-        )
-        == 1
-    )
+    assert await applied_proofs(owner_conn, decision_id) == 1
     attempts = await attempt_rows(owner_conn, decision_id)
     assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "permanent"), (2, "applied")]
 
@@ -478,14 +499,8 @@ async def test_a_redrive_refused_again_returns_the_exception_to_needs_review_and
     staff: Staff,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with (
-        webhook_receiver(SECRET, always(REFUSAL)) as old_crm,
-        webhook_receiver(SECRET, always(Reply(409, body=b'{"error":"still closed"}'))) as new_crm,
-        refused_decision(db, kyc_queue, old_crm, "stubborn", max_attempts=3) as (
-            worker,
-            decision_id,
-        ),
-    ):
+    async with crm_moved(db, kyc_queue, "stubborn", answer=STILL_CLOSED, max_attempts=3) as moved:
+        old_crm, new_crm, worker, decision_id = moved
         exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
 
         await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
@@ -497,19 +512,13 @@ async def test_a_redrive_refused_again_returns_the_exception_to_needs_review_and
     assert worker.stats == WorkerStats(applied=0, retried=0, failed=2, already_applied=0)
 
     assert redriven.key == old_crm.requests[0].key == str(decision_id)
-    row = await application_row(owner_conn, decision_id)
-    assert (row["state"], row["attempts"], row["attempts_before_redrive"], row["redrive_key"]) == (
+    assert await redriven_application(owner_conn, decision_id) == (
         "failed",
         2,
         1,
         key,
     )
-    assert (
-        await owner_conn.fetchval(
-            "SELECT count(*) FROM applied_decisions WHERE decision_id = $1", decision_id
-        )
-        == 0
-    )
+    assert await applied_proofs(owner_conn, decision_id) == 0
 
     back = (await gql(staff.rex, EXCEPTION_OF_APPLY, id=exception_id))["data"]["exception"]
     assert (back["state"], back["closure"], back["attempts"]) == ("NEEDS_REVIEW", None, 2)
@@ -562,33 +571,16 @@ async def test_a_redrive_gets_a_fresh_attempt_budget_and_its_exhaustion_is_repor
         ):
             [exception] = await exception_rows(owner_conn, decision_id)
             assert exception["reason_code"] == "attempts_exhausted"
-            mine = await claim(gql, staff.rex, OWNER_QUEUE)
-            corrected = await run(
+            version = await correct_and_approve(
                 gql,
-                staff.rex,
-                SUBMIT_CORRECTION,
-                input={
-                    "exceptionId": exception["id"],
-                    "leaseToken": mine["leaseToken"],
-                    "reasonCode": "attempts_exhausted",
-                    "changes": {"note": "the CRM is back"},
-                    "evidence": ["status://crm/incident-88"],
-                },
+                staff,
+                exception["id"],
+                {"note": "the CRM is back"},
+                reason_code="attempts_exhausted",
+                evidence="status://crm/incident-88",
             )
-            assert corrected["__typename"] == "ExceptionUpdated", corrected
-            theirs = await claim(gql, staff.ann, APPROVAL_QUEUE)
-            approved = await run(
-                gql,
-                staff.ann,
-                APPROVE_CORRECTION,
-                input={
-                    "exceptionId": exception["id"],
-                    "leaseToken": theirs["leaseToken"],
-                    "version": 1,
-                },
-            )
-            assert approved["__typename"] == "ExceptionUpdated", approved
-            key = await request_redrive(gql, staff.ann, exception["id"], 1)
+            assert version == 1
+            key = await request_redrive(gql, staff.ann, exception["id"], version)
             worker.wake()
             await worker.until(lambda s: s.failed == 2, "the redrive exhausted its attempts")
         assert worker.stats == WorkerStats(applied=0, retried=2, failed=2, already_applied=0)
@@ -622,11 +614,8 @@ async def test_a_second_correction_after_a_failed_redrive_can_still_close_it_cor
     staff: Staff,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with (
-        webhook_receiver(SECRET, always(REFUSAL)) as old_crm,
-        webhook_receiver(SECRET, always(OK)) as new_crm,
-        refused_decision(db, kyc_queue, old_crm, "twice", max_attempts=3) as (worker, decision_id),
-    ):
+    async with crm_moved(db, kyc_queue, "twice", max_attempts=3) as moved:
+        old_crm, new_crm, worker, decision_id = moved
         exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
 
         # v1: approved, but the webhook still points at the refusing receiver.
@@ -649,8 +638,7 @@ async def test_a_second_correction_after_a_failed_redrive_can_still_close_it_cor
 
     assert [r.key for r in old_crm.requests] == [str(decision_id)] * 2
     assert [r.key for r in new_crm.requests] == [str(decision_id)]
-    row = await application_row(owner_conn, decision_id)
-    assert (row["state"], row["attempts"], row["attempts_before_redrive"], row["redrive_key"]) == (
+    assert await redriven_application(owner_conn, decision_id) == (
         "applied",
         3,
         2,
@@ -686,27 +674,11 @@ async def test_the_corrector_may_not_approve_an_apply_decision_correction(
     async with webhook_receiver(SECRET, always(REFUSAL)) as receiver:
         decision_id, _ = await failed_for_good(db, kyc_queue, receiver, "foureyes")
     exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
-    mine = await claim(gql, staff.rex, OWNER_QUEUE)
-    corrected = await run(
-        gql,
-        staff.rex,
-        SUBMIT_CORRECTION,
-        input={
-            "exceptionId": exception_id,
-            "leaseToken": mine["leaseToken"],
-            "reasonCode": "effect_refused",
-            "changes": {"effectTarget": "http://example.invalid/hook"},
-            "evidence": ["ticket://ops/OPS-18"],
-        },
-    )
-    assert corrected["__typename"] == "ExceptionUpdated", corrected
+    changes = {"effectTarget": "http://example.invalid/hook"}
+    version = await correct(gql, staff, exception_id, changes, evidence="ticket://ops/OPS-18")
     own = await claim(gql, staff.rex_as_approver, APPROVAL_QUEUE)
-    refused = await run(
-        gql,
-        staff.rex_as_approver,
-        APPROVE_CORRECTION,
-        input={"exceptionId": exception_id, "leaseToken": own["leaseToken"], "version": 1},
-    )
+    own_approval = under_claim(exception_id, own["leaseToken"], version=version)
+    refused = await run(gql, staff.rex_as_approver, APPROVE_CORRECTION, input=own_approval)
     assert refused["__typename"] == "NotPermitted", refused
     assert "four-eyes" in refused["message"]
     assert (await application_row(owner_conn, decision_id))["state"] == "failed"
@@ -750,12 +722,7 @@ async def test_only_casework_reports_the_result_of_a_redrive_it_carries_out(
             await worker.until(lambda s: s.failed == 1, "the re-application failed")
 
     assert (await application_row(owner_conn, decision_id))["state"] == "failed"
-    assert (
-        await owner_conn.fetchval(
-            "SELECT count(*) FROM applied_decisions WHERE decision_id = $1", decision_id
-        )
-        == 0
-    )
+    assert await applied_proofs(owner_conn, decision_id) == 0
     final = (await gql(staff.rex, EXCEPTION_OF_APPLY, id=exception_id))["data"]["exception"]
     open_ones = [e for e in await exception_rows(owner_conn, decision_id) if e["state"] != "closed"]
     observed = {
@@ -787,11 +754,8 @@ async def test_a_redrive_of_an_already_applied_decision_does_not_wait_forever(
     there is nothing to put back on the work list; the redrive must still be answered (the
     decision is applied: succeeded) rather than leave the exception redrive_pending with
     nobody to act on it."""
-    async with (
-        webhook_receiver(SECRET, always(REFUSAL)) as old_crm,
-        webhook_receiver(SECRET, always(OK)) as new_crm,
-        refused_decision(db, kyc_queue, old_crm, "reopened") as (worker, decision_id),
-    ):
+    async with crm_moved(db, kyc_queue, "reopened") as moved:
+        _, new_crm, worker, decision_id = moved
         exception_id = (await only_exception(gql, staff.rex, decision_id))["id"]
         await point_webhook_at(gql, staff.admin, kyc_queue, new_crm)
         first = await correct_and_approve(gql, staff, exception_id, {"retry": True})

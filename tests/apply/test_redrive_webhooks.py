@@ -30,8 +30,6 @@ from server.worker import WorkerStats
 from tests.api.conftest import GraphQL
 from tests.apply.helpers import (
     COMPLETED_STEPS,
-    CORRECTION,
-    CORRECTION_EVIDENCE,
     REDRIVE_SECRET,
     DeliveringWorker,
     approved_mismatch,
@@ -60,6 +58,10 @@ from tests.exceptions.operations import (
     claim,
     run,
 )
+from tests.exceptions.states import CORRECTION, CORRECTION_EVIDENCE
+
+# Every test here works in the supplier-onboarding workflow, set up over the API.
+pytestmark = pytest.mark.usefixtures("supplier_workflow")
 
 SOURCE_RECORD = "SUP-1042"
 KEY = f"{WORKFLOW}:{SOURCE_RECORD}:v1"
@@ -165,7 +167,6 @@ async def test_a_redrive_is_posted_once_signed_and_closed_only_by_the_owning_sys
     owner_conn: asyncpg.Connection,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with webhook_receiver(REDRIVE_SECRET) as erp:
@@ -257,7 +258,6 @@ async def test_a_transient_refusal_is_retried_with_backoff_under_the_same_key(
     db: Database,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     transient: Reply,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -297,7 +297,6 @@ async def test_a_permanent_refusal_makes_the_redrive_undeliverable_and_back_to_a
     owner_conn: asyncpg.Connection,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     refusal = Reply(422, body=b'{"error":"unknown supplier"}')
@@ -351,7 +350,6 @@ async def test_running_out_of_attempts_makes_the_redrive_undeliverable(
     owner_conn: asyncpg.Connection,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with webhook_receiver(REDRIVE_SECRET, always(UNAVAILABLE)) as erp:
@@ -385,7 +383,6 @@ async def test_a_receiver_that_never_answers_is_timed_out_at_the_workflows_timeo
     db: Database,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with webhook_receiver(REDRIVE_SECRET, always(Stall())) as erp:
@@ -409,7 +406,6 @@ async def test_a_refused_connection_is_retried_then_undeliverable(
     db: Database,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # A port nothing listens on any more.
@@ -437,7 +433,6 @@ async def test_casework_may_only_report_a_webhook_redrive_failed(
     owner_conn: asyncpg.Connection,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
 ) -> None:
     """No worker runs: the redrive stays pending while Casework (system) and the owning
     system answer it."""
@@ -473,7 +468,7 @@ async def test_casework_may_only_report_a_webhook_redrive_failed(
 
 
 async def test_changing_only_the_redrive_route_keeps_the_approval_queue(
-    owner_conn: asyncpg.Connection, gql: GraphQL, people: People, supplier_workflow: str
+    owner_conn: asyncpg.Connection, gql: GraphQL, people: People
 ) -> None:
     """ConfigureWorkflowInput.approvalQueue is "required at first" only, and the docs change
     the route with `configureWorkflow(input: {redriveVia: …})`: an existing workflow's
@@ -567,7 +562,6 @@ async def test_invalid_redrive_settings_are_refused_and_change_nothing(
     owner_conn: asyncpg.Connection,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     starting_as: str,
 ) -> None:
     if starting_as == "WEBHOOK":
@@ -614,7 +608,6 @@ async def test_a_subscription_workflows_redrive_is_never_claimed_or_posted(
     owner_conn: asyncpg.Connection,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
 ) -> None:
     exception_id, version = await approved_mismatch(gql, people)
     worker = DeliveringWorker(db)
@@ -663,7 +656,6 @@ async def test_a_delivery_due_when_the_workflow_leaves_webhook_is_not_attempted_
     owner_conn: asyncpg.Connection,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The redrive is requested while the workflow takes redrives by webhook; before any
@@ -721,7 +713,6 @@ async def test_a_redrive_answered_before_delivery_is_not_delivered_after_its_suc
     owner_conn: asyncpg.Connection,
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """v1's redrive is requested but not yet delivered (no worker runs; in production: the

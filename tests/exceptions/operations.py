@@ -129,6 +129,9 @@ REPORT_REDRIVE_RESULT = action(
     "InvalidInput",
 )
 
+# A registry extract: the evidence a reviewer attaches in the walk-through.
+REGISTRY_EVIDENCE = "registry://companies-house/09876543"
+
 EXCEPTION = f"""
 query($id: ID!) {{ exception(id: $id) {{ {EXCEPTION_FIELDS} }} }}
 """
@@ -164,6 +167,38 @@ async def run(gql: GraphQL, token: str, operation: str, **variables: Any) -> dic
     return result
 
 
+def under_claim(exception_id: str, lease_token: str, **fields: Any) -> dict[str, Any]:
+    """The input of an action taken under a claim on the exception (attach, correct,
+    approve, reject, close): its id, the claim's lease token and the action's own fields."""
+    return {"exceptionId": exception_id, "leaseToken": lease_token, **fields}
+
+
+def correction_input(
+    exception_id: str,
+    lease_token: str,
+    *,
+    changes: dict[str, Any],
+    evidence: list[str],
+    reason_code: str = "entity_mismatch",
+    **fields: Any,
+) -> dict[str, Any]:
+    """A correction's input: the reason it answers, what it changes and what backs it."""
+    return under_claim(
+        exception_id,
+        lease_token,
+        reasonCode=reason_code,
+        changes=changes,
+        evidence=evidence,
+        **fields,
+    )
+
+
+async def release(gql: GraphQL, token: str, item_id: str, lease_token: str) -> None:
+    """Gives up a claim before its lease ends."""
+    body = await gql(token, RELEASE, itemId=item_id, leaseToken=lease_token)
+    assert body["data"]["releaseLease"]["__typename"] == "LeaseReleased", body
+
+
 async def raise_mismatch(gql: GraphQL, token: str, **overrides: Any) -> dict[str, Any]:
     result = await run(gql, token, RAISE, input=mismatch_input(**overrides))
     assert result["__typename"] == "ExceptionRaised", result
@@ -175,3 +210,39 @@ async def claim(gql: GraphQL, token: str, queue: str) -> dict[str, Any]:
     result = await run(gql, token, CLAIM, queue=queue)
     assert result["__typename"] == "Claim", result
     return result
+
+
+async def claim_exception_as(gql: GraphQL, token: str, queue: str, exception_id: str) -> str:
+    """Claims the next item of `queue`, which must be the exception's: the lease token."""
+    claimed = await claim(gql, token, queue)
+    assert claimed["item"]["exception"]["id"] == exception_id, claimed
+    lease: str = claimed["leaseToken"]
+    return lease
+
+
+async def correct_as(
+    gql: GraphQL, token: str, queue: str, exception_id: str, **correction: Any
+) -> dict[str, Any]:
+    """`token` claims the exception from `queue` and submits a correction (correction_input's
+    arguments): the exception, awaiting approval."""
+    lease = await claim_exception_as(gql, token, queue, exception_id)
+    submitted = correction_input(exception_id, lease, **correction)
+    corrected = await run(gql, token, SUBMIT_CORRECTION, input=submitted)
+    assert corrected["__typename"] == "ExceptionUpdated", corrected
+    assert corrected["exception"]["state"] == "AWAITING_APPROVAL", corrected
+    exception: dict[str, Any] = corrected["exception"]
+    return exception
+
+
+async def approve_as(
+    gql: GraphQL, token: str, queue: str, exception_id: str, version: int
+) -> dict[str, Any]:
+    """`token` claims the exception from the approval `queue` and approves `version`: the
+    exception, waiting for its redrive."""
+    lease = await claim_exception_as(gql, token, queue, exception_id)
+    approval = under_claim(exception_id, lease, version=version)
+    approved = await run(gql, token, APPROVE_CORRECTION, input=approval)
+    assert approved["__typename"] == "ExceptionUpdated", approved
+    assert approved["exception"]["state"] == "REDRIVE_PENDING", approved
+    exception: dict[str, Any] = approved["exception"]
+    return exception

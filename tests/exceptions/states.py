@@ -17,18 +17,22 @@ from tests.exceptions.operations import (
     ATTACH_EVIDENCE,
     CLOSE_EXCEPTION,
     EXCEPTION,
+    REGISTRY_EVIDENCE,
     REJECT_CORRECTION,
     REOPEN_EXCEPTION,
     REPORT_REDRIVE_RESULT,
     REQUEST_REDRIVE,
     SUBMIT_CORRECTION,
     claim,
+    correction_input,
     raise_mismatch,
     run,
+    under_claim,
 )
 
 CORRECTION = {"legalEntityId": "LEI-5493001KJTIIGC8Y1R12", "legalName": "Acme Holdings Ltd"}
 CORRECTION_EVIDENCE = ["ticket://procurement/PRC-311"]
+REJECTION_REASON = "The registry extract is for another company number."
 
 
 @dataclass(frozen=True)
@@ -62,11 +66,7 @@ ACTIONS: dict[str, Action] = {
         "ExceptionUpdated",
         "sam",
         True,
-        lambda x, lease: {
-            "exceptionId": x.id,
-            "leaseToken": lease,
-            "evidence": ["registry://companies-house/09876543"],
-        },
+        lambda x, lease: under_claim(x.id, lease, evidence=[REGISTRY_EVIDENCE]),
     ),
     "submitCorrection": Action(
         "submit_correction",
@@ -74,13 +74,9 @@ ACTIONS: dict[str, Action] = {
         "ExceptionUpdated",
         "sam",
         True,
-        lambda x, lease: {
-            "exceptionId": x.id,
-            "leaseToken": lease,
-            "reasonCode": "entity_mismatch",
-            "changes": CORRECTION,
-            "evidence": ["ticket://procurement/PRC-312"],
-        },
+        lambda x, lease: correction_input(
+            x.id, lease, changes=CORRECTION, evidence=["ticket://procurement/PRC-312"]
+        ),
     ),
     "approveCorrection": Action(
         "approve_correction",
@@ -88,7 +84,7 @@ ACTIONS: dict[str, Action] = {
         "ExceptionUpdated",
         "ann",
         True,
-        lambda x, lease: {"exceptionId": x.id, "leaseToken": lease, "version": x.version},
+        lambda x, lease: under_claim(x.id, lease, version=x.version),
     ),
     "rejectCorrection": Action(
         "reject_correction",
@@ -96,11 +92,7 @@ ACTIONS: dict[str, Action] = {
         "ExceptionUpdated",
         "ann",
         True,
-        lambda x, lease: {
-            "exceptionId": x.id,
-            "leaseToken": lease,
-            "reason": "The registry extract is for another company number.",
-        },
+        lambda x, lease: under_claim(x.id, lease, reason=REJECTION_REASON),
     ),
     "requestRedrive": Action(
         "request_redrive",
@@ -124,7 +116,7 @@ ACTIONS: dict[str, Action] = {
         "ExceptionUpdated",
         "sam",
         True,
-        lambda x, lease: {"exceptionId": x.id, "leaseToken": lease, "closure": "OBSOLETE"},
+        lambda x, lease: under_claim(x.id, lease, closure="OBSOLETE"),
     ),
     "reopenException": Action(
         "reopen_exception",
@@ -158,18 +150,10 @@ async def claim_own(gql: GraphQL, token: str, queue: str, driven: Driven) -> str
 async def correct(gql: GraphQL, people: People, driven: Driven) -> Driven:
     """Sam claims it from the owner queue and submits a correction: it awaits approval."""
     lease = await claim_own(gql, people.sam, OWNER_QUEUE, driven)
-    result = await run(
-        gql,
-        people.sam,
-        SUBMIT_CORRECTION,
-        input={
-            "exceptionId": driven.id,
-            "leaseToken": lease,
-            "reasonCode": "entity_mismatch",
-            "changes": CORRECTION,
-            "evidence": CORRECTION_EVIDENCE,
-        },
+    correction = correction_input(
+        driven.id, lease, changes=CORRECTION, evidence=CORRECTION_EVIDENCE
     )
+    result = await run(gql, people.sam, SUBMIT_CORRECTION, input=correction)
     assert result["__typename"] == "ExceptionUpdated", result
     assert result["exception"]["state"] == "AWAITING_APPROVAL", result
     return replace(driven, version=result["exception"]["version"])
@@ -178,12 +162,8 @@ async def correct(gql: GraphQL, people: People, driven: Driven) -> Driven:
 async def approve(gql: GraphQL, people: People, driven: Driven) -> Driven:
     """Ann, who did not correct it, claims it from the approval queue and approves."""
     lease = await claim_own(gql, people.ann, APPROVAL_QUEUE, driven)
-    result = await run(
-        gql,
-        people.ann,
-        APPROVE_CORRECTION,
-        input={"exceptionId": driven.id, "leaseToken": lease, "version": driven.version},
-    )
+    approval = under_claim(driven.id, lease, version=driven.version)
+    result = await run(gql, people.ann, APPROVE_CORRECTION, input=approval)
     assert result["__typename"] == "ExceptionUpdated", result
     assert result["exception"]["state"] == "REDRIVE_PENDING", result
     return driven
@@ -220,12 +200,8 @@ async def report(
 async def close(gql: GraphQL, people: People, driven: Driven, closure: str) -> dict[str, Any]:
     """Sam claims it from the owner queue and closes it without a correction."""
     lease = await claim_own(gql, people.sam, OWNER_QUEUE, driven)
-    result = await run(
-        gql,
-        people.sam,
-        CLOSE_EXCEPTION,
-        input={"exceptionId": driven.id, "leaseToken": lease, "closure": closure},
-    )
+    closing = under_claim(driven.id, lease, closure=closure)
+    result = await run(gql, people.sam, CLOSE_EXCEPTION, input=closing)
     assert result["__typename"] == "ExceptionUpdated", result
     assert (result["exception"]["state"], result["exception"]["closure"]) == ("CLOSED", closure)
     exception: dict[str, Any] = result["exception"]

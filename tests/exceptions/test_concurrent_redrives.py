@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 
 import asyncpg
+import pytest
 
 from server.domain.exceptions.actions import Raised, raise_exception
 from server.domain.exceptions.redrives import RedriveQueued, request_redrive
@@ -30,6 +31,9 @@ from tests.exceptions.domain_drivers import (
 )
 from tests.exceptions.operations import CLAIM, CLOSE_EXCEPTION, raise_mismatch, run
 
+# Every test here works in the supplier-onboarding workflow, set up over the API.
+pytestmark = pytest.mark.usefixtures("supplier_workflow")
+
 REQUESTERS = 10
 RAISERS = 20
 CLAIM_ROUNDS = 10
@@ -37,7 +41,6 @@ CLAIM_ROUNDS = 10
 
 async def test_concurrent_redrive_requests_queue_one_redrive(
     db: Database,
-    supplier_workflow: str,
     test_database: TestDatabase,
     queries: Queries,
     owner_conn: asyncpg.Connection,
@@ -90,7 +93,6 @@ async def test_concurrent_redrive_requests_queue_one_redrive(
 
 async def test_concurrent_raises_of_one_exception_create_it_once(
     db: Database,
-    supplier_workflow: str,
     test_database: TestDatabase,
     queries: Queries,
     owner_conn: asyncpg.Connection,
@@ -139,7 +141,7 @@ async def test_concurrent_raises_of_one_exception_create_it_once(
 
 
 async def test_two_operators_racing_for_one_exception_one_gets_it(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
     operators = {people.sam: "sam", people.sue: "sue"}
     winners: Counter[str] = Counter()

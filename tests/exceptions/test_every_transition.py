@@ -13,7 +13,7 @@ import pytest
 
 from tests.api.conftest import GraphQL
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, People
-from tests.exceptions.operations import SUBMIT_CORRECTION, run
+from tests.exceptions.operations import SUBMIT_CORRECTION, correction_input, run
 from tests.exceptions.states import (
     ACTIONS,
     Driven,
@@ -26,6 +26,9 @@ from tests.exceptions.states import (
     token_of,
     written,
 )
+
+# Every test here works in the supplier-onboarding workflow, set up over the API.
+pytestmark = pytest.mark.usefixtures("supplier_workflow")
 
 STATES = ["NEEDS_REVIEW", "AWAITING_APPROVAL", "REDRIVE_PENDING", "CLOSED"]
 
@@ -94,7 +97,6 @@ CASES = [
 async def test_every_action_from_every_state(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     state: str,
     action: str,
@@ -138,25 +140,21 @@ async def test_every_action_from_every_state(
 
 
 async def test_a_reason_that_excludes_an_action_refuses_it_in_any_state(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
     # missing_approval allows only attach_evidence, close_exception and reopen_exception.
     driven = await raised(gql, people, reasonCode="missing_approval")
     lease = await claim_own(gql, people.sam, OWNER_QUEUE, driven)
     before = await written(owner_conn)
 
-    result = await run(
-        gql,
-        people.sam,
-        SUBMIT_CORRECTION,
-        input={
-            "exceptionId": driven.id,
-            "leaseToken": lease,
-            "reasonCode": "missing_approval",
-            "changes": {"approvalRef": "APR-77"},
-            "evidence": ["ticket://procurement/PRC-313"],
-        },
+    correction = correction_input(
+        driven.id,
+        lease,
+        reason_code="missing_approval",
+        changes={"approvalRef": "APR-77"},
+        evidence=["ticket://procurement/PRC-313"],
     )
+    result = await run(gql, people.sam, SUBMIT_CORRECTION, input=correction)
 
     assert result == {
         **result,

@@ -4,7 +4,6 @@ the rest. The API shows that history in the order it was written."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -12,34 +11,27 @@ import pytest
 
 from server.store.database import Database
 from tests.api.conftest import GraphQL
-from tests.conftest import TestDatabase
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, People
 from tests.exceptions.domain_drivers import approved_correction
 from tests.exceptions.operations import (
     ATTACH_EVIDENCE,
     EXCEPTION,
+    REGISTRY_EVIDENCE,
     REJECT_CORRECTION,
     SUBMIT_CORRECTION,
     claim,
+    correction_input,
     raise_mismatch,
     run,
+    under_claim,
 )
+from tests.exceptions.states import REJECTION_REASON
 
 INSUFFICIENT_PRIVILEGE = "42501"
 HISTORY = {
     "exception_events": "id",
     "exception_corrections": "workflow, source_record_id, version",
 }
-
-
-@pytest.fixture
-async def app_conn(test_database: TestDatabase) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(test_database.app_dsn)
-    try:
-        assert await conn.fetchval("SELECT current_user") == "casework_app"
-        yield conn
-    finally:
-        await conn.close()
 
 
 @pytest.fixture
@@ -150,37 +142,23 @@ async def test_api_shows_the_history_in_order(
     gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
 ) -> None:
     exception_id = (await raise_mismatch(gql, people.erp))["id"]
-    mine = await claim(gql, people.sam, OWNER_QUEUE)
-    for step, operation, extra in (
-        ("attach", ATTACH_EVIDENCE, {"evidence": ["registry://companies-house/09876543"]}),
-        (
-            "correct",
-            SUBMIT_CORRECTION,
-            {
-                "reasonCode": "entity_mismatch",
-                "changes": {"legalName": "Acme Holdings Ltd"},
-                "evidence": ["ticket://procurement/PRC-311"],
-            },
-        ),
+    lease = (await claim(gql, people.sam, OWNER_QUEUE))["leaseToken"]
+    attach = under_claim(exception_id, lease, evidence=[REGISTRY_EVIDENCE])
+    correct = correction_input(
+        exception_id,
+        lease,
+        changes={"legalName": "Acme Holdings Ltd"},
+        evidence=["ticket://procurement/PRC-311"],
+    )
+    for step, operation, fields in (
+        ("attach", ATTACH_EVIDENCE, attach),
+        ("correct", SUBMIT_CORRECTION, correct),
     ):
-        done = await run(
-            gql,
-            people.sam,
-            operation,
-            input={"exceptionId": exception_id, "leaseToken": mine["leaseToken"], **extra},
-        )
+        done = await run(gql, people.sam, operation, input=fields)
         assert done["__typename"] == "ExceptionUpdated", (step, done)
     ann = await claim(gql, people.ann, APPROVAL_QUEUE)
-    rejected = await run(
-        gql,
-        people.ann,
-        REJECT_CORRECTION,
-        input={
-            "exceptionId": exception_id,
-            "leaseToken": ann["leaseToken"],
-            "reason": "The registry extract is for another company number.",
-        },
-    )
+    rejection = under_claim(exception_id, ann["leaseToken"], reason=REJECTION_REASON)
+    rejected = await run(gql, people.ann, REJECT_CORRECTION, input=rejection)
     assert rejected["__typename"] == "ExceptionUpdated", rejected
 
     body = await gql(people.manager, EXCEPTION, id=exception_id)

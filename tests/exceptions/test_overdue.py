@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 import asyncpg
+import pytest
 
 from server.domain.failures import QueueEmpty
 from server.domain.leases import claim_next
@@ -31,12 +32,18 @@ from tests.exceptions.operations import (
     ATTACH_EVIDENCE,
     CLAIM,
     EXCEPTION,
-    RELEASE,
+    REGISTRY_EVIDENCE,
     SUBMIT_CORRECTION,
     claim,
+    correction_input,
     raise_mismatch,
+    release,
     run,
+    under_claim,
 )
+
+# Every test here works in the supplier-onboarding workflow, set up over the API.
+pytestmark = pytest.mark.usefixtures("supplier_workflow")
 
 PAST_DUE = timedelta(minutes=-1)
 ALMOST_DUE = timedelta(minutes=1)
@@ -97,8 +104,28 @@ async def escalations(owner: asyncpg.Connection, exception_id: str) -> list[tupl
     ]
 
 
+async def raised_due(
+    gql: GraphQL, people: People, owner: asyncpg.Connection, offset: timedelta
+) -> str:
+    """The walk-through's exception, its due time moved by `offset` from now: its id."""
+    exception_id: str = (await raise_mismatch(gql, people.erp))["id"]
+    await set_due(owner, exception_id, offset)
+    return exception_id
+
+
+async def held_past_due(
+    gql: GraphQL, people: People, owner: asyncpg.Connection
+) -> tuple[str, dict[str, Any]]:
+    """The walk-through's exception, claimed by sam and then past due: its id and his claim."""
+    exception_id: str = (await raise_mismatch(gql, people.erp))["id"]
+    mine = await claim(gql, people.sam, OWNER_QUEUE)
+    assert mine["item"]["exception"]["id"] == exception_id, mine
+    await set_due(owner, exception_id, PAST_DUE)
+    return exception_id, mine
+
+
 async def test_reads_show_the_escalation_owner_before_any_claim_moves_it(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
     late = (await raise_mismatch(gql, people.erp, source_record_id="SUP-5001"))["id"]
     on_time = (await raise_mismatch(gql, people.erp, source_record_id="SUP-5002"))["id"]
@@ -133,10 +160,9 @@ async def test_reads_show_the_escalation_owner_before_any_claim_moves_it(
 
 
 async def test_owner_claim_moves_it_and_the_escalation_owner_claims_it(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    await set_due(owner_conn, late, PAST_DUE)
+    late = await raised_due(gql, people, owner_conn, PAST_DUE)
 
     assert await claim_result(gql, people.sam, OWNER_QUEUE) == "QueueEmpty"
     leo = await claim(gql, people.leo, ESCALATION_QUEUE)
@@ -165,11 +191,10 @@ async def test_owner_claim_moves_it_and_the_escalation_owner_claims_it(
 
 
 async def test_escalation_owner_claim_alone_moves_it(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
     # Nobody works the owner's queue any more: the escalation queue's own claim must look.
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    await set_due(owner_conn, late, PAST_DUE)
+    late = await raised_due(gql, people, owner_conn, PAST_DUE)
 
     leo = await claim(gql, people.leo, ESCALATION_QUEUE)
 
@@ -178,16 +203,12 @@ async def test_escalation_owner_claim_alone_moves_it(
 
 
 async def test_escalation_happens_once(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    await set_due(owner_conn, late, PAST_DUE)
+    late = await raised_due(gql, people, owner_conn, PAST_DUE)
     first = await claim(gql, people.leo, ESCALATION_QUEUE)
     escalated_at = (await stored(owner_conn, late))["escalated_at"]
-    released = await gql(
-        people.leo, RELEASE, itemId=first["item"]["id"], leaseToken=first["leaseToken"]
-    )
-    assert released["data"]["releaseLease"]["__typename"] == "LeaseReleased"
+    await release(gql, people.leo, first["item"]["id"], first["leaseToken"])
 
     # Further overdue passes from both ends: it is still past due, but already escalated.
     assert await claim_result(gql, people.sam, OWNER_QUEUE) == "QueueEmpty"
@@ -206,34 +227,21 @@ async def test_escalation_happens_once(
 
 
 async def test_live_lease_keeps_it_with_its_holder_until_released(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    sam = await claim(gql, people.sam, OWNER_QUEUE)
-    await set_due(owner_conn, late, PAST_DUE)
+    late, sam = await held_past_due(gql, people, owner_conn)
 
     assert await claim_result(gql, people.leo, ESCALATION_QUEUE) == "QueueEmpty"
     assert await claim_result(gql, people.sue, OWNER_QUEUE) == "QueueEmpty"
     row = await stored(owner_conn, late)
     assert (row["queue"], row["lease_owner"], row["escalated_at"]) == (OWNER_QUEUE, "sam", None)
     # The holder still works under his lease.
-    attached = await run(
-        gql,
-        people.sam,
-        ATTACH_EVIDENCE,
-        input={
-            "exceptionId": late,
-            "leaseToken": sam["leaseToken"],
-            "evidence": ["registry://companies-house/09876543"],
-        },
-    )
+    evidence = under_claim(late, sam["leaseToken"], evidence=[REGISTRY_EVIDENCE])
+    attached = await run(gql, people.sam, ATTACH_EVIDENCE, input=evidence)
     assert attached["__typename"] == "ExceptionUpdated", attached
     assert await escalations(owner_conn, late) == []
 
-    released = await gql(
-        people.sam, RELEASE, itemId=sam["item"]["id"], leaseToken=sam["leaseToken"]
-    )
-    assert released["data"]["releaseLease"]["__typename"] == "LeaseReleased"
+    await release(gql, people.sam, sam["item"]["id"], sam["leaseToken"])
     leo = await claim(gql, people.leo, ESCALATION_QUEUE)
 
     assert leo["item"]["exception"]["id"] == late
@@ -244,11 +252,9 @@ async def test_live_lease_keeps_it_with_its_holder_until_released(
 
 
 async def test_lapsed_lease_no_longer_keeps_it(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    sam = await claim(gql, people.sam, OWNER_QUEUE)
-    await set_due(owner_conn, late, PAST_DUE)
+    late, sam = await held_past_due(gql, people, owner_conn)
     await owner_conn.execute(
         "UPDATE review_items SET lease_expires_at = now() - interval '1 second' WHERE id = $1",
         int(sam["item"]["id"]),
@@ -259,16 +265,8 @@ async def test_lapsed_lease_no_longer_keeps_it(
     assert leo["item"]["exception"]["id"] == late
     # The move ended his claim: his write is stale, and nothing is recorded. His team still
     # sees the exception it started with.
-    stale = await run(
-        gql,
-        people.sam,
-        ATTACH_EVIDENCE,
-        input={
-            "exceptionId": late,
-            "leaseToken": sam["leaseToken"],
-            "evidence": ["registry://companies-house/09876543"],
-        },
-    )
+    evidence = under_claim(late, sam["leaseToken"], evidence=[REGISTRY_EVIDENCE])
+    stale = await run(gql, people.sam, ATTACH_EVIDENCE, input=evidence)
     assert stale["__typename"] == "StaleLease", stale
     assert [e["kind"] for e in (await view(gql, people, late))["events"]] == ["raised", "escalated"]
     seen_by_sam = (await gql(people.sam, EXCEPTION, id=late))["data"]["exception"]
@@ -276,17 +274,13 @@ async def test_lapsed_lease_no_longer_keeps_it(
 
 
 async def test_not_yet_due_never_moves(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    soon = (await raise_mismatch(gql, people.erp))["id"]
-    await set_due(owner_conn, soon, ALMOST_DUE)
+    soon = await raised_due(gql, people, owner_conn, ALMOST_DUE)
 
     assert await claim_result(gql, people.leo, ESCALATION_QUEUE) == "QueueEmpty"
     sam = await claim(gql, people.sam, OWNER_QUEUE)
-    released = await gql(
-        people.sam, RELEASE, itemId=sam["item"]["id"], leaseToken=sam["leaseToken"]
-    )
-    assert released["data"]["releaseLease"]["__typename"] == "LeaseReleased"
+    await release(gql, people.sam, sam["item"]["id"], sam["leaseToken"])
     assert await claim_result(gql, people.leo, ESCALATION_QUEUE) == "QueueEmpty"
 
     assert sam["item"]["exception"]["id"] == soon
@@ -299,22 +293,17 @@ async def test_not_yet_due_never_moves(
 
 
 async def test_overdue_awaiting_approval_stays_in_the_approval_queue(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
     late = (await raise_mismatch(gql, people.erp))["id"]
     sam = await claim(gql, people.sam, OWNER_QUEUE)
-    corrected = await run(
-        gql,
-        people.sam,
-        SUBMIT_CORRECTION,
-        input={
-            "exceptionId": late,
-            "leaseToken": sam["leaseToken"],
-            "reasonCode": "entity_mismatch",
-            "changes": {"legalName": "Acme Holdings Ltd"},
-            "evidence": ["ticket://procurement/PRC-311"],
-        },
+    correction = correction_input(
+        late,
+        sam["leaseToken"],
+        changes={"legalName": "Acme Holdings Ltd"},
+        evidence=["ticket://procurement/PRC-311"],
     )
+    corrected = await run(gql, people.sam, SUBMIT_CORRECTION, input=correction)
     assert corrected["__typename"] == "ExceptionUpdated", corrected
     await set_due(owner_conn, late, PAST_DUE)
 
@@ -330,23 +319,17 @@ async def test_overdue_awaiting_approval_stays_in_the_approval_queue(
     assert seen["item"]["queue"] == "supplier-approvals"
     assert await escalations(owner_conn, late) == []
     ann = await claim(gql, people.ann, "supplier-approvals")
-    approved = await run(
-        gql,
-        people.ann,
-        APPROVE_CORRECTION,
-        input={"exceptionId": late, "leaseToken": ann["leaseToken"], "version": 1},
-    )
+    approval = under_claim(late, ann["leaseToken"], version=1)
+    approved = await run(gql, people.ann, APPROVE_CORRECTION, input=approval)
     assert approved["__typename"] == "ExceptionUpdated", approved
 
 
 async def test_read_under_a_live_lease_names_the_owner_the_claim_keeps_it_with(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
     # exceptions_read.sql promises the owner "exactly as the next claim would" evaluate it,
     # and the claim leaves a leased exception with its holder's team.
-    late = (await raise_mismatch(gql, people.erp))["id"]
-    sam = await claim(gql, people.sam, OWNER_QUEUE)
-    await set_due(owner_conn, late, PAST_DUE)
+    late, sam = await held_past_due(gql, people, owner_conn)
     assert await claim_result(gql, people.leo, ESCALATION_QUEUE) == "QueueEmpty"
 
     seen = await view(gql, people, late)
@@ -357,16 +340,12 @@ async def test_read_under_a_live_lease_names_the_owner_the_claim_keeps_it_with(
     assert await listed(gql, people, ownerRole=ESCALATION_QUEUE) == []
     assert await listed(gql, people, ownerRole=OWNER_QUEUE) == [late]
 
-    released = await gql(
-        people.sam, RELEASE, itemId=sam["item"]["id"], leaseToken=sam["leaseToken"]
-    )
-    assert released["data"]["releaseLease"]["__typename"] == "LeaseReleased"
+    await release(gql, people.sam, sam["item"]["id"], sam["leaseToken"])
     assert (await view(gql, people, late))["ownerRole"] == ESCALATION_QUEUE
 
 
 async def test_claims_racing_on_both_queues_escalate_it_once(
     db: Database,
-    supplier_workflow: str,
     test_database: TestDatabase,
     queries: Queries,
     owner_conn: asyncpg.Connection,

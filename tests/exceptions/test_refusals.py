@@ -14,11 +14,13 @@ from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, People
 from tests.exceptions.operations import (
     ATTACH_EVIDENCE,
     RAISE,
-    RELEASE,
     REPORT_REDRIVE_RESULT,
     SUBMIT_CORRECTION,
+    correction_input,
     mismatch_input,
+    release,
     run,
+    under_claim,
 )
 from tests.exceptions.states import (
     ACTIONS,
@@ -34,6 +36,9 @@ from tests.exceptions.states import (
 )
 from tests.integration.helpers import expire_lease
 
+# Every test here works in the supplier-onboarding workflow, set up over the API.
+pytestmark = pytest.mark.usefixtures("supplier_workflow")
+
 
 async def held(gql: GraphQL, people: People) -> tuple[Driven, str]:
     """A fresh exception that Sam holds under a claim, with his lease token."""
@@ -42,15 +47,38 @@ async def held(gql: GraphQL, people: People) -> tuple[Driven, str]:
 
 
 def correction(driven: Driven, lease: str, **overrides: Any) -> dict[str, Any]:
-    submitted: dict[str, Any] = {
-        "exceptionId": driven.id,
-        "leaseToken": lease,
-        "reasonCode": "entity_mismatch",
-        "changes": CORRECTION,
-        "evidence": CORRECTION_EVIDENCE,
-    }
+    submitted = correction_input(driven.id, lease, changes=CORRECTION, evidence=CORRECTION_EVIDENCE)
     submitted.update(overrides)
     return submitted
+
+
+async def refused_raise(
+    gql: GraphQL, token: str, owner_conn: asyncpg.Connection, **overrides: Any
+) -> dict[str, Any]:
+    """The walk-through's exception raised with `overrides` by `token`, and it writes
+    nothing: the result."""
+    before = await written(owner_conn)
+
+    result = await run(gql, token, RAISE, input=mismatch_input(**overrides))
+
+    assert await written(owner_conn) == before
+    return result
+
+
+async def refused_correction(
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection, **overrides: Any
+) -> tuple[Driven, dict[str, Any]]:
+    """Sam, holding a fresh exception, submits a correction with `overrides`, and it writes
+    nothing: the exception and the result."""
+    driven, lease = await held(gql, people)
+    before = await written(owner_conn)
+
+    result = await run(
+        gql, people.sam, SUBMIT_CORRECTION, input=correction(driven, lease, **overrides)
+    )
+
+    assert await written(owner_conn) == before
+    return driven, result
 
 
 def invalid(field: str) -> dict[str, str]:
@@ -60,36 +88,24 @@ def invalid(field: str) -> dict[str, str]:
 # --- corrections ---------------------------------------------------------------------------
 
 
-async def test_a_correction_for_another_reason_is_refused(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        # missing_approval is in the workflow's catalogue, but it is not this exception's reason.
+        pytest.param({"reasonCode": "missing_approval"}, "reasonCode", id="another-reason"),
+        pytest.param({"evidence": []}, "evidence", id="without-evidence"),
+    ],
+)
+async def test_a_correction_that_does_not_answer_the_exception_is_refused(
+    gql: GraphQL,
+    people: People,
+    owner_conn: asyncpg.Connection,
+    overrides: dict[str, Any],
+    field: str,
 ) -> None:
-    driven, lease = await held(gql, people)
-    before = await written(owner_conn)
+    _, result = await refused_correction(gql, people, owner_conn, **overrides)
 
-    # missing_approval is in the workflow's catalogue, but it is not this exception's reason.
-    result = await run(
-        gql,
-        people.sam,
-        SUBMIT_CORRECTION,
-        input=correction(driven, lease, reasonCode="missing_approval"),
-    )
-
-    assert result == {**result, **invalid("reasonCode")}
-    assert await written(owner_conn) == before
-
-
-async def test_a_correction_without_evidence_is_refused(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
-) -> None:
-    driven, lease = await held(gql, people)
-    before = await written(owner_conn)
-
-    result = await run(
-        gql, people.sam, SUBMIT_CORRECTION, input=correction(driven, lease, evidence=[])
-    )
-
-    assert result == {**result, **invalid("evidence")}
-    assert await written(owner_conn) == before
+    assert result == {**result, **invalid(field)}
 
 
 # --- no secrets in the record --------------------------------------------------------------
@@ -112,35 +128,24 @@ CREDENTIAL_FACTS = [
 async def test_a_credential_key_in_the_raised_context_is_refused(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     context: dict[str, Any],
 ) -> None:
-    before = await written(owner_conn)
-
-    result = await run(gql, people.erp, RAISE, input=mismatch_input(context=context))
+    result = await refused_raise(gql, people.erp, owner_conn, context=context)
 
     assert result == {**result, **invalid("context")}
-    assert await written(owner_conn) == before
 
 
 @pytest.mark.parametrize("changes", CREDENTIAL_FACTS)
 async def test_a_credential_key_in_a_correction_is_refused(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     changes: dict[str, Any],
 ) -> None:
-    driven, lease = await held(gql, people)
-    before = await written(owner_conn)
-
-    result = await run(
-        gql, people.sam, SUBMIT_CORRECTION, input=correction(driven, lease, changes=changes)
-    )
+    _, result = await refused_correction(gql, people, owner_conn, changes=changes)
 
     assert result == {**result, **invalid("changes")}
-    assert await written(owner_conn) == before
 
 
 CREDENTIAL_REFERENCES = [
@@ -169,23 +174,18 @@ CREDENTIAL_REFERENCES = [
 async def test_a_credential_reference_is_refused_when_raising(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     reference: str,
 ) -> None:
-    before = await written(owner_conn)
-
-    result = await run(gql, people.erp, RAISE, input=mismatch_input(evidence=[reference]))
+    result = await refused_raise(gql, people.erp, owner_conn, evidence=[reference])
 
     assert result == {**result, **invalid("evidence")}
-    assert await written(owner_conn) == before
 
 
 @pytest.mark.parametrize("reference", CREDENTIAL_REFERENCES)
 async def test_a_credential_reference_is_refused_as_evidence(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     reference: str,
 ) -> None:
@@ -193,10 +193,7 @@ async def test_a_credential_reference_is_refused_as_evidence(
     before = await written(owner_conn)
 
     attached = await run(
-        gql,
-        people.sam,
-        ATTACH_EVIDENCE,
-        input={"exceptionId": driven.id, "leaseToken": lease, "evidence": [reference]},
+        gql, people.sam, ATTACH_EVIDENCE, input=under_claim(driven.id, lease, evidence=[reference])
     )
     corrected = await run(
         gql,
@@ -223,16 +220,12 @@ async def test_a_credential_reference_is_refused_as_evidence(
 async def test_a_raise_outside_the_catalogue_is_refused(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     overrides: dict[str, str],
 ) -> None:
-    before = await written(owner_conn)
-
-    result = await run(gql, people.erp, RAISE, input=mismatch_input(**overrides))
+    result = await refused_raise(gql, people.erp, owner_conn, **overrides)
 
     assert result == {**result, **invalid("reasonCode")}
-    assert await written(owner_conn) == before
 
 
 # --- roles ---------------------------------------------------------------------------------
@@ -240,14 +233,11 @@ async def test_a_raise_outside_the_catalogue_is_refused(
 
 @pytest.mark.parametrize("who", ["sam", "ann", "admin", "manager"])
 async def test_only_an_integration_raises(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection, who: str
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection, who: str
 ) -> None:
-    before = await written(owner_conn)
-
-    result = await run(gql, getattr(people, who), RAISE, input=mismatch_input())
+    result = await refused_raise(gql, getattr(people, who), owner_conn)
 
     assert result["__typename"] == "NotPermitted", result
-    assert await written(owner_conn) == before
 
 
 @pytest.mark.parametrize("action", ["approveCorrection", "rejectCorrection"])
@@ -255,7 +245,6 @@ async def test_only_an_integration_raises(
 async def test_only_an_approver_judges_a_correction(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     action: str,
     who: str,
@@ -277,7 +266,7 @@ async def test_only_an_approver_judges_a_correction(
 
 @pytest.mark.parametrize("who", ["sam", "ann", "admin"])
 async def test_only_an_integration_reports_a_redrive_result(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection, who: str
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection, who: str
 ) -> None:
     driven = await queue_redrive(
         gql, people, await redrive_pending(gql, people, await raised(gql, people))
@@ -311,7 +300,6 @@ UNDER_CLAIM = [
 async def test_an_old_lease_token_is_stale(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     state: str,
     action: str,
@@ -325,8 +313,7 @@ async def test_an_old_lease_token_is_stale(
         queue, holder, other = APPROVAL_QUEUE, people.ann, people.sam_as_approver
     old = await claim_own(gql, holder, queue, driven)
     if lost_by == "released":
-        body = await gql(holder, RELEASE, itemId=driven.item_id, leaseToken=old)
-        assert body["data"]["releaseLease"]["__typename"] == "LeaseReleased", body
+        await release(gql, holder, driven.item_id, old)
     else:
         await expire_lease(owner_conn, int(driven.item_id))
         assert await claim_own(gql, other, queue, driven) != old
@@ -341,12 +328,8 @@ async def test_an_old_lease_token_is_stale(
 
 
 async def test_a_lease_token_that_never_existed_is_stale(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
-    driven, _ = await held(gql, people)
-    before = await written(owner_conn)
-
-    result = await run(gql, people.sam, SUBMIT_CORRECTION, input=correction(driven, str(uuid4())))
+    driven, result = await refused_correction(gql, people, owner_conn, leaseToken=str(uuid4()))
 
     assert result == {**result, "__typename": "StaleLease", "itemId": driven.item_id}
-    assert await written(owner_conn) == before

@@ -28,6 +28,9 @@ from tests.exceptions.states import (
     written,
 )
 
+# Every test here works in the supplier-onboarding workflow, set up over the API.
+pytestmark = pytest.mark.usefixtures("supplier_workflow")
+
 REASON = "The supplier sent a new certificate of incorporation."
 
 
@@ -67,7 +70,6 @@ async def closed_as(gql: GraphQL, people: People, closure: str) -> Driven:
 async def test_a_reopened_exception_is_back_in_review_with_its_history(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     closure: str,
 ) -> None:
@@ -109,7 +111,7 @@ async def test_a_reopened_exception_is_back_in_review_with_its_history(
     await claim_own(gql, people.sam, OWNER_QUEUE, driven)
 
 
-async def test_each_reopen_is_counted(gql: GraphQL, people: People, supplier_workflow: str) -> None:
+async def test_each_reopen_is_counted(gql: GraphQL, people: People) -> None:
     driven = await raised(gql, people)
     await close(gql, people, driven, "DUPLICATE")
     first = await reopened(gql, people, driven.id, "It was not a duplicate after all.")
@@ -131,7 +133,6 @@ async def test_each_reopen_is_counted(gql: GraphQL, people: People, supplier_wor
 async def test_an_open_exception_cannot_be_reopened(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     state: str,
 ) -> None:
@@ -150,7 +151,7 @@ async def test_an_open_exception_cannot_be_reopened(
 
 
 async def test_of_two_reopens_one_wins(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
     driven = await closed_as(gql, people, "DUPLICATE")
     await reopened(gql, people, driven.id, REASON)
@@ -167,7 +168,6 @@ async def test_of_two_reopens_one_wins(
 async def test_raising_an_open_exception_again_is_a_recurrence(
     gql: GraphQL,
     people: People,
-    supplier_workflow: str,
     owner_conn: asyncpg.Connection,
     state: str,
 ) -> None:
@@ -183,7 +183,7 @@ async def test_raising_an_open_exception_again_is_a_recurrence(
 
 
 async def test_a_raise_after_closing_is_a_new_exception_and_the_old_one_stays_closed(
-    gql: GraphQL, people: People, supplier_workflow: str, owner_conn: asyncpg.Connection
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection
 ) -> None:
     old = await closed_as(gql, people, "DUPLICATE")
     old_before = await read(gql, people, old.id)

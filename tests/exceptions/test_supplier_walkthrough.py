@@ -5,22 +5,29 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.api.conftest import GraphQL
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, People
 from tests.exceptions.operations import (
     APPROVE_CORRECTION,
     ATTACH_EVIDENCE,
     EXCEPTION,
-    RELEASE,
+    REGISTRY_EVIDENCE,
     REPORT_REDRIVE_RESULT,
     REQUEST_REDRIVE,
     SUBMIT_CORRECTION,
     claim,
+    correction_input,
     raise_mismatch,
+    release,
     run,
+    under_claim,
 )
+from tests.exceptions.states import CORRECTION
 
-CORRECTION = {"legalEntityId": "LEI-5493001KJTIIGC8Y1R12", "legalName": "Acme Holdings Ltd"}
+# Every test here works in the supplier-onboarding workflow, set up over the API.
+pytestmark = pytest.mark.usefixtures("supplier_workflow")
 
 
 async def correct_and_approve(gql: GraphQL, people: People, exception_id: str) -> int:
@@ -28,31 +35,22 @@ async def correct_and_approve(gql: GraphQL, people: People, exception_id: str) -
     mine = await claim(gql, people.sam, OWNER_QUEUE)
     assert mine["item"]["exception"]["id"] == exception_id
     token = mine["leaseToken"]
-    attached = await run(
-        gql,
-        people.sam,
-        ATTACH_EVIDENCE,
-        input={
-            "exceptionId": exception_id,
-            "leaseToken": token,
-            "evidence": ["registry://companies-house/09876543"],
-            "note": "The registry lists Acme Holdings Ltd at the same address.",
-        },
+    evidence = under_claim(
+        exception_id,
+        token,
+        evidence=[REGISTRY_EVIDENCE],
+        note="The registry lists Acme Holdings Ltd at the same address.",
     )
+    attached = await run(gql, people.sam, ATTACH_EVIDENCE, input=evidence)
     assert attached["__typename"] == "ExceptionUpdated", attached
-    corrected = await run(
-        gql,
-        people.sam,
-        SUBMIT_CORRECTION,
-        input={
-            "exceptionId": exception_id,
-            "leaseToken": token,
-            "reasonCode": "entity_mismatch",
-            "changes": CORRECTION,
-            "evidence": ["ticket://procurement/PRC-311"],
-            "note": "The supplier traded under the holding's name; record updated.",
-        },
+    correction = correction_input(
+        exception_id,
+        token,
+        changes=CORRECTION,
+        evidence=["ticket://procurement/PRC-311"],
+        note="The supplier traded under the holding's name; record updated.",
     )
+    corrected = await run(gql, people.sam, SUBMIT_CORRECTION, input=correction)
     assert corrected["__typename"] == "ExceptionUpdated", corrected
     version: int = corrected["exception"]["version"]
     assert corrected["exception"]["state"] == "AWAITING_APPROVAL"
@@ -60,31 +58,17 @@ async def correct_and_approve(gql: GraphQL, people: People, exception_id: str) -
 
     # The corrector may not approve his own correction, even with an approver's token.
     own = await claim(gql, people.sam_as_approver, APPROVAL_QUEUE)
-    refused = await run(
-        gql,
-        people.sam_as_approver,
-        APPROVE_CORRECTION,
-        input={"exceptionId": exception_id, "leaseToken": own["leaseToken"], "version": version},
-    )
+    own_approval = under_claim(exception_id, own["leaseToken"], version=version)
+    refused = await run(gql, people.sam_as_approver, APPROVE_CORRECTION, input=own_approval)
     assert refused["__typename"] == "NotPermitted", refused
     assert "four-eyes" in refused["message"]
-    released = await gql(
-        people.sam_as_approver, RELEASE, itemId=own["item"]["id"], leaseToken=own["leaseToken"]
-    )
-    assert released["data"]["releaseLease"]["__typename"] == "LeaseReleased"
+    await release(gql, people.sam_as_approver, own["item"]["id"], own["leaseToken"])
 
     theirs = await claim(gql, people.ann, APPROVAL_QUEUE)
-    approved = await run(
-        gql,
-        people.ann,
-        APPROVE_CORRECTION,
-        input={
-            "exceptionId": exception_id,
-            "leaseToken": theirs["leaseToken"],
-            "version": version,
-            "note": "Registry extract matches.",
-        },
+    approval = under_claim(
+        exception_id, theirs["leaseToken"], version=version, note="Registry extract matches."
     )
+    approved = await run(gql, people.ann, APPROVE_CORRECTION, input=approval)
     assert approved["__typename"] == "ExceptionUpdated", approved
     assert approved["exception"]["state"] == "REDRIVE_PENDING"
     assert approved["exception"]["item"]["state"] == "PARKED"
@@ -102,9 +86,21 @@ async def request_redrive(
     )
 
 
-async def test_walkthrough_to_closed_corrected(
-    gql: GraphQL, people: People, supplier_workflow: str
-) -> None:
+async def report(
+    gql: GraphQL, people: People, key: str, *, succeeded: bool, detail: str
+) -> dict[str, Any]:
+    """The owning system reports the redrive's result; the result, recorded."""
+    reported = await run(
+        gql,
+        people.erp,
+        REPORT_REDRIVE_RESULT,
+        input={"redriveKey": key, "succeeded": succeeded, "detail": detail},
+    )
+    assert reported["__typename"] == "RedriveResultRecorded", reported
+    return reported
+
+
+async def test_walkthrough_to_closed_corrected(gql: GraphQL, people: People) -> None:
     raised = await raise_mismatch(gql, people.erp)
     assert raised["id"].startswith("exc_")
     assert raised["state"] == "NEEDS_REVIEW"
@@ -125,13 +121,7 @@ async def test_walkthrough_to_closed_corrected(
     again = await request_redrive(gql, people, raised["id"], version)
     assert again == {**again, "__typename": "AlreadyQueued", "redriveKey": key}
 
-    reported = await run(
-        gql,
-        people.erp,
-        REPORT_REDRIVE_RESULT,
-        input={"redriveKey": key, "succeeded": True, "detail": "Supplier SUP-1042 onboarded."},
-    )
-    assert reported["__typename"] == "RedriveResultRecorded", reported
+    reported = await report(gql, people, key, succeeded=True, detail="Supplier SUP-1042 onboarded.")
     assert reported["alreadyReported"] is False
     closed = reported["exception"]
     assert (closed["state"], closed["closure"]) == ("CLOSED", "CORRECTED")
@@ -177,21 +167,13 @@ async def test_walkthrough_to_closed_corrected(
     assert len(repeated["exception"]["events"]) == len(kinds)
 
 
-async def test_failed_redrive_returns_to_needs_review(
-    gql: GraphQL, people: People, supplier_workflow: str
-) -> None:
+async def test_failed_redrive_returns_to_needs_review(gql: GraphQL, people: People) -> None:
     raised = await raise_mismatch(gql, people.erp)
     version = await correct_and_approve(gql, people, raised["id"])
     queued = await request_redrive(gql, people, raised["id"], version)
     key = queued["redriveKey"]
 
-    reported = await run(
-        gql,
-        people.erp,
-        REPORT_REDRIVE_RESULT,
-        input={"redriveKey": key, "succeeded": False, "detail": "ERP rejected the LEI."},
-    )
-    assert reported["__typename"] == "RedriveResultRecorded", reported
+    reported = await report(gql, people, key, succeeded=False, detail="ERP rejected the LEI.")
     back = reported["exception"]
     assert back["state"] == "NEEDS_REVIEW"
     assert back["attempts"] == 2

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import asyncpg
 import pytest
 
 from server.domain.model import Decision
 from server.store.database import Database
-from tests.conftest import TestDatabase, reviewer
+from tests.conftest import reviewer
 from tests.integration.helpers import claim, decide, enqueue_one
 
 INSUFFICIENT_PRIVILEGE = "42501"
@@ -20,16 +18,6 @@ async def decision(db: Database, kyc_queue: str) -> Decision:
     await enqueue_one(db, kyc_queue, "cust-1")
     alice = reviewer("alice")
     return await decide(db, alice, await claim(db, alice))
-
-
-@pytest.fixture
-async def app_conn(test_database: TestDatabase) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(test_database.app_dsn)
-    try:
-        assert await conn.fetchval("SELECT current_user") == "casework_app"
-        yield conn
-    finally:
-        await conn.close()
 
 
 @pytest.mark.parametrize(

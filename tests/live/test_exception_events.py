@@ -5,6 +5,8 @@ covers none of the workflow's queues is refused."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +21,17 @@ from tests.exceptions.operations import (
     ATTACH_EVIDENCE,
     CLAIM,
     RAISE,
+    REGISTRY_EVIDENCE,
     REOPEN_EXCEPTION,
     REPORT_REDRIVE_RESULT,
     REQUEST_REDRIVE,
     SETUP_SUPPLIER_WORKFLOW,
     SUBMIT_CORRECTION,
+    correction_input,
     mismatch_input,
+    under_claim,
 )
-from tests.live.helpers import Api, serve_casework
+from tests.live.helpers import Api, Casework, serve_casework
 from tests.live.wsclient import GraphQLSocket, graphql_socket
 
 EXCEPTION_EVENTS = """
@@ -118,6 +123,17 @@ async def set_up(api: Api, tokens: Tokens) -> str:
     return cursor
 
 
+@asynccontextmanager
+async def served_with_history(
+    test_database: TestDatabase, owner_db: Database
+) -> AsyncIterator[tuple[Casework, Tokens, str]]:
+    """`casework serve` with the tokens and the history of set_up: yields the served
+    Casework, the tokens and the subscriber's cursor."""
+    tokens = await create_tokens(owner_db)
+    async with serve_casework(test_database) as casework:
+        yield casework, tokens, await set_up(casework.api, tokens)
+
+
 async def next_event(socket: GraphQLSocket, operation: str) -> dict[str, Any]:
     event: dict[str, Any] = (await socket.next(operation))["exceptionEvents"]
     return event
@@ -138,10 +154,8 @@ def summary(event: dict[str, Any]) -> tuple[Any, ...]:
 async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactly(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
+    async with served_with_history(test_database, owner_db) as (casework, tokens, cursor):
         api = casework.api
-        cursor = await set_up(api, tokens)
 
         # First connection: the integration resumes after the last event it processed.
         async with graphql_socket(casework.url, tokens.erp) as first:
@@ -154,31 +168,19 @@ async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactl
 
             claim = await result(api, tokens.sam, CLAIM, queue=OWNER_QUEUE)
             assert claim["item"]["exception"]["id"] == exception_id, claim
-            attached = await result(
-                api,
-                tokens.sam,
-                ATTACH_EVIDENCE,
-                input={
-                    "exceptionId": exception_id,
-                    "leaseToken": claim["leaseToken"],
-                    "evidence": ["registry://companies-house/09876543"],
-                },
-            )
+            lease = claim["leaseToken"]
+            evidence = under_claim(exception_id, lease, evidence=[REGISTRY_EVIDENCE])
+            attached = await result(api, tokens.sam, ATTACH_EVIDENCE, input=evidence)
             assert attached["__typename"] == "ExceptionUpdated", attached
             seen.append(await next_event(first, stream))
 
-            corrected = await result(
-                api,
-                tokens.sam,
-                SUBMIT_CORRECTION,
-                input={
-                    "exceptionId": exception_id,
-                    "leaseToken": claim["leaseToken"],
-                    "reasonCode": "entity_mismatch",
-                    "changes": {"legalName": "Acme Holdings Ltd"},
-                    "evidence": ["ticket://procurement/PRC-311"],
-                },
+            correction = correction_input(
+                exception_id,
+                lease,
+                changes={"legalName": "Acme Holdings Ltd"},
+                evidence=["ticket://procurement/PRC-311"],
             )
+            corrected = await result(api, tokens.sam, SUBMIT_CORRECTION, input=correction)
             assert corrected["__typename"] == "ExceptionUpdated", corrected
             seen.append(await next_event(first, stream))
             # Gone without a close frame, as a crashed integration goes.
@@ -203,12 +205,8 @@ async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactl
 
         # While nobody listens: the approval and the redrive request.
         theirs = await result(api, tokens.ann, CLAIM, queue=APPROVAL_QUEUE)
-        approved = await result(
-            api,
-            tokens.ann,
-            APPROVE_CORRECTION,
-            input={"exceptionId": exception_id, "leaseToken": theirs["leaseToken"], "version": 1},
-        )
+        approval = under_claim(exception_id, theirs["leaseToken"], version=1)
+        approved = await result(api, tokens.ann, APPROVE_CORRECTION, input=approval)
         assert approved["__typename"] == "ExceptionUpdated", approved
         queued = await result(
             api, tokens.ann, REQUEST_REDRIVE, input={"exceptionId": exception_id, "version": 1}
@@ -293,10 +291,8 @@ async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactl
 async def test_a_token_that_covers_none_of_the_workflows_queues_is_refused(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    tokens = await create_tokens(owner_db)
-    async with serve_casework(test_database) as casework:
+    async with served_with_history(test_database, owner_db) as (casework, tokens, cursor):
         api = casework.api
-        cursor = await set_up(api, tokens)
         raised = await result(api, tokens.erp, RAISE, input=mismatch_input())
         assert raised["__typename"] == "ExceptionRaised", raised
 

@@ -7,6 +7,8 @@ Times compare the lease's expiry (PostgreSQL's clock) with the arrival on the cl
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -14,6 +16,8 @@ import asyncpg
 from server.store.database import Database
 from tests.conftest import TestDatabase
 from tests.live.helpers import (
+    Casework,
+    LiveTokens,
     lease_events_started,
     next_where,
     parse_time,
@@ -25,6 +29,20 @@ from tests.live.wsclient import GraphQLSocket, graphql_socket
 LATE_SECONDS = 1.0
 # ...and not before it (a margin for rounding of the timestamp only).
 EARLY_SECONDS = 0.01
+
+
+@asynccontextmanager
+async def two_items_watched(
+    test_database: TestDatabase, owner_db: Database
+) -> AsyncIterator[tuple[Casework, LiveTokens, GraphQLSocket, str]]:
+    """Queue `kyc` with a one-second lease TTL and two items, and rob watching its lease
+    events: yields the served Casework, the tokens, rob's socket and his subscription."""
+    async with serve_kyc(test_database, owner_db, ttl=1) as (casework, tokens):
+        await casework.api.enqueue(
+            tokens.integration, "kyc", {"cust-1": {"n": 1}, "cust-2": {"n": 2}}
+        )
+        async with graphql_socket(casework.url, tokens.rob) as socket:
+            yield casework, tokens, socket, await lease_events_started(socket)
 
 
 async def expired(socket: GraphQLSocket, operation: str, item_id: str) -> tuple[float, list[Any]]:
@@ -44,47 +62,39 @@ async def expired(socket: GraphQLSocket, operation: str, item_id: str) -> tuple[
 async def test_expiry_is_pushed_within_a_second_of_the_expiry_time(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    async with serve_kyc(test_database, owner_db, ttl=1) as (casework, tokens):
+    async with two_items_watched(test_database, owner_db) as (casework, tokens, socket, leases):
         api = casework.api
-        await api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}, "cust-2": {"n": 2}})
-
-        async with graphql_socket(casework.url, tokens.rob) as socket:
-            leases = await lease_events_started(socket)
-            for _ in range(2):
-                claim = await api.claim(tokens.rita, "kyc")
-                expiry = parse_time(claim["leaseExpiresAt"])
-                arrived, passed_over = await expired(socket, leases, claim["item"]["id"])
-                assert -EARLY_SECONDS <= arrived - expiry <= LATE_SECONDS, arrived - expiry
-                assert [event["kind"] for event in passed_over] == ["CLAIMED"]
+        for _ in range(2):
+            claim = await api.claim(tokens.rita, "kyc")
+            expiry = parse_time(claim["leaseExpiresAt"])
+            arrived, passed_over = await expired(socket, leases, claim["item"]["id"])
+            assert -EARLY_SECONDS <= arrived - expiry <= LATE_SECONDS, arrived - expiry
+            assert [event["kind"] for event in passed_over] == ["CLAIMED"]
     casework.assert_no_traceback()
 
 
 async def test_a_renewed_lease_expires_at_its_new_time_not_the_old(
     test_database: TestDatabase, owner_db: Database
 ) -> None:
-    async with serve_kyc(test_database, owner_db, ttl=1) as (casework, tokens):
+    async with two_items_watched(test_database, owner_db) as (casework, tokens, socket, leases):
         api = casework.api
-        await api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}, "cust-2": {"n": 2}})
+        renewed = await api.claim(tokens.rita, "kyc")
+        left = await api.claim(tokens.rita, "kyc")
+        # Renewal takes the queue's TTL of now: 3 s, well after the first expiry.
+        await api.configure_queue(tokens.admin, "kyc", ttl=3)
+        new_expiry = parse_time(await api.renew(tokens.rita, renewed))
+        old_expiry = parse_time(renewed["leaseExpiresAt"])
+        assert new_expiry - old_expiry > 1.5
 
-        async with graphql_socket(casework.url, tokens.rob) as socket:
-            leases = await lease_events_started(socket)
-            renewed = await api.claim(tokens.rita, "kyc")
-            left = await api.claim(tokens.rita, "kyc")
-            # Renewal takes the queue's TTL of now: 3 s, well after the first expiry.
-            await api.configure_queue(tokens.admin, "kyc", ttl=3)
-            new_expiry = parse_time(await api.renew(tokens.rita, renewed))
-            old_expiry = parse_time(renewed["leaseExpiresAt"])
-            assert new_expiry - old_expiry > 1.5
+        # The lease left alone expires on time: the timer did fire at the old expiry...
+        arrived, passed_over = await expired(socket, leases, left["item"]["id"])
+        assert -EARLY_SECONDS <= arrived - parse_time(left["leaseExpiresAt"]) <= LATE_SECONDS
+        assert [event["kind"] for event in passed_over] == ["CLAIMED", "CLAIMED", "RENEWED"]
 
-            # The lease left alone expires on time: the timer did fire at the old expiry...
-            arrived, passed_over = await expired(socket, leases, left["item"]["id"])
-            assert -EARLY_SECONDS <= arrived - parse_time(left["leaseExpiresAt"]) <= LATE_SECONDS
-            assert [event["kind"] for event in passed_over] == ["CLAIMED", "CLAIMED", "RENEWED"]
-
-            # ...and said nothing of the renewed one, which expires at its new time.
-            arrived, passed_over = await expired(socket, leases, renewed["item"]["id"])
-            assert passed_over == []
-            assert -EARLY_SECONDS <= arrived - new_expiry <= LATE_SECONDS, arrived - new_expiry
+        # ...and said nothing of the renewed one, which expires at its new time.
+        arrived, passed_over = await expired(socket, leases, renewed["item"]["id"])
+        assert passed_over == []
+        assert -EARLY_SECONDS <= arrived - new_expiry <= LATE_SECONDS, arrived - new_expiry
     casework.assert_no_traceback()
 
 
