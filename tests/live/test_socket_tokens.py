@@ -85,8 +85,14 @@ async def test_a_claim_sent_over_a_revoked_socket_writes_nothing(
         async with graphql_socket(casework.url, tokens.rob) as socket:
             assert await revoke_tokens(owner_db, "rob") == 1
             claimed = await socket.subscribe(CLAIM, queue="kyc")
-            [error] = await socket.error(claimed)
-            assert error["extensions"]["code"] == "UNAUTHENTICATED", error
+            # The operation's own check refuses it; on a slow machine the socket's token
+            # watch (one lookup a second at a cache of 0) may close the socket first. Either
+            # way the claim never runs and the close says why.
+            answer = await socket.message(claimed)
+            assert answer["type"] in ("error", "closed"), answer
+            if answer["type"] == "error":
+                [error] = answer["payload"]
+                assert error["extensions"]["code"] == "UNAUTHENTICATED", error
             closed = await socket.wait_closed()
             assert closed.code == 4403
         leases = await owner_conn.fetchval(
