@@ -49,10 +49,10 @@ recorded AS (
 SELECT r.*, hint.notification
 FROM recorded AS r
 JOIN target AS t ON t.id = r.item_id,
-     casework_notify(json_build_object(
-         'k', CASE WHEN :verdict = 'escalate' THEN 'escalated' ELSE 'decided' END,
-         'q', CASE WHEN :verdict = 'escalate' THEN t.escalation_queue ELSE r.queue END,
-         'i', r.item_id, 'd', r.id, 'from', r.queue)::text) AS hint (notification);
+     casework_hint(
+         kind => CASE WHEN :verdict = 'escalate' THEN 'escalated' ELSE 'decided' END,
+         queue => CASE WHEN :verdict = 'escalate' THEN t.escalation_queue ELSE r.queue END,
+         item_id => r.item_id, decision_id => r.id, from_queue => r.queue) AS hint (notification);
 
 -- name: decision_submit_diagnose
 -- Read-only: why did decision_submit write nothing? Runs only on that failure path.
@@ -95,5 +95,5 @@ recorded AS (
 )
 SELECT r.*, hint.notification
 FROM recorded AS r,
-     casework_notify(json_build_object(
-         'k', 'overturned', 'q', r.queue, 'i', r.item_id, 'd', r.id)::text) AS hint (notification);
+     casework_hint(kind => 'overturned', queue => r.queue, item_id => r.item_id,
+                   decision_id => r.id) AS hint (notification);

@@ -12,9 +12,9 @@ SELECT x.exception_id, x.created, hint.notification
 FROM casework_raise_exception(:workflow, :source_record_id, :reason_code, :detail, :blocked_step,
                               :completed_steps, :evidence, :context, :consequence, :actor,
                               :actor_role, :decision_id) AS x,
-     casework_notify(json_build_object(
-         'k', 'exception', 'q', x.queue, 'i', x.item_id, 'w', :workflow::text,
-         'x', x.exception_id)::text) AS hint (notification);
+     casework_hint(kind => 'exception', queue => x.queue, item_id => x.item_id,
+                   workflow => :workflow::text, exception_id => x.exception_id)
+         AS hint (notification);
 
 -- name: exception_attach_evidence
 -- Adds references to the record; the state does not change.
@@ -50,9 +50,8 @@ logged AS (
 )
 SELECT t.id, hint.notification
 FROM target AS t,
-     casework_notify(json_build_object(
-         'k', 'exception', 'q', t.queue, 'i', t.item_id, 'w', t.workflow,
-         'x', t.id)::text) AS hint (notification);
+     casework_hint(kind => 'exception', queue => t.queue, item_id => t.item_id,
+                   workflow => t.workflow, exception_id => t.id) AS hint (notification);
 
 -- name: exception_submit_correction
 -- A correction for the exception's own reason, with evidence, becomes the record's next
@@ -117,9 +116,9 @@ logged AS (
 SELECT t.id, c.version, hint.notification
 FROM target AS t
 JOIN correction AS c ON c.exception_id = t.id,
-     casework_notify(json_build_object(
-         'k', 'exception', 'q', t.approval_queue, 'from', t.queue, 'i', t.item_id,
-         'w', t.workflow, 'x', t.id)::text) AS hint (notification);
+     casework_hint(kind => 'exception', queue => t.approval_queue, from_queue => t.queue,
+                   item_id => t.item_id, workflow => t.workflow, exception_id => t.id)
+         AS hint (notification);
 
 -- name: exception_approve_correction
 -- Four-eyes: the approver is not whoever submitted this version. The exception then waits
@@ -167,9 +166,8 @@ logged AS (
 )
 SELECT t.id, hint.notification
 FROM target AS t,
-     casework_notify(json_build_object(
-         'k', 'exception', 'q', t.queue, 'i', t.item_id, 'w', t.workflow,
-         'x', t.id)::text) AS hint (notification);
+     casework_hint(kind => 'exception', queue => t.queue, item_id => t.item_id,
+                   workflow => t.workflow, exception_id => t.id) AS hint (notification);
 
 -- name: exception_reject_correction
 -- Back to the owner's queue, with the reason for the rejection kept on the record.
@@ -212,9 +210,9 @@ logged AS (
 )
 SELECT t.id, hint.notification
 FROM target AS t,
-     casework_notify(json_build_object(
-         'k', 'exception', 'q', t.owner_role, 'from', t.queue, 'i', t.item_id,
-         'w', t.workflow, 'x', t.id)::text) AS hint (notification);
+     casework_hint(kind => 'exception', queue => t.owner_role, from_queue => t.queue,
+                   item_id => t.item_id, workflow => t.workflow, exception_id => t.id)
+         AS hint (notification);
 
 -- name: exception_close
 -- Closing without a correction: rejected, duplicate or obsolete.
@@ -258,9 +256,8 @@ logged AS (
 )
 SELECT t.id, hint.notification
 FROM target AS t,
-     casework_notify(json_build_object(
-         'k', 'exception', 'q', t.queue, 'i', t.item_id, 'w', t.workflow,
-         'x', t.id)::text) AS hint (notification);
+     casework_hint(kind => 'exception', queue => t.queue, item_id => t.item_id,
+                   workflow => t.workflow, exception_id => t.id) AS hint (notification);
 
 -- name: exception_request_redrive
 -- Issues the redrive of the approved version, once: the key is unique, so a repeat (or a
@@ -324,9 +321,8 @@ SELECT t.id, t.workflow || ':' || t.source_record_id || ':v' || t.version AS key
 FROM target AS t
 LEFT JOIN queued AS q ON q.exception_id = t.id
 LEFT JOIN LATERAL (
-    SELECT casework_notify(json_build_object(
-               'k', 'exception', 'q', t.owner_role, 'i', t.item_id, 'w', t.workflow,
-               'x', t.id)::text) AS notification
+    SELECT casework_hint(kind => 'exception', queue => t.owner_role, item_id => t.item_id,
+                         workflow => t.workflow, exception_id => t.id) AS notification
     WHERE q.key IS NOT NULL
 ) AS hint ON true;
 
@@ -402,9 +398,9 @@ logged AS (
 )
 SELECT t.id, hint.notification
 FROM target AS t,
-     casework_notify(json_build_object(
-         'k', 'exception', 'q', t.owner_role, 'from', t.queue, 'i', t.item_id,
-         'w', t.workflow, 'x', t.id)::text) AS hint (notification);
+     casework_hint(kind => 'exception', queue => t.owner_role, from_queue => t.queue,
+                   item_id => t.item_id, workflow => t.workflow, exception_id => t.id)
+         AS hint (notification);
 
 -- name: exception_reopen
 -- A closed exception goes back to its reason's owner with a fresh due time and a clean
@@ -449,9 +445,9 @@ logged AS (
 )
 SELECT t.id, hint.notification
 FROM target AS t,
-     casework_notify(json_build_object(
-         'k', 'exception', 'q', t.owner_role, 'from', t.queue, 'i', t.item_id,
-         'w', t.workflow, 'x', t.id)::text) AS hint (notification);
+     casework_hint(kind => 'exception', queue => t.owner_role, from_queue => t.queue,
+                   item_id => t.item_id, workflow => t.workflow, exception_id => t.id)
+         AS hint (notification);
 
 -- name: exceptions_escalate_overdue
 -- Runs from the claim path (when item_claim_next finds nothing, or says overdue exceptions
@@ -502,8 +498,7 @@ FROM (SELECT count(*) AS escalated,
              (SELECT array_agg(DISTINCT d.workflow) FROM overdue AS d) AS workflows
       FROM overdue) AS n
 LEFT JOIN LATERAL (
-    SELECT casework_notify(json_build_object(
-               'k', 'exception', 'q', :queue::text, 'qs', n.queues, 'ws', n.workflows)::text)
-               AS notification
+    SELECT casework_hint(kind => 'exception', queue => :queue::text,
+                         other_queues => n.queues, workflows => n.workflows) AS notification
     WHERE n.escalated > 0
 ) AS hint ON true;

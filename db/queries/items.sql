@@ -22,11 +22,11 @@ WITH upserted AS (
 -- One notification per batch, with the ids whose evidence changed (bounded: the
 -- listener treats `more` as "re-read everything of this queue").
 notified AS (
-    SELECT casework_notify(json_build_object(
-        'k', 'enqueued', 'q', :queue::text,
-        'n', count(*) FILTER (WHERE u.created),
-        'e', (array_agg(u.id ORDER BY u.id) FILTER (WHERE NOT u.created))[1:100],
-        'more', count(*) FILTER (WHERE NOT u.created) > 100)::text) AS notification
+    SELECT casework_hint(
+        kind => 'enqueued', queue => :queue::text,
+        created_count => count(*) FILTER (WHERE u.created),
+        evidence_changed => (array_agg(u.id ORDER BY u.id) FILTER (WHERE NOT u.created))[1:100],
+        evidence_cut_short => count(*) FILTER (WHERE NOT u.created) > 100) AS notification
     FROM upserted AS u
     HAVING count(*) > 0
 )
@@ -61,7 +61,7 @@ LIMIT :page_size;
 -- Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 -- as an abandonment; the abandonment that reaches max_abandons escalates the item instead
 -- of leasing it (`escalated` is then true and the caller claims again).
--- Sends one hint (casework_notify): `claimed`, or `escalated` with the queue the item left.
+-- Sends one hint (casework_hint): `claimed`, or `escalated` with the queue the item left.
 -- Only a queue's holder role claims there: reviewers, or approvers in an approval queue.
 -- An overdue exception waiting for review belongs to its escalation owner: it is never
 -- handed out from its old owner's queue, and `overdue_exceptions` tells the caller to move
@@ -139,8 +139,9 @@ SELECT claimed.*, hint.notification,
 FROM (SELECT 1) AS one
 LEFT JOIN claimed ON true
 LEFT JOIN LATERAL (
-    SELECT casework_notify(json_build_object(
-               'k', CASE WHEN claimed.escalated THEN 'escalated' ELSE 'claimed' END,
-               'q', claimed.queue, 'i', claimed.id, 'from', :queue::text)::text) AS notification
+    SELECT casework_hint(
+               kind => CASE WHEN claimed.escalated THEN 'escalated' ELSE 'claimed' END,
+               queue => claimed.queue, item_id => claimed.id, from_queue => :queue::text)
+               AS notification
     WHERE claimed.id IS NOT NULL
 ) AS hint ON true;

@@ -17,8 +17,8 @@ RETURNING i.*
 )
 SELECT renewed.*, hint.notification
 FROM renewed,
-     casework_notify(json_build_object(
-         'k', 'renewed', 'q', renewed.queue, 'i', renewed.id)::text) AS hint (notification);
+     casework_hint(kind => 'renewed', queue => renewed.queue, item_id => renewed.id)
+         AS hint (notification);
 
 -- name: lease_release
 -- A released item is claimable at once and is not an abandonment.
@@ -40,8 +40,8 @@ RETURNING i.*
 )
 SELECT released.*, hint.notification
 FROM released,
-     casework_notify(json_build_object(
-         'k', 'released', 'q', released.queue, 'i', released.id)::text) AS hint (notification);
+     casework_hint(kind => 'released', queue => released.queue, item_id => released.id)
+         AS hint (notification);
 
 -- name: leases_get_next_expiry
 -- The next moment a live lease in these queues runs out, after :after.

@@ -91,7 +91,7 @@ async def submit_decision(
     except IntegrityViolation as violation:
         # One verdict per lease: this one lost the race for the row, and the diagnosis
         # finds the verdict that won.
-        if violation.constraint != constraints.REVIEW_DECISIONS_LEASE_TOKEN:
+        if violation.constraint != constraints.REVIEW_DECISIONS_ONE_PER_LEASE:
             raise
         row = None
     if row is not None:
@@ -209,7 +209,7 @@ async def overturn_decision(
             note=overturn.note,
         )
     except IntegrityViolation as violation:
-        if violation.constraint == constraints.REVIEW_DECISIONS_SUPERSEDES:
+        if violation.constraint == constraints.REVIEW_DECISIONS_ONE_OVERTURN_EACH:
             return AlreadySuperseded(decision_id, None)
         raise
     if row is not None:

@@ -1,7 +1,8 @@
 """The notification channel and its payload. NOTIFY is a hint: ids only, never state.
 
-The SQL in db/queries builds every payload with json_build_object; `parse_event` is the
-one place that reads them.
+Every payload is built by the SQL function `casework_hint` (db/migrations/0007), which the
+statements in db/queries call with named arguments; `parse_event` is the one place that
+reads them. tests/migrations/test_hint_function.py holds the two together, key by key.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ MAX_PAYLOAD_BYTES = 7999
 
 
 class EventKind(enum.StrEnum):
-    """What a hint says happened. The values are what the SQL writes as `k`
-    (tests/unit/test_event_kinds.py holds the two together)."""
+    """What a hint says happened. The values are what the SQL passes as
+    `casework_hint(kind => ...)` (tests/unit/test_event_kinds.py holds the two together)."""
 
     ENQUEUED = "enqueued"
     CLAIMED = "claimed"

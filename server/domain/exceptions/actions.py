@@ -200,7 +200,7 @@ async def submit_correction(
                 stale_steps=correction.stale_steps,
             )
         except IntegrityViolation as violation:
-            if violation.constraint != constraints.EXCEPTION_CORRECTIONS_PKEY:
+            if violation.constraint != constraints.EXCEPTION_CORRECTIONS_ONE_PER_VERSION:
                 raise
     raise RuntimeError("could not number a correction: too many concurrent corrections")
 

@@ -81,7 +81,7 @@ ITEM_CLAIM_NEXT = Query("item_claim_next", _item_claim_next)
 Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 as an abandonment; the abandonment that reaches max_abandons escalates the item instead
 of leasing it (`escalated` is then true and the caller claims again).
-Sends one hint (casework_notify): `claimed`, or `escalated` with the queue the item left.
+Sends one hint (casework_hint): `claimed`, or `escalated` with the queue the item left.
 Only a queue's holder role claims there: reviewers, or approvers in an approval queue.
 An overdue exception waiting for review belongs to its escalation owner: it is never
 handed out from its old owner's queue, and `overdue_exceptions` tells the caller to move
