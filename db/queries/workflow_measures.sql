@@ -8,21 +8,26 @@
 -- Per workflow, now: open exceptions; those waiting for a person (for review or for an
 -- approver) with nobody holding them under a live lease, not yet due apart from overdue;
 -- and the work waiting for operators (needs_review) and for approvers (awaiting_approval).
-SELECT e.workflow,
+-- The lease is read per open exception (a subquery, not a join), so the item history is
+-- never scanned, however the planner estimates the open ones.
+WITH open AS (
+    SELECT e.workflow, e.state, e.due_at <= now() AS overdue,
+           coalesce((SELECT i.lease_expires_at > now()
+                     FROM review_items AS i WHERE i.id = e.item_id), false) AS held
+    FROM exceptions AS e
+    WHERE e.workflow = ANY (:workflows::text[])
+      AND e.state <> 'closed'
+)
+SELECT o.workflow,
        count(*) AS open,
-       count(*) FILTER (WHERE e.state IN ('needs_review', 'awaiting_approval')
-                          AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
-                          AND e.due_at > now()) AS unclaimed_new,
-       count(*) FILTER (WHERE e.state IN ('needs_review', 'awaiting_approval')
-                          AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
-                          AND e.due_at <= now()) AS unclaimed_overdue,
-       count(*) FILTER (WHERE e.state = 'needs_review') AS needs_review,
-       count(*) FILTER (WHERE e.state = 'awaiting_approval') AS awaiting_approval
-FROM exceptions AS e
-JOIN review_items AS i ON i.id = e.item_id
-WHERE e.workflow = ANY (:workflows::text[])
-  AND e.state <> 'closed'
-GROUP BY e.workflow;
+       count(*) FILTER (WHERE o.state IN ('needs_review', 'awaiting_approval')
+                          AND NOT o.held AND NOT o.overdue) AS unclaimed_new,
+       count(*) FILTER (WHERE o.state IN ('needs_review', 'awaiting_approval')
+                          AND NOT o.held AND o.overdue) AS unclaimed_overdue,
+       count(*) FILTER (WHERE o.state = 'needs_review') AS needs_review,
+       count(*) FILTER (WHERE o.state = 'awaiting_approval') AS awaiting_approval
+FROM open AS o
+GROUP BY o.workflow;
 
 -- name: workflow_measures_get_ages
 -- Per workflow, reason and consequence, now: the open exceptions and their ages, oldest
@@ -107,19 +112,26 @@ GROUP BY l.workflow;
 -- of one already open (recurrences), and the source records raised more than once in the
 -- window (a recurrence, or a new exception after the last one closed). Most repeated first.
 WITH raises AS (
-    SELECT v.workflow, e.reason_code, e.source_record_id, v.kind
+    SELECT v.workflow, v.exception_id, v.kind
     FROM exception_events AS v
-    JOIN exceptions AS e ON e.id = v.exception_id
     WHERE v.workflow = ANY (:workflows::text[])
       AND v.at >= now() - make_interval(secs => :since_seconds::integer)
       AND v.kind IN ('raised', 'recurred')
 ),
+-- The window's exceptions by id, as an array: the planner cannot know how few they are,
+-- and would otherwise join them to a scan of every exception ever raised.
+raised_exceptions AS (
+    SELECT e.id, e.reason_code, e.source_record_id
+    FROM exceptions AS e
+    WHERE e.id = ANY (ARRAY(SELECT DISTINCT r.exception_id FROM raises AS r))
+),
 by_source AS (
-    SELECT r.workflow, r.reason_code, r.source_record_id,
+    SELECT r.workflow, x.reason_code, x.source_record_id,
            count(*) FILTER (WHERE r.kind = 'raised') AS raised,
            count(*) FILTER (WHERE r.kind = 'recurred') AS recurrences
     FROM raises AS r
-    GROUP BY r.workflow, r.reason_code, r.source_record_id
+    JOIN raised_exceptions AS x ON x.id = r.exception_id
+    GROUP BY r.workflow, x.reason_code, x.source_record_id
 )
 SELECT s.workflow, s.reason_code,
        sum(s.raised)::integer AS raised,

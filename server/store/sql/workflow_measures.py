@@ -22,6 +22,8 @@ WORKFLOW_MEASURES_GET_NOW = Query("workflow_measures_get_now", _workflow_measure
 Per workflow, now: open exceptions; those waiting for a person (for review or for an
 approver) with nobody holding them under a live lease, not yet due apart from overdue;
 and the work waiting for operators (needs_review) and for approvers (awaiting_approval).
+The lease is read per open exception (a subquery, not a join), so the item history is
+never scanned, however the planner estimates the open ones.
 """
 
 
@@ -32,7 +34,7 @@ def _workflow_measures_get_ages(
 
 
 WORKFLOW_MEASURES_GET_AGES = Query("workflow_measures_get_ages", _workflow_measures_get_ages)
-"""db/queries/workflow_measures.sql:27
+"""db/queries/workflow_measures.sql:32
 
 Per workflow, reason and consequence, now: the open exceptions and their ages, oldest
 first. An exception's age runs from when it last opened: its raise, or its last reopen.
@@ -49,7 +51,7 @@ def _workflow_measures_get_activity(
 WORKFLOW_MEASURES_GET_ACTIVITY = Query(
     "workflow_measures_get_activity", _workflow_measures_get_activity
 )
-"""db/queries/workflow_measures.sql:48
+"""db/queries/workflow_measures.sql:53
 
 Per workflow, the events of the last :since_seconds: raises, redrive requests and
 results, closures by kind, reopens; the operators' hands-on time (the start of the lease
@@ -69,7 +71,7 @@ def _workflow_measures_get_repeats(
 WORKFLOW_MEASURES_GET_REPEATS = Query(
     "workflow_measures_get_repeats", _workflow_measures_get_repeats
 )
-"""db/queries/workflow_measures.sql:105
+"""db/queries/workflow_measures.sql:110
 
 Per workflow and reason, the raises of the last :since_seconds: exceptions raised, raises
 of one already open (recurrences), and the source records raised more than once in the
