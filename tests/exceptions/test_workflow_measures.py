@@ -461,3 +461,37 @@ async def test_a_window_out_of_range_is_refused(
     )
     [error] = body["errors"]
     assert error["extensions"]["code"] == "BAD_REQUEST", body
+
+
+CONFIGURE_MINUTES = """
+mutation($reviewer: Float, $approver: Float) {
+  configureWorkflow(input: {name: "supplier_onboarding", reviewerMinutesPerDay: $reviewer,
+                            approverMinutesPerDay: $approver}) {
+    __typename
+    ... on WorkflowConfigured { workflow { reviewerMinutesPerDay approverMinutesPerDay } }
+    ... on InvalidInput { field }
+  }
+}
+"""
+
+
+async def test_available_minutes_are_a_workflow_setting(
+    gql: GraphQL, people: People, supplier_workflow: str
+) -> None:
+    set_both = await gql(people.admin, CONFIGURE_MINUTES, reviewer=240, approver=60)
+    assert set_both["data"]["configureWorkflow"]["workflow"] == {
+        "reviewerMinutesPerDay": 240,
+        "approverMinutesPerDay": 60,
+    }, set_both
+    # Leaving one out keeps it.
+    one = await gql(people.admin, CONFIGURE_MINUTES, reviewer=300)
+    assert one["data"]["configureWorkflow"]["workflow"] == {
+        "reviewerMinutesPerDay": 300,
+        "approverMinutesPerDay": 60,
+    }, one
+
+    refused = await gql(people.admin, CONFIGURE_MINUTES, approver=-1)
+    assert refused["data"]["configureWorkflow"] == {
+        "__typename": "InvalidInput",
+        "field": "approverMinutesPerDay",
+    }, refused
