@@ -2,7 +2,8 @@
 -- start from, the reason's allowed actions, and for work under a claim the live lease of
 -- the caller) sits in the WHERE clause of `target`; if any condition fails, nothing is
 -- written and no row comes back. Every action appends one row to exception_events and
--- sends one hint.
+-- sends one hint. An action under a lease records on its event when that lease began
+-- (exception_leases), so its hands-on time can be measured.
 -- Common parameters: :actor (the token's user), :actor_role, and :queue_scope, the queues
 -- the caller's token covers (NULL: every queue).
 
@@ -43,9 +44,9 @@ changed AS (
 ),
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
-                                  to_state, version, evidence, detail)
+                                  to_state, version, evidence, detail, lease_started_at)
     SELECT t.id, t.workflow, 'evidence_attached', :actor, :actor_role, t.state, t.state, t.version,
-           :evidence, :note
+           :evidence, :note, (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -107,10 +108,11 @@ moved AS (
 ),
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
-                                  to_state, version, evidence, detail, data)
+                                  to_state, version, evidence, detail, data, lease_started_at)
     SELECT t.id, t.workflow, 'correction_submitted', :actor, :actor_role, t.state, 'awaiting_approval',
            c.version, :evidence, :note,
-           jsonb_build_object('changes', :changes::jsonb, 'staleSteps', :stale_steps::text[])
+           jsonb_build_object('changes', :changes::jsonb, 'staleSteps', :stale_steps::text[]),
+           (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
     FROM target AS t JOIN correction AS c ON c.exception_id = t.id
 )
 SELECT t.id, c.version, hint.notification
@@ -159,9 +161,9 @@ parked AS (
 ),
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
-                                  to_state, version, detail)
+                                  to_state, version, detail, lease_started_at)
     SELECT t.id, t.workflow, 'correction_approved', :actor, :actor_role, t.state, 'redrive_pending',
-           t.version, :note
+           t.version, :note, (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -203,9 +205,9 @@ moved AS (
 ),
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
-                                  to_state, version, detail)
+                                  to_state, version, detail, lease_started_at)
     SELECT t.id, t.workflow, 'correction_rejected', :actor, :actor_role, t.state, 'needs_review',
-           t.version, :reason
+           t.version, :reason, (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -249,9 +251,9 @@ parked AS (
 ),
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
-                                  to_state, version, detail, data)
+                                  to_state, version, detail, data, lease_started_at)
     SELECT t.id, t.workflow, 'closed', :actor, :actor_role, t.state, 'closed', t.version, :note,
-           jsonb_build_object('closure', :closure::text)
+           jsonb_build_object('closure', :closure::text), (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
     FROM target AS t
 )
 SELECT t.id, hint.notification

@@ -3,10 +3,13 @@
 -- target and secret change together). Its approval queue becomes a queue approvers work.
 WITH upserted AS (
     INSERT INTO workflows AS w (name, approval_queue, redrive_via, redrive_target,
-                                redrive_secret, redrive_max_attempts, redrive_timeout_seconds)
+                                redrive_secret, redrive_max_attempts, redrive_timeout_seconds,
+                                reviewer_minutes_per_day, approver_minutes_per_day)
     VALUES (:name, :approval_queue, coalesce(:redrive_via, 'subscription'), :redrive_target,
             :redrive_secret, coalesce(:redrive_max_attempts, 8),
-            coalesce(:redrive_timeout_seconds::double precision, 10))
+            coalesce(:redrive_timeout_seconds::double precision, 10),
+            :reviewer_minutes_per_day::double precision,
+            :approver_minutes_per_day::double precision)
     ON CONFLICT (name) DO UPDATE
         SET approval_queue = coalesce(:approval_queue, w.approval_queue),
             redrive_via = coalesce(:redrive_via, w.redrive_via),
@@ -14,6 +17,10 @@ WITH upserted AS (
             redrive_secret = CASE WHEN :redrive_via IS NULL THEN w.redrive_secret ELSE :redrive_secret END,
             redrive_max_attempts = coalesce(:redrive_max_attempts, w.redrive_max_attempts),
             redrive_timeout_seconds = coalesce(:redrive_timeout_seconds::double precision, w.redrive_timeout_seconds),
+            reviewer_minutes_per_day = coalesce(:reviewer_minutes_per_day::double precision,
+                                                w.reviewer_minutes_per_day),
+            approver_minutes_per_day = coalesce(:approver_minutes_per_day::double precision,
+                                                w.approver_minutes_per_day),
             updated_at = now()
     RETURNING w.*
 ),

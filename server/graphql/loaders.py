@@ -9,6 +9,7 @@ from typing import TypeVar
 from strawberry.dataloader import DataLoader
 
 from server.domain import apply, queues, reads
+from server.domain.exceptions import measures as workflow_measures
 from server.domain.exceptions import reads as exception_reads
 from server.domain.exceptions import workflows
 from server.domain.exceptions.records import (
@@ -92,3 +93,28 @@ class Loaders:
     @cached_property
     def exception_reasons(self) -> DataLoader[str, list[ExceptionReason]]:
         return _loader(self._db, workflows.get_reasons, [])
+
+    # --- Workflow measures (Workflow.measures): one statement per figure group for every
+    # workflow of a request; windowed figures are keyed by (workflow, sinceSeconds).
+
+    @cached_property
+    def workflow_now(self) -> DataLoader[str, workflow_measures.WorkflowNow]:
+        return _loader(self._db, workflow_measures.now_by_workflow, workflow_measures.NOTHING_OPEN)
+
+    @cached_property
+    def workflow_ages(self) -> DataLoader[str, list[workflow_measures.ReasonAge]]:
+        return _loader(self._db, workflow_measures.ages_by_workflow, [])
+
+    @cached_property
+    def workflow_activity(
+        self,
+    ) -> DataLoader[workflow_measures.Window, workflow_measures.WorkflowActivity]:
+        return _loader(
+            self._db, workflow_measures.activity_by_window, workflow_measures.NOTHING_HAPPENED
+        )
+
+    @cached_property
+    def workflow_repeats(
+        self,
+    ) -> DataLoader[workflow_measures.Window, list[workflow_measures.ReasonRepeat]]:
+        return _loader(self._db, workflow_measures.repeats_by_window, [])

@@ -81,6 +81,9 @@ class Workflow:
     redrive_max_attempts: int
     redrive_timeout_seconds: float
     created_at: datetime
+    # Hands-on minutes per day its operators and its approvers can give (None: not set).
+    reviewer_minutes_per_day: float | None = None
+    approver_minutes_per_day: float | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Workflow:
@@ -92,6 +95,8 @@ class Workflow:
             redrive_max_attempts=row["redrive_max_attempts"],
             redrive_timeout_seconds=row["redrive_timeout_seconds"],
             created_at=row["created_at"],
+            reviewer_minutes_per_day=row["reviewer_minutes_per_day"],
+            approver_minutes_per_day=row["approver_minutes_per_day"],
         )
 
 

@@ -21,6 +21,8 @@ from server.store.database import Database
 from server.store.errors import IntegrityViolation
 
 MAX_DUE_SECONDS = 365 * 86400
+# A team's hands-on minutes per day: a thousand people working around the clock.
+MAX_MINUTES_PER_DAY = 1000 * 24 * 60
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,9 @@ class WorkflowSettings:
     redrive_secret: str | None = None
     redrive_max_attempts: int | None = None
     redrive_timeout_seconds: float | None = None
+    # Capacity: the hands-on minutes per day its operators and approvers can give.
+    reviewer_minutes_per_day: float | None = None
+    approver_minutes_per_day: float | None = None
 
 
 def _check_workflow(
@@ -59,6 +64,12 @@ def _check_workflow(
         return InvalidInput(
             "redriveTimeoutSeconds must be above 0 and at most 300", "redriveTimeoutSeconds"
         )
+    for field, minutes in (
+        ("reviewerMinutesPerDay", settings.reviewer_minutes_per_day),
+        ("approverMinutesPerDay", settings.approver_minutes_per_day),
+    ):
+        if minutes is not None and not 0 <= minutes <= MAX_MINUTES_PER_DAY:
+            return InvalidInput(f"{field} must be between 0 and {MAX_MINUTES_PER_DAY}", field)
     return None
 
 
@@ -121,6 +132,8 @@ async def configure_workflow(
             redrive_secret=settings.redrive_secret,
             redrive_max_attempts=settings.redrive_max_attempts,
             redrive_timeout_seconds=settings.redrive_timeout_seconds,
+            reviewer_minutes_per_day=settings.reviewer_minutes_per_day,
+            approver_minutes_per_day=settings.approver_minutes_per_day,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":
@@ -236,6 +249,27 @@ def changeable_by(principal: Principal, workflow: Workflow, reasons: list[Except
     not the admin of the others. Reading takes one queue (`queues_of`, `visible_to`): a team
     sees the workflows its work comes from."""
     return all(map(principal.works_in, queues_of(workflow, reasons)))
+
+
+def readable_by(principal: Principal, workflow: Workflow, reasons: list[ExceptionReason]) -> bool:
+    """A token reads a workflow when it covers one of the queues it uses."""
+    return any(map(principal.works_in, queues_of(workflow, reasons)))
+
+
+async def readable_workflows(
+    db: Database, principal: Principal, names: list[str] | None = None
+) -> list[Workflow]:
+    """The workflows the principal may read, by name (None: every workflow); the others
+    read as nonexistent."""
+    found = (
+        await list_workflows(db)
+        if names is None
+        else list((await get_workflows(db, names)).values())
+    )
+    reasons = await get_reasons(db, [w.name for w in found])
+    return sorted(
+        (w for w in found if readable_by(principal, w, reasons[w.name])), key=lambda w: w.name
+    )
 
 
 async def workflows_in_scope(

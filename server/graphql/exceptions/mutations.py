@@ -215,6 +215,14 @@ class ConfigureWorkflowInput:
     )
     redrive_max_attempts: int | None = None
     redrive_timeout_seconds: float | None = None
+    reviewer_minutes_per_day: float | None = strawberry.field(
+        default=None,
+        description="Hands-on minutes per day its operators can give: measures.capacity.",
+    )
+    approver_minutes_per_day: float | None = strawberry.field(
+        default=None,
+        description="Hands-on minutes per day its approvers can give: measures.approvalCapacity.",
+    )
 
     def to_domain(self) -> workflows.WorkflowSettings:
         return workflows.WorkflowSettings(
@@ -225,6 +233,8 @@ class ConfigureWorkflowInput:
             redrive_secret=self.redrive_secret,
             redrive_max_attempts=self.redrive_max_attempts,
             redrive_timeout_seconds=self.redrive_timeout_seconds,
+            reviewer_minutes_per_day=self.reviewer_minutes_per_day,
+            approver_minutes_per_day=self.approver_minutes_per_day,
         )
 
 

@@ -6,7 +6,7 @@ import strawberry
 from strawberry.types import Info
 
 from server.domain.exceptions import reads, workflows
-from server.domain.exceptions.rules import EXCEPTION_ID
+from server.domain.exceptions.rules import EXCEPTION_ID, NAME
 from server.graphql.context import Context
 from server.graphql.exceptions.types import (
     ExceptionConnection,
@@ -67,11 +67,12 @@ class ExceptionQuery:
 
     @strawberry.field(description="The workflows your token covers, with their catalogues.")
     async def workflows(self, info: Info[Context, None]) -> list[Workflow]:
-        ctx = info.context
-        found = await workflows.list_workflows(ctx.db)
-        reasons = await workflows.get_reasons(ctx.db, [w.name for w in found])
-        return [
-            Workflow.from_domain(w)
-            for w in found
-            if any(map(ctx.principal.works_in, workflows.queues_of(w, reasons[w.name])))
-        ]
+        found = await workflows.readable_workflows(info.context.db, info.context.principal)
+        return [Workflow.from_domain(w) for w in found]
+
+    @strawberry.field(description="A workflow your token covers; null for any other name.")
+    async def workflow(self, info: Info[Context, None], name: str) -> Workflow | None:
+        if not NAME.fullmatch(name):
+            return None
+        found = await workflows.readable_workflows(info.context.db, info.context.principal, [name])
+        return Workflow.from_domain(found[0]) if found else None

@@ -10,7 +10,9 @@ from strawberry.types import Info
 
 from server.domain import apply, queues
 from server.domain.exceptions import records
+from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.graphql.context import Context
+from server.graphql.exceptions.measures import WorkflowMeasures, workflow_measures
 from server.graphql.types import Decision, PageInfo, ReviewItem
 
 # As in types.py: strawberry.enum marks the domain enum itself, and the names below are the
@@ -76,21 +78,37 @@ def _action_order(action: records.ExceptionAction) -> int:
 
 @strawberry.type
 class Workflow:
+    _workflow: strawberry.Private[records.Workflow]
     name: str
     approval_queue: str
     redrive_via: RedriveVia
     redrive_target: str | None
     redrive_max_attempts: int
     redrive_timeout_seconds: float
+    reviewer_minutes_per_day: float | None = strawberry.field(
+        description="Hands-on minutes per day its operators can give (capacity)."
+    )
+    approver_minutes_per_day: float | None = strawberry.field(
+        description="Hands-on minutes per day its approvers can give (approvalCapacity)."
+    )
 
     @strawberry.field
     async def reasons(self, info: Info[Context, None]) -> list[ExceptionReason]:
         found = await info.context.loaders.exception_reasons.load(self.name)
         return [ExceptionReason.from_domain(r) for r in found]
 
+    @strawberry.field(description="The exception owner's dashboard. Managers and admins only.")
+    def measures(
+        self, info: Info[Context, None], since_seconds: int | None = DEFAULT_WINDOW_SECONDS
+    ) -> WorkflowMeasures:
+        return workflow_measures(info, self._workflow, since_seconds)
+
     @classmethod
     def from_domain(cls, workflow: records.Workflow) -> Workflow:
         return cls(
+            _workflow=workflow,
+            reviewer_minutes_per_day=workflow.reviewer_minutes_per_day,
+            approver_minutes_per_day=workflow.approver_minutes_per_day,
             name=workflow.name,
             approval_queue=workflow.approval_queue,
             redrive_via=workflow.redrive_via,

@@ -17,6 +17,7 @@ from server.store.sql import (
     reason_codes,
     redrive_delivery,
     tokens,
+    workflow_measures,
     workflows,
 )
 
@@ -34,5 +35,6 @@ __all__ = [
     "reason_codes",
     "redrive_delivery",
     "tokens",
+    "workflow_measures",
     "workflows",
 ]

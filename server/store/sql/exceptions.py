@@ -28,7 +28,7 @@ def _exception_raise(
 
 
 EXCEPTION_RAISE = Query("exception_raise", _exception_raise)
-"""db/queries/exceptions.sql:9
+"""db/queries/exceptions.sql:10
 
 :decision_id is for the apply_decision workflow only (NULL otherwise).
 """
@@ -47,7 +47,7 @@ def _exception_attach_evidence(
 
 
 EXCEPTION_ATTACH_EVIDENCE = Query("exception_attach_evidence", _exception_attach_evidence)
-"""db/queries/exceptions.sql:19
+"""db/queries/exceptions.sql:20
 
 Adds references to the record; the state does not change.
 Fence: needs_review or awaiting_approval, the reason allows attach_evidence, and the
@@ -71,7 +71,7 @@ def _exception_submit_correction(
 
 
 EXCEPTION_SUBMIT_CORRECTION = Query("exception_submit_correction", _exception_submit_correction)
-"""db/queries/exceptions.sql:56
+"""db/queries/exceptions.sql:57
 
 A correction for the exception's own reason, with evidence, becomes the record's next
 version (numbered per source record) and goes to the workflow's approval queue.
@@ -94,7 +94,7 @@ def _exception_approve_correction(
 
 
 EXCEPTION_APPROVE_CORRECTION = Query("exception_approve_correction", _exception_approve_correction)
-"""db/queries/exceptions.sql:123
+"""db/queries/exceptions.sql:125
 
 Four-eyes: the approver is not whoever submitted this version. The exception then waits
 for a redrive; its item leaves every queue.
@@ -115,7 +115,7 @@ def _exception_reject_correction(
 
 
 EXCEPTION_REJECT_CORRECTION = Query("exception_reject_correction", _exception_reject_correction)
-"""db/queries/exceptions.sql:172
+"""db/queries/exceptions.sql:174
 
 Back to the owner's queue, with the reason for the rejection kept on the record.
 Fence: awaiting_approval, the reason allows reject_correction, and the caller's live lease
@@ -136,7 +136,7 @@ def _exception_close(
 
 
 EXCEPTION_CLOSE = Query("exception_close", _exception_close)
-"""db/queries/exceptions.sql:217
+"""db/queries/exceptions.sql:219
 
 Closing without a correction: rejected, duplicate or obsolete.
 Fence: needs_review, the reason allows close_exception, a known :closure, and the
@@ -155,7 +155,7 @@ def _exception_request_redrive(
 
 
 EXCEPTION_REQUEST_REDRIVE = Query("exception_request_redrive", _exception_request_redrive)
-"""db/queries/exceptions.sql:262
+"""db/queries/exceptions.sql:264
 
 Issues the redrive of the approved version, once: the key is unique, so a repeat (or a
 concurrent request) inserts nothing and learns the key (`queued` false). No lease: no one
@@ -181,7 +181,7 @@ def _exception_report_redrive_result(
 EXCEPTION_REPORT_REDRIVE_RESULT = Query(
     "exception_report_redrive_result", _exception_report_redrive_result
 )
-"""db/queries/exceptions.sql:329
+"""db/queries/exceptions.sql:331
 
 The owning system's durable result for the redrive it was given. Success closes the
 exception as corrected; failure returns it to its owner with one more attempt counted
@@ -203,7 +203,7 @@ def _exception_reopen(
 
 
 EXCEPTION_REOPEN = Query("exception_reopen", _exception_reopen)
-"""db/queries/exceptions.sql:405
+"""db/queries/exceptions.sql:407
 
 A closed exception goes back to its reason's owner with a fresh due time and a clean
 slate for the next correction; the history stays and the reopen is counted.
@@ -219,7 +219,7 @@ def _exceptions_escalate_overdue(
 
 
 EXCEPTIONS_ESCALATE_OVERDUE = Query("exceptions_escalate_overdue", _exceptions_escalate_overdue)
-"""db/queries/exceptions.sql:452
+"""db/queries/exceptions.sql:454
 
 Runs from the claim path (when item_claim_next finds nothing, or says overdue exceptions
 are waiting), so no cron job is needed: an exception waiting for review past its due

@@ -19,6 +19,8 @@ def _workflow_upsert(
     redrive_secret: Any,
     redrive_max_attempts: Any,
     redrive_timeout_seconds: Any,
+    reviewer_minutes_per_day: Any,
+    approver_minutes_per_day: Any,
 ) -> None: ...
 
 
@@ -37,11 +39,11 @@ def _workflows_get_by_names(
 
 
 WORKFLOWS_GET_BY_NAMES = Query("workflows_get_by_names", _workflows_get_by_names)
-"""db/queries/workflows.sql:35"""
+"""db/queries/workflows.sql:42"""
 
 
 def _workflows_list() -> None: ...
 
 
 WORKFLOWS_LIST = Query("workflows_list", _workflows_list)
-"""db/queries/workflows.sql:38"""
+"""db/queries/workflows.sql:45"""
