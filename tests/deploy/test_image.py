@@ -104,6 +104,10 @@ def test_the_lock_was_written_by_the_documented_command() -> None:
     ]
 
 
+def test_the_operations_doc_gives_the_command() -> None:
+    assert LOCK_COMMAND in (REPO_ROOT / "docs" / "operations.md").read_text()
+
+
 def test_the_lock_pins_every_dependency_of_pyproject_within_its_range() -> None:
     """Fails when pyproject.toml gains, loses or narrows a dependency and the lock is not
     written again (the command is in its header)."""
