@@ -12,6 +12,8 @@ from typing import cast
 
 from cross_web import HTTPException
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -187,6 +189,8 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
             max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_CONNECTION,
             connection_init_wait_timeout=timedelta(seconds=10),
+            # Cross-origin websockets: the pages CORS lets call /graphql may open a socket.
+            allowed_origins=runtime.settings.allowed_origins,
         )
         self.runtime = runtime
 
@@ -271,6 +275,27 @@ def _refusal_response(refusal: HTTPException) -> JSONResponse:
     )
 
 
+# --- CORS: browser consoles on other origins (CASEWORK_ALLOWED_ORIGINS). ---
+# Outermost, so that refusals (401, 413, 503) carry the headers a console needs to read them.
+CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "X-Request-ID")
+CORS_EXPOSED_HEADERS = ("Retry-After", "WWW-Authenticate", "X-Request-ID")
+CORS_MAX_AGE_SECONDS = 600
+
+
+def cors(allowed_origins: tuple[str, ...]) -> Middleware:
+    """Preflights answered by Starlette's CORSMiddleware: 200 for a listed origin, 400 for
+    any other (with none listed, every cross-origin preflight is refused: same origin only).
+    Tokens travel in the Authorization header, never in cookies, so no credentials mode."""
+    return Middleware(
+        CORSMiddleware,
+        allow_origins=list(allowed_origins),
+        allow_methods=["GET", "POST"],
+        allow_headers=list(CORS_ALLOWED_HEADERS),
+        expose_headers=list(CORS_EXPOSED_HEADERS),
+        max_age=CORS_MAX_AGE_SECONDS,
+    )
+
+
 def create_app(
     app_dsn: str, *, dev: bool, settings: Settings | None = None, run_worker: bool = False
 ) -> Starlette:
@@ -286,6 +311,9 @@ def create_app(
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
         ],
-        middleware=[body_limit(runtime.settings.max_body_bytes)],
+        middleware=[
+            cors(runtime.settings.allowed_origins),
+            body_limit(runtime.settings.max_body_bytes),
+        ],
         lifespan=runtime.lifespan,
     )

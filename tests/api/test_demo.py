@@ -7,7 +7,7 @@ import asyncpg
 from server.config import REPO_ROOT
 from server.demo import ESCALATIONS, ITEM_COUNT, KYC, SUPPLIER_EXCEPTIONS, seed_demo
 from server.domain.model import Role
-from server.domain.tokens import authenticate
+from server.domain.tokens import authenticate, create_token
 from server.store.database import Database
 from tests.conftest import TestDatabase
 
@@ -38,6 +38,25 @@ async def test_seeding_twice_adds_nothing_but_fresh_tokens(
         == 10
     )
     assert set(first.tokens).isdisjoint(second.tokens)
+
+
+async def test_seeding_again_revokes_the_earlier_demo_tokens_and_no_other(
+    test_database: TestDatabase, db: Database, owner_db: Database
+) -> None:
+    # A token an operator made for a demo user is not the demo's to revoke.
+    own = await create_token(owner_db, user="rita-reviewer", role=Role.MANAGER, queues=[])
+    first = await seed_demo(test_database.owner_dsn, test_database.app_dsn, queries_dir=QUERIES_DIR)
+
+    second = await seed_demo(
+        test_database.owner_dsn, test_database.app_dsn, queries_dir=QUERIES_DIR
+    )
+
+    assert (first.tokens_revoked, second.tokens_revoked) == (0, len(first.tokens))
+    assert [await authenticate(db, token) for _, token in first.tokens] == [None] * len(
+        first.tokens
+    )
+    assert all([await authenticate(db, token) for _, token in second.tokens])
+    assert await authenticate(db, own) is not None
 
 
 async def test_the_reviewer_token_comes_last_and_covers_the_kyc_queues(

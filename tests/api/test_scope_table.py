@@ -258,7 +258,8 @@ class World:
         return exception_id
 
     async def snapshot(self) -> dict[str, list[str]]:
-        """Every row of every table, as text."""
+        """Every row of every table, as text, but a token's last use: any call notes that,
+        refused or not (`casework token list`)."""
         tables = await self.owner.fetch(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
         )
@@ -266,7 +267,8 @@ class World:
             t["tablename"]: [
                 r[0]
                 for r in await self.owner.fetch(
-                    f'SELECT x::text FROM "{t["tablename"]}" AS x ORDER BY 1'
+                    f"SELECT (to_jsonb(x) - 'last_used_at')::text "
+                    f'FROM "{t["tablename"]}" AS x ORDER BY 1'
                 )
             ]
             for t in tables

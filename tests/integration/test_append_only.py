@@ -28,8 +28,10 @@ async def decision(db: Database, kyc_queue: str) -> Decision:
         "TRUNCATE review_decisions",
         "INSERT INTO api_tokens (token_hash, user_name, role) "
         "VALUES (repeat('a', 64), 'mallory', 'admin')",
+        # It may note a token's last use (migration 0010), and change nothing else of it.
+        "UPDATE api_tokens SET revoked_at = NULL, expires_at = NULL, role = 'admin'",
     ],
-    ids=["update", "delete", "truncate", "mint-token"],
+    ids=["update", "delete", "truncate", "mint-token", "revive-token"],
 )
 async def test_application_role_is_refused(
     decision: Decision,

@@ -125,10 +125,12 @@ async def graphql_socket(
     *,
     subprotocol: str = PROTOCOL,
     init_payload: dict[str, Any] | None = None,
+    origin: str | None = None,
 ) -> AsyncIterator[GraphQLSocket]:
-    """init_payload: connection_init's payload as sent, instead of {"authorization": token}."""
+    """init_payload: connection_init's payload as sent, instead of {"authorization": token}.
+    origin: the Origin header a browser page on that origin sends; none by default."""
     url = base_url.replace("http://", "ws://") + "/graphql"
-    async with websockets.connect(url, subprotocols=[subprotocol]) as connection:  # type: ignore[list-item]
+    async with websockets.connect(url, subprotocols=[subprotocol], origin=origin) as connection:  # type: ignore[list-item, arg-type]
         payload = {"authorization": f"Bearer {token}"} if token else {}
         if init_payload is not None:
             payload = init_payload
@@ -140,3 +142,18 @@ async def graphql_socket(
             yield socket
         finally:
             await socket.close()
+
+
+async def handshake_status(base_url: str, *, origin: str) -> int:
+    """The HTTP status of a handshake refused before it became a websocket (403, say).
+
+    Fails if the server accepts the socket instead.
+    """
+    url = base_url.replace("http://", "ws://") + "/graphql"
+    try:
+        async with websockets.connect(url, subprotocols=[PROTOCOL], origin=origin):  # type: ignore[list-item, arg-type]
+            pass
+    except websockets.InvalidStatus as refused:
+        status: int = refused.response.status_code
+        return status
+    raise AssertionError(f"the server accepted a websocket from {origin}")

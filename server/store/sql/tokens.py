@@ -17,6 +17,7 @@ def _token_insert(
     role: Any,
     queues: Any,
     expires_at: Any,
+    demo: Any,
 ) -> None: ...
 
 
@@ -27,11 +28,17 @@ TOKEN_INSERT = Query("token_insert", _token_insert)
 def _token_get_active(
     *,
     token_hash: Any,
+    used_resolution_seconds: Any,
 ) -> None: ...
 
 
 TOKEN_GET_ACTIVE = Query("token_get_active", _token_get_active)
-"""db/queries/tokens.sql:6"""
+"""db/queries/tokens.sql:6
+
+The lookup also notes that the token was used, writing only when the note is older than
+:used_resolution_seconds, so almost every lookup writes nothing. The condition is on the
+table's row (not the snapshot's), so processes looking up one token at once write once.
+"""
 
 
 def _tokens_revoke_for_user(
@@ -41,4 +48,37 @@ def _tokens_revoke_for_user(
 
 
 TOKENS_REVOKE_FOR_USER = Query("tokens_revoke_for_user", _tokens_revoke_for_user)
-"""db/queries/tokens.sql:13"""
+"""db/queries/tokens.sql:28"""
+
+
+def _token_revoke(
+    *,
+    token_id: Any,
+) -> None: ...
+
+
+TOKEN_REVOKE = Query("token_revoke", _token_revoke)
+"""db/queries/tokens.sql:34
+
+The token's row whether or not this call revoked it: `revoked` tells which.
+"""
+
+
+def _tokens_revoke_demo() -> None: ...
+
+
+TOKENS_REVOKE_DEMO = Query("tokens_revoke_demo", _tokens_revoke_demo)
+"""db/queries/tokens.sql:46"""
+
+
+def _tokens_list(
+    *,
+    include_inactive: Any,
+) -> None: ...
+
+
+TOKENS_LIST = Query("tokens_list", _tokens_list)
+"""db/queries/tokens.sql:52
+
+Never the hash: what an operator needs to decide what to revoke.
+"""
