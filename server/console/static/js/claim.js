@@ -30,6 +30,16 @@ function setActive(claim) {
   for (const listener of activeListeners) listener(active);
 }
 
+/** Who has the item now, in words, if not this reviewer; null if nobody else does. */
+function whoTookIt(item, me) {
+  if (item.state === "DECIDED") {
+    const by = item.decisions?.at(-1)?.reviewer;
+    return by && by !== me ? `${by} decided this item after your lease ran out.` : "This item was decided elsewhere.";
+  }
+  if (item.lease && item.lease.owner !== me) return `${item.lease.owner} claimed this item after your lease ran out.`;
+  return null;
+}
+
 /** A live lease: held, then ended by its holder (decided, released, acted on) or lost. */
 export class Claim {
   constructor(result, { ttlSeconds }) {
@@ -91,27 +101,23 @@ export class Claim {
     const me = session.current()?.user;
     const ownAction = this.settling && ["DECIDED", "ESCALATED", "RELEASED", "EXCEPTION_CHANGED"].includes(kind);
     if (ownAction) return;
+    // What the item is now says best what happened: the event may be older news.
+    const taken = whoTookIt(item, me);
     switch (kind) {
       case "LEASE_LOST":
-        this.lose(
-          item.lease && item.lease.owner !== me
-            ? `${item.lease.owner} claimed this item after your lease ran out.`
-            : "The lease expired before a decision was recorded.",
-        );
+        this.lose(taken ?? "The lease expired before a decision was recorded.");
         break;
       case "EVIDENCE_CHANGED":
         this.lose("The evidence changed: the item was uploaded again with new content.");
         break;
-      case "DECIDED": {
-        const by = item.decisions?.at(-1)?.reviewer;
-        this.lose(by && by !== me ? `${by} decided this item.` : "This item was decided elsewhere.");
+      case "DECIDED":
+        this.lose(taken ?? "This item was decided elsewhere.");
         break;
-      }
       case "ESCALATED":
         this.lose(`The item was escalated to ${item.queue}.`);
         break;
       case "RELEASED":
-        this.lose("The lease was released.");
+        this.lose(taken ?? "The lease was released.");
         break;
       default:
         // EXCEPTION_CHANGED, RESYNC, DECISION_CHANGED: read again and judge.
@@ -138,10 +144,8 @@ export class Claim {
         this.lose("The evidence changed: the item was uploaded again with new content.");
       }
       this.changed();
-    } else if (item?.state === "DECIDED") {
-      this.lose("This item was decided elsewhere.");
-    } else if (item?.lease && item.lease.owner !== me) {
-      this.lose(`${item.lease.owner} holds this item now.`);
+    } else if (item && whoTookIt(item, me)) {
+      this.lose(whoTookIt(item, me));
     } else {
       this.lose("The lease ended: it expired or the item moved on.");
     }

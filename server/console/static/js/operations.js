@@ -41,7 +41,9 @@ mutation ClaimNext($queue: String!) {
 // What a console re-reads after a resync or an update: is the lease still mine?
 export const ITEM_STATE = `
 query ItemState($id: ID!) {
-  item(id: $id) { id state evidenceHash lease { owner expiresAt } exception { id state } }
+  item(id: $id) {
+    id state evidenceHash lease { owner expiresAt } decisions { reviewer verdict } exception { id state }
+  }
 }`;
 
 export const RENEW_LEASE = `

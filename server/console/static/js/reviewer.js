@@ -417,6 +417,7 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     }
     reasonSelect.disabled = !usable;
     note.disabled = !usable;
+    if (!claim.held) fill(prompt);
   }
 
   function submitChosen() {
