@@ -7,7 +7,14 @@ from playwright.async_api import Browser, async_playwright
 
 from server.store.database import Database
 from tests.conftest import TestDatabase, token_maker
-from tests.console.helpers import CHROMIUM_ARGS, ConsoleTokens, chromium_executable, console_tokens
+from tests.console.helpers import (
+    CHROMIUM_ARGS,
+    ConsoleTokens,
+    WorkflowTokens,
+    chromium_executable,
+    console_tokens,
+    workflow_tokens,
+)
 from tests.live.helpers import Casework, serve_casework
 
 
@@ -26,6 +33,12 @@ async def browser() -> AsyncIterator[Browser]:
 @pytest.fixture
 async def tokens(owner_db: Database) -> ConsoleTokens:
     return await console_tokens(token_maker(owner_db))
+
+
+@pytest.fixture
+async def people(owner_db: Database) -> WorkflowTokens:
+    """The people of the supplier-onboarding workflow."""
+    return await workflow_tokens(token_maker(owner_db))
 
 
 @pytest.fixture

@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, Request, Route
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Locator,
+    Page,
+    Request,
+    Route,
+)
 
 from server.config import REPO_ROOT
 from server.domain.model import Role
@@ -123,6 +131,11 @@ async def sign_in(context: BrowserContext, origin: str, token: str) -> Page:
     return page
 
 
+def section(page: Page, name: str) -> Locator:
+    """A link of the header's sections: Review, Exceptions, Manage."""
+    return page.get_by_role("navigation", name="Sections").get_by_role("link", name=name)
+
+
 async def screenshot(page: Page, name: str) -> None:
     """A picture of what a person sees; kept under CASEWORK_SCREENSHOTS_DIR when it is set."""
     path = Path(SCREENSHOTS_DIR) / f"{name}.png" if SCREENSHOTS_DIR else None
@@ -222,3 +235,109 @@ async def setup_kyc(api: Api, tokens: ConsoleTokens, *, items: int, ttl: int | N
 async def items_by_key(api: Api, token: str, queue: str = "kyc") -> dict[str, dict[str, Any]]:
     data = await api.call(token, QUEUE_ITEMS, queue=queue)
     return {edge["node"]["externalKey"]: edge["node"] for edge in data["queue"]["items"]["edges"]}
+
+
+# ---- A workflow of exceptions ------------------------------------------------------------
+
+WORKFLOW = "supplier_onboarding"
+SETUP_WORKFLOW = """
+mutation {
+  ops: configureQueue(input: {name: "supplier-ops"}) { __typename }
+  leads: configureQueue(input: {name: "procurement-leads"}) { __typename }
+  approvals: configureQueue(input: {name: "supplier-approvals"}) { __typename }
+  workflow: configureWorkflow(input: {name: "supplier_onboarding",
+                                      approvalQueue: "supplier-approvals"}) {
+    __typename ... on Error { message }
+  }
+  reason: defineExceptionReason(input: {
+    workflow: "supplier_onboarding", code: "entity_mismatch",
+    label: "A document names another legal entity",
+    ownerRole: "supplier-ops", escalationOwnerRole: "procurement-leads",
+    allowedActions: [ATTACH_EVIDENCE, SUBMIT_CORRECTION, APPROVE_CORRECTION, REJECT_CORRECTION,
+                     REQUEST_REDRIVE, REPORT_REDRIVE_RESULT, CLOSE_EXCEPTION, REOPEN_EXCEPTION],
+    dueSeconds: {low: 259200, medium: 86400, high: 14400, critical: 3600}
+  }) { __typename ... on Error { message } }
+}
+"""
+RAISE = """
+mutation($input: RaiseExceptionInput!) {
+  raiseException(input: $input) {
+    __typename ... on ExceptionRaised { exception { id } } ... on Error { message }
+  }
+}
+"""
+SUBMIT_CORRECTION = """
+mutation($input: SubmitCorrectionInput!) {
+  submitCorrection(input: $input) { __typename ... on Error { message } }
+}
+"""
+EXCEPTION_STATE = """
+query($id: ID!) {
+  exception(id: $id) {
+    state version currentCorrection { correctedBy changes } redrive { key }
+    events { kind actor }
+  }
+}
+"""
+WORKFLOW_EXCEPTIONS = """
+query {
+  exceptions(filter: {workflow: "supplier_onboarding"}, first: 200) {
+    edges { node { id state owner overdue createdAt reasonCode consequence } }
+  }
+}
+"""
+
+
+@dataclass(frozen=True)
+class WorkflowTokens:
+    admin: str
+    erp: str
+    manager: str
+    # A reviewer of supplier-ops.
+    sam: str
+    # Ann approves; her reviewer token lets her correct too, which four-eyes watches.
+    ann: str
+    ann_as_reviewer: str
+
+
+async def workflow_tokens(make: MakeToken) -> WorkflowTokens:
+    return WorkflowTokens(
+        admin=await make("ada", Role.ADMIN),
+        erp=await make("erp-onboarding", Role.INTEGRATION),
+        manager=await make("max", Role.MANAGER),
+        sam=await make("sam", Role.REVIEWER, "supplier-ops"),
+        ann=await make("ann", Role.APPROVER),
+        ann_as_reviewer=await make("ann", Role.REVIEWER, "supplier-ops"),
+    )
+
+
+async def setup_workflow(
+    api: Api, tokens: WorkflowTokens, *suppliers: tuple[str, str]
+) -> list[str]:
+    """The supplier-onboarding workflow and one exception per (supplier, consequence);
+    returns their ids."""
+    data = await api.call(tokens.admin, SETUP_WORKFLOW)
+    assert data["workflow"]["__typename"] == "WorkflowConfigured", data
+    assert data["reason"]["__typename"] == "ExceptionReasonDefined", data
+    ids = []
+    for supplier, consequence in suppliers:
+        raised = (
+            await api.call(
+                tokens.erp,
+                RAISE,
+                input={
+                    "workflow": WORKFLOW,
+                    "sourceRecordId": supplier,
+                    "reasonCode": "entity_mismatch",
+                    "detail": f"The certificate of {supplier} names another legal entity.",
+                    "consequence": consequence,
+                    "completedSteps": ["collect_documents", "verify_bank_account"],
+                    "blockedStep": "verify_legal_entity",
+                    "evidence": [f"docstore://suppliers/{supplier}/pack.pdf"],
+                    "context": {"recordLegalName": f"{supplier} Trading Ltd"},
+                },
+            )
+        )["raiseException"]
+        assert raised["__typename"] == "ExceptionRaised", raised
+        ids.append(raised["exception"]["id"])
+    return ids
