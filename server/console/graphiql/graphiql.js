@@ -33,6 +33,7 @@
     return React.createElement(GraphiQL, {
       fetcher: fetcher,
       defaultQuery: EXAMPLE_QUERY,
+      defaultHeaders: '{\n  "Authorization": "Bearer "\n}',
       defaultEditorToolsVisibility: "headers",
       plugins: [GraphiQLPluginExplorer.explorerPlugin()],
       inputValueDeprecation: true,

@@ -100,6 +100,7 @@ function startBacklogChart(body, page, scope) {
   fill(body, chart.node, note);
   let last = null;
   let lastAt = 0;
+  let snapshots = 0;
   const point = (backlog, at) => {
     const age = backlog.oldestPendingAgeSeconds;
     chart.push(at / 1000, [backlog.pending, backlog.leased, age === null ? null : age / 60]);
@@ -109,7 +110,10 @@ function startBacklogChart(body, page, scope) {
     lastAt = Date.now();
     point(last, lastAt);
     fill(note, `${chart.points()} points · last change ${clock(new Date(lastAt))}${last.resync ? " (fresh snapshot after a reconnect)" : ""}`);
-    page.changed("backlog");
+    // The first message is the snapshot the panels were read with; later ones are news
+    // (a reconnect reads every panel again by itself).
+    snapshots += 1;
+    if (snapshots > 1) page.changed("backlog");
   });
   scope.every(CHART_TICK_MS, () => {
     if (!last || live.connectionState() !== "live") return;
