@@ -15,6 +15,8 @@ from tests.console.helpers import (
     ConsoleTokens,
     WorkflowTokens,
     console_context,
+    open_console,
+    screenshot,
     section,
     setup_kyc,
     setup_workflow,
@@ -88,6 +90,9 @@ async def test_the_console_works_against_a_production_server_with_the_network_bl
     # console_context aborts and records any request to another origin, and fails the
     # test on one, on an error in the page, or on a policy violation.
     async with console_context(browser, casework.url) as (context, watch):
+        first = await open_console(context, casework.url)
+        await expect(first.get_by_role("button", name="Sign in")).to_be_visible()
+        await screenshot(first, "sign-in")
         page = await sign_in(context, casework.url, tokens.manager)
         await expect(page.get_by_role("link", name="kyc", exact=True)).to_be_visible()
         await section(page, "Exceptions").click()
