@@ -15,6 +15,8 @@ import { queueListPage, queuePage } from "./reviewer.js";
 
 const root = document.getElementById("app");
 let disposeView = null;
+// What the shell of the signed-in user listens to; ended on sign-out.
+let shellEndings = [];
 
 const ROUTES = [
   [/^#?\/?$/, queueListPage],
@@ -120,14 +122,14 @@ function header(me) {
     canManage ? h("a", { href: "#/manage", "data-section": "manage" }, "Manage") : null,
   );
   const connection = h("div", { class: "connection", role: "status", "aria-label": "Connection" });
-  live.onState((state) => {
+  shellEndings.push(live.onState((state) => {
     connection.dataset.state = state;
     fill(
       connection,
       h("span", { class: "connection-dot", "aria-hidden": "true" }),
       { live: "Live", connecting: "Connecting…", reconnecting: "Reconnecting…", refused: "Refused", offline: "Offline" }[state],
     );
-  });
+  }));
   const queues = me.queues.length ? me.queues.join(", ") : "all queues";
   return h(
     "header",
@@ -164,10 +166,10 @@ function banner() {
     h("strong", {}, "Reconnecting to Casework… "),
     "Live figures are paused; the page reads everything again when the connection is back.",
   );
-  live.onState((state) => {
+  shellEndings.push(live.onState((state) => {
     node.hidden = state !== "reconnecting";
     document.body.classList.toggle("is-stale", state === "reconnecting");
-  });
+  }));
   return node;
 }
 
@@ -205,6 +207,7 @@ function route() {
 function start(me, reason) {
   if (disposeView) disposeView();
   disposeView = null;
+  for (const end of shellEndings.splice(0)) end();
   if (!me) {
     forgetClaim();
     live.disconnect();

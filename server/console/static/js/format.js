@@ -18,9 +18,9 @@ export function duration(seconds) {
   const minutes = Math.floor(s / 60);
   if (minutes < 60) return `${minutes} min`;
   const hours = Math.floor(minutes / 60);
-  if (hours < 48) return `${hours} h ${String(minutes % 60).padStart(2, "0")} min`;
+  if (hours < 48) return minutes % 60 ? `${hours} h ${String(minutes % 60).padStart(2, "0")} min` : `${hours} h`;
   const days = Math.floor(hours / 24);
-  return `${days} d ${hours % 24} h`;
+  return hours % 24 ? `${days} d ${hours % 24} h` : `${days} d`;
 }
 
 /** A countdown: "4:59", "1:02:03". */

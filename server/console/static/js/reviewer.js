@@ -124,9 +124,7 @@ export function queueListPage(main) {
         );
       }),
     );
-    scope.onResync(() => {
-      // Each backlog subscription answers the reconnect with a fresh snapshot.
-    });
+    // After a reconnect each backlog subscription answers with a fresh snapshot.
   })();
 
   shortcuts.setHandlers({});
