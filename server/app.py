@@ -30,6 +30,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types.unset import UNSET, UnsetType
 
 from server.config import Settings
+from server.console import console_routes, graphiql_page
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
@@ -204,6 +205,10 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             response = _refusal_response(refusal)
         await response(scope, receive, send)
 
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # Strawberry's page loads React and GraphiQL from a CDN: this one serves them here.
+        return graphiql_page(request)
+
     async def get_context(  # type: ignore[override]
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context | None:
@@ -310,6 +315,7 @@ def create_app(
             Route("/livez", runtime.livez),
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
+            *console_routes(dev=dev),
         ],
         middleware=[
             cors(runtime.settings.allowed_origins),

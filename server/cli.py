@@ -293,6 +293,7 @@ def _print_banner(databases: Databases, host: str, port: int, *, dev: bool) -> N
         database += " (stops when the last casework process using it exits)"
     rows = [
         ("GraphQL API", f"{url}/graphql" + (" (dev mode: GraphiQL in a browser)" if dev else "")),
+        ("console", f"{url}/console/ (sign in with a token)"),
         ("health", f"{url}/healthz"),
         ("database", database),
         ("roles", f"service runs as {databases.app_user}, migrations as {databases.owner_user}"),

@@ -1,0 +1,79 @@
+// GraphQL over HTTP: POST /graphql with the bearer token. Expected refusals come back as
+// union members and are the caller's to show; this module throws only for transport
+// problems and GraphQL errors (ApiError, with the server's extensions.code).
+
+import * as session from "./session.js";
+
+export class ApiError extends Error {
+  constructor(message, code, { network = false } = {}) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.network = network;
+  }
+}
+
+// The server's clock minus ours, from the Date header (whole seconds): lease countdowns run
+// on the server's time, so a fast or slow laptop clock does not lose a lease early.
+let skewMs = 0;
+
+export function serverNow() {
+  return Date.now() + skewMs;
+}
+
+function observeClock(response, sentAt, receivedAt) {
+  const date = Date.parse(response.headers.get("date") ?? "");
+  if (Number.isNaN(date)) return;
+  const local = (sentAt + receivedAt) / 2;
+  const observed = date + 500 - local;
+  // Within the header's one-second resolution and the round trip, clocks agree.
+  skewMs = Math.abs(observed) > 1500 + (receivedAt - sentAt) ? observed : 0;
+}
+
+export async function graphql(query, variables = {}, { token = session.token() } = {}) {
+  const sentAt = Date.now();
+  let response;
+  try {
+    response = await fetch("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query, variables }),
+      credentials: "omit",
+      cache: "no-store",
+    });
+  } catch (error) {
+    throw new ApiError("The server cannot be reached.", "NETWORK", { network: true });
+  }
+  observeClock(response, sentAt, Date.now());
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    // Not JSON: a proxy's page, say. The status says enough.
+  }
+  const first = body?.errors?.[0];
+  if (response.status === 401) {
+    throw new ApiError(first?.message ?? "The token was not accepted.", "UNAUTHENTICATED");
+  }
+  if (first) {
+    throw new ApiError(first.message, first.extensions?.code ?? "ERROR");
+  }
+  if (!response.ok || !body?.data) {
+    throw new ApiError(`The server answered ${response.status}.`, response.status === 503 ? "UNAVAILABLE" : "ERROR", {
+      network: response.status >= 500,
+    });
+  }
+  return body.data;
+}
+
+/** As graphql(), but a refused token signs the tab out instead of failing quietly. */
+export async function call(query, variables = {}) {
+  try {
+    return await graphql(query, variables);
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "UNAUTHENTICATED") {
+      session.signOut("Your token is no longer accepted (revoked or expired). Sign in again.");
+    }
+    throw error;
+  }
+}

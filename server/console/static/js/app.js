@@ -1,0 +1,239 @@
+// The console's shell: sign-in, the header (who you are, the connection), the sections and
+// the hash router. Routes hold no secret: #/queue/kyc, #/exceptions/exc_…, #/manage/….
+
+import { ApiError, graphql } from "./api.js";
+import { forgetClaim } from "./claim.js";
+import { h, fill } from "./dom.js";
+import { words } from "./format.js";
+import * as live from "./live.js";
+import * as ops from "./operations.js";
+import * as session from "./session.js";
+import * as shortcuts from "./shortcuts.js";
+import { exceptionPage, exceptionsPage } from "./exceptions.js";
+import { managerHome, queueManagerPage, workflowManagerPage } from "./manager.js";
+import { queueListPage, queuePage } from "./reviewer.js";
+
+const root = document.getElementById("app");
+let disposeView = null;
+// What the shell of the signed-in user listens to; ended on sign-out.
+let shellEndings = [];
+
+const ROUTES = [
+  [/^#?\/?$/, queueListPage],
+  [/^#\/queue\/([^/?]+)$/, queuePage],
+  [/^#\/exceptions(?:\?(.*))?$/, exceptionsPage],
+  [/^#\/exceptions\/([^/?]+)$/, exceptionPage],
+  [/^#\/manage$/, managerHome],
+  [/^#\/manage\/queue\/([^/?]+)$/, queueManagerPage],
+  [/^#\/manage\/workflow\/([^/?]+)$/, workflowManagerPage],
+];
+
+function section(hash) {
+  if (hash.startsWith("#/exceptions")) return "exceptions";
+  if (hash.startsWith("#/manage")) return "manage";
+  return "review";
+}
+
+// ---- Sign-in ----------------------------------------------------------------------------
+
+function signInPage(reason) {
+  const input = h("input", {
+    id: "token",
+    name: "token",
+    type: "text",
+    class: "input input-secret",
+    autocomplete: "off",
+    autocapitalize: "off",
+    spellcheck: "false",
+    placeholder: "cw_…",
+    required: true,
+  });
+  const problem = h("div", { class: "form-problem", role: "alert" });
+  const button = h("button", { type: "submit", class: "button button-primary button-wide" }, "Sign in");
+  const form = h(
+    "form",
+    { class: "signin-form", novalidate: true },
+    h("label", { for: "token", class: "label" }, "Token"),
+    input,
+    h(
+      "p",
+      { class: "hint" },
+      "The bearer token printed by ",
+      h("code", {}, "casework token create"),
+      " (or by ",
+      h("code", {}, "casework serve --demo"),
+      "). It stays in this tab only and is forgotten when the tab closes.",
+    ),
+    problem,
+    button,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const token = input.value.trim();
+    if (!token) {
+      fill(problem, "Paste your token first.");
+      return;
+    }
+    button.disabled = true;
+    fill(problem);
+    try {
+      const { me } = await graphql(ops.ME, {}, { token });
+      input.value = "";
+      session.signIn(token, me);
+    } catch (error) {
+      fill(
+        problem,
+        error instanceof ApiError && error.code === "UNAUTHENTICATED"
+          ? "That token was not accepted. Check that it was copied whole, or ask an admin for a new one."
+          : `Could not sign in: ${error.message}`,
+      );
+    } finally {
+      button.disabled = false;
+    }
+  });
+  fill(
+    root,
+    h(
+      "main",
+      { class: "signin", id: "main" },
+      h(
+        "div",
+        { class: "signin-card" },
+        h("div", { class: "brand brand-large" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "Casework"),
+        h("h1", {}, "Review console"),
+        h("p", { class: "muted" }, "Claim review items, decide them, work exceptions, and watch the queues."),
+        reason ? h("div", { class: "notice notice-warning", role: "status" }, reason) : null,
+        form,
+      ),
+    ),
+  );
+  input.focus();
+}
+
+// ---- The shell --------------------------------------------------------------------------
+
+function header(me) {
+  const canManage = ["manager", "admin"].includes(me.role);
+  const nav = h(
+    "nav",
+    { class: "sections", "aria-label": "Sections" },
+    h("a", { href: "#/", "data-section": "review" }, "Review"),
+    h("a", { href: "#/exceptions", "data-section": "exceptions" }, "Exceptions"),
+    canManage ? h("a", { href: "#/manage", "data-section": "manage" }, "Manage") : null,
+  );
+  const connection = h("div", { class: "connection", role: "status", "aria-label": "Connection" });
+  shellEndings.push(live.onState((state) => {
+    connection.dataset.state = state;
+    fill(
+      connection,
+      h("span", { class: "connection-dot", "aria-hidden": "true" }),
+      { live: "Live", connecting: "Connecting…", reconnecting: "Reconnecting…", refused: "Refused", offline: "Offline" }[state],
+    );
+  }));
+  const queues = me.queues.length ? me.queues.join(", ") : "all queues";
+  return h(
+    "header",
+    { class: "topbar" },
+    h("a", { class: "brand", href: "#/" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "Casework"),
+    nav,
+    h("div", { class: "topbar-spacer" }),
+    connection,
+    h(
+      "div",
+      { class: "who", "aria-label": "Signed in as" },
+      h("span", { class: "who-user", text: me.user }),
+      h("span", { class: "who-role", text: words(me.role) }),
+      h("span", { class: "who-queues", title: queues, text: queues }),
+    ),
+    h(
+      "button",
+      { type: "button", class: "icon-button", "aria-label": "Keyboard shortcuts", title: "Keyboard shortcuts (?)", onclick: shortcuts.showShortcuts },
+      "?",
+    ),
+    h(
+      "button",
+      { type: "button", class: "button button-quiet", onclick: () => session.signOut() },
+      "Sign out",
+    ),
+  );
+}
+
+function banner() {
+  const node = h(
+    "div",
+    { class: "reconnecting", role: "status", hidden: true },
+    h("span", { class: "spin", "aria-hidden": "true" }),
+    h("strong", {}, "Reconnecting to Casework… "),
+    "Live figures are paused; the page reads everything again when the connection is back.",
+  );
+  shellEndings.push(live.onState((state) => {
+    node.hidden = state !== "reconnecting";
+    document.body.classList.toggle("is-stale", state === "reconnecting");
+  }));
+  return node;
+}
+
+function shell(me) {
+  const main = h("main", { id: "main", class: "main" });
+  fill(root, header(me), banner(), main);
+  return main;
+}
+
+let main = null;
+
+function route() {
+  if (!session.current()) return;
+  if (disposeView) disposeView();
+  disposeView = null;
+  shortcuts.setHandlers({});
+  const hash = window.location.hash || "#/";
+  for (const link of root.querySelectorAll(".sections a")) {
+    link.toggleAttribute("aria-current", link.dataset.section === section(hash));
+    if (link.hasAttribute("aria-current")) link.setAttribute("aria-current", "page");
+  }
+  for (const [pattern, view] of ROUTES) {
+    const match = hash.match(pattern);
+    if (match) {
+      const params = match.slice(1).map((part) => (part === undefined ? undefined : decodeURIComponent(part)));
+      fill(main);
+      window.scrollTo(0, 0);
+      disposeView = view(main, ...params) || null;
+      return;
+    }
+  }
+  fill(main, h("div", { class: "empty" }, h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to your queues"))));
+}
+
+function start(me, reason) {
+  if (disposeView) disposeView();
+  disposeView = null;
+  for (const end of shellEndings.splice(0)) end();
+  if (!me) {
+    forgetClaim();
+    live.disconnect();
+    main = null;
+    signInPage(reason);
+    return;
+  }
+  live.connect();
+  main = shell(me);
+  route();
+}
+
+shortcuts.install();
+window.addEventListener("hashchange", route);
+session.onChange(start);
+
+(async () => {
+  const saved = session.token();
+  if (!saved) {
+    signInPage();
+    return;
+  }
+  try {
+    const { me } = await graphql(ops.ME, {}, { token: saved });
+    session.signIn(saved, me);
+  } catch (error) {
+    session.signOut(error.code === "UNAUTHENTICATED" ? "Your token is no longer accepted. Sign in again." : null);
+  }
+})();

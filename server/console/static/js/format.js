@@ -1,0 +1,72 @@
+// Numbers, times and names as a person reads them.
+
+const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+const dateTimeFormat = new Intl.DateTimeFormat(undefined, {
+  day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit",
+});
+const numberFormat = new Intl.NumberFormat();
+
+export function count(value) {
+  return value === null || value === undefined ? "–" : numberFormat.format(value);
+}
+
+/** "45 s", "12 min", "3 h 05 min", "2 d 4 h"; null as a dash. */
+export function duration(seconds) {
+  if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "–";
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  const minutes = Math.floor(s / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return minutes % 60 ? `${hours} h ${String(minutes % 60).padStart(2, "0")} min` : `${hours} h`;
+  const days = Math.floor(hours / 24);
+  return hours % 24 ? `${days} d ${hours % 24} h` : `${days} d`;
+}
+
+/** A countdown: "4:59", "1:02:03". */
+export function countdown(milliseconds) {
+  const total = Math.max(0, Math.ceil(milliseconds / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = String(total % 60).padStart(2, "0");
+  return h ? `${h}:${String(m).padStart(2, "0")}:${s}` : `${m}:${s}`;
+}
+
+export function clock(iso) {
+  return iso ? timeFormat.format(new Date(iso)) : "–";
+}
+
+export function when(iso) {
+  return iso ? dateTimeFormat.format(new Date(iso)) : "–";
+}
+
+/** "3 min ago", "in 2 h 10 min". */
+export function relative(iso, now = Date.now()) {
+  if (!iso) return "–";
+  const seconds = (new Date(iso).getTime() - now) / 1000;
+  return seconds >= 0 ? `in ${duration(seconds)}` : `${duration(-seconds)} ago`;
+}
+
+/** NEEDS_REVIEW -> "Needs review"; date_of_birth -> "Date of birth"; faceMatch -> "Face match". */
+export function words(name) {
+  if (!name) return "";
+  const spaced = String(name)
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .replace(/[_-]+/g, " ")
+    .trim()
+    .toLowerCase();
+  return spaced.charAt(0).toUpperCase() + spaced.slice(1);
+}
+
+export function verdictWord(verdict) {
+  return { APPROVE: "Approve", REJECT: "Reject", ESCALATE: "Escalate" }[verdict] ?? words(verdict);
+}
+
+/** The first and last characters of a long hash, for a glance; the whole one goes in a title. */
+export function shortHash(hash) {
+  return hash && hash.length > 20 ? `${hash.slice(0, 10)}…${hash.slice(-6)}` : hash;
+}
+
+export function verdictDone(verdict) {
+  return { APPROVE: "Approved", REJECT: "Rejected", ESCALATE: "Escalated" }[verdict] ?? words(verdict);
+}

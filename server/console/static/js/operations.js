@@ -1,0 +1,234 @@
+// Every GraphQL document the console sends. Fixed texts, no introspection: the console works
+// against a production-mode server, and each document stays inside the server's limits
+// (depth 10, 2,000 tokens, a cost of 10,000 rows; a `first` is written into the text).
+
+export const ME = `query Me { me { user role queues } }`;
+
+export const QUEUES = `
+query Queues {
+  queues {
+    name holderRole leaseTtlSeconds
+    stats { pending leased oldestPendingAgeSeconds }
+  }
+}`;
+
+export const QUEUE = `
+query Queue($name: String!) {
+  queue(name: $name) {
+    name holderRole leaseTtlSeconds escalationQueue
+    stats { pending leased oldestPendingAgeSeconds }
+    reasonCodes { code label verdicts }
+  }
+}`;
+
+const ITEM_FIELDS = `
+  id queue externalKey priority payload evidenceHash leaseCount abandonCount escalationCount
+  createdAt decidedAt state
+  lease { owner expiresAt }
+  decisions { id queue verdict isOverturn reasonCode note reviewer decidedAt }
+  exception { id workflow sourceRecordId reasonCode state }
+`;
+
+export const CLAIM_NEXT = `
+mutation ClaimNext($queue: String!) {
+  claimNext(queue: $queue) {
+    __typename
+    ... on Claim { leaseToken leaseExpiresAt evidenceHash item { ${ITEM_FIELDS} } }
+    ... on Error { message }
+  }
+}`;
+
+// What a console re-reads after a resync or an update: is the lease still mine?
+export const ITEM_STATE = `
+query ItemState($id: ID!) {
+  item(id: $id) {
+    id state evidenceHash lease { owner expiresAt } decisions { reviewer verdict } exception { id state }
+  }
+}`;
+
+export const RENEW_LEASE = `
+mutation RenewLease($itemId: ID!, $leaseToken: String!) {
+  renewLease(itemId: $itemId, leaseToken: $leaseToken) {
+    __typename
+    ... on LeaseRenewed { leaseExpiresAt }
+    ... on Error { message }
+  }
+}`;
+
+export const RELEASE_LEASE = `
+mutation ReleaseLease($itemId: ID!, $leaseToken: String!) {
+  releaseLease(itemId: $itemId, leaseToken: $leaseToken) {
+    __typename
+    ... on Error { message }
+  }
+}`;
+
+export const SUBMIT_DECISION = `
+mutation SubmitDecision($input: SubmitDecisionInput!) {
+  submitDecision(input: $input) {
+    __typename
+    ... on DecisionRecorded { replay decision { id verdict reasonCode note reviewer decidedAt } }
+    ... on StaleLease { decidedUnderThisLease decisionId }
+    ... on EvidenceChanged { currentEvidenceHash }
+    ... on InvalidReasonCode { code verdict }
+    ... on InvalidInput { field }
+    ... on Error { message }
+  }
+}`;
+
+export const QUEUE_BACKLOG = `
+subscription QueueBacklog($queue: String!) {
+  queueBacklog(queue: $queue) { queue pending leased oldestPendingAgeSeconds resync }
+}`;
+
+export const ITEM_UPDATES = `
+subscription ItemUpdates($itemId: ID!) {
+  itemUpdates(itemId: $itemId) {
+    kind
+    item { id queue state evidenceHash lease { owner expiresAt } decisions { reviewer verdict } }
+  }
+}`;
+
+// ---- Exceptions -------------------------------------------------------------------------
+
+export const WORKFLOWS = `
+query Workflows {
+  workflows {
+    name approvalQueue redriveVia redriveTarget redriveMaxAttempts redriveTimeoutSeconds
+    reasons {
+      code label ownerRole escalationOwnerRole allowedActions
+      dueSeconds { low medium high critical }
+    }
+  }
+}`;
+
+const EXCEPTION_ROW = `
+  id workflow sourceRecordId reasonCode reasonLabel detail consequence state closure
+  ownerRole owner dueAt overdue attempts recurrences reopenCount version
+  createdAt updatedAt closedAt
+`;
+
+export { EXCEPTION_ROW };
+
+// Oldest first, as the API pages them; the console shows newest activity first.
+export const EXCEPTIONS = `
+query Exceptions($filter: ExceptionFilter, $after: String) {
+  exceptions(filter: $filter, first: 200, after: $after) {
+    edges { node { ${EXCEPTION_ROW} } }
+    pageInfo { hasNextPage endCursor }
+  }
+}`;
+
+export const EXCEPTION = `
+query Exception($id: ID!) {
+  exception(id: $id) {
+    ${EXCEPTION_ROW}
+    blockedStep completedSteps staleSteps evidence context escalationOwnerRole escalatedAt
+    lastRejection allowedActions
+    item { id queue state lease { owner expiresAt } }
+    corrections { version reasonCode changes staleSteps evidence note correctedBy submittedAt }
+    redrives {
+      key version resumeAfter staleSteps requestedBy requestedAt succeeded resultDetail
+      reportedBy reportedAt deliveryState deliveryAttempts deliveredAt
+    }
+    events {
+      id kind actor actorRole fromState toState version evidence detail at redriveKey
+    }
+  }
+}`;
+
+export const EXCEPTION_EVENTS = `
+subscription ExceptionEvents($workflow: String!) {
+  exceptionEvents(workflow: $workflow) {
+    id exceptionId kind actor at
+    exception { ${EXCEPTION_ROW} }
+  }
+}`;
+
+const EXCEPTION_RESULT = `
+    __typename
+    ... on ExceptionUpdated { exception { id state version } }
+    ... on InvalidTransition { state action allowedActions }
+    ... on InvalidInput { field }
+    ... on Error { message }
+`;
+
+export const ATTACH_EVIDENCE = `
+mutation AttachEvidence($input: AttachEvidenceInput!) {
+  attachEvidence(input: $input) { ${EXCEPTION_RESULT} }
+}`;
+
+export const SUBMIT_CORRECTION = `
+mutation SubmitCorrection($input: SubmitCorrectionInput!) {
+  submitCorrection(input: $input) { ${EXCEPTION_RESULT} }
+}`;
+
+export const APPROVE_CORRECTION = `
+mutation ApproveCorrection($input: ApproveCorrectionInput!) {
+  approveCorrection(input: $input) { ${EXCEPTION_RESULT} }
+}`;
+
+export const REJECT_CORRECTION = `
+mutation RejectCorrection($input: RejectCorrectionInput!) {
+  rejectCorrection(input: $input) { ${EXCEPTION_RESULT} }
+}`;
+
+export const CLOSE_EXCEPTION = `
+mutation CloseException($input: CloseExceptionInput!) {
+  closeException(input: $input) { ${EXCEPTION_RESULT} }
+}`;
+
+export const REOPEN_EXCEPTION = `
+mutation ReopenException($input: ReopenExceptionInput!) {
+  reopenException(input: $input) { ${EXCEPTION_RESULT} }
+}`;
+
+export const REQUEST_REDRIVE = `
+mutation RequestRedrive($input: RequestRedriveInput!) {
+  requestRedrive(input: $input) {
+    __typename
+    ... on RedriveQueued { redriveKey exception { id state } }
+    ... on AlreadyQueued { redriveKey }
+    ... on InvalidTransition { state action allowedActions }
+    ... on InvalidInput { field }
+    ... on Error { message }
+  }
+}`;
+
+// ---- Manager ----------------------------------------------------------------------------
+// One operation per panel of a manager page (manager.js). Queue.measures and
+// Workflow.measures panels add theirs here.
+
+export const MANAGER_OVERVIEW = `
+query ManagerOverview {
+  queues { name holderRole stats { pending leased oldestPendingAgeSeconds failedApplications } }
+  workflows { name approvalQueue }
+}`;
+
+export const QUEUE_STATS = `
+query QueueStats($name: String!) {
+  queue(name: $name) {
+    name
+    stats {
+      pending leased oldestPendingAgeSeconds unappliedDecisions
+      unappliedOlderThanThreshold oldestUnappliedAgeSeconds failedApplications
+    }
+  }
+}`;
+
+export const QUEUE_SETTINGS = `
+query QueueSettings($name: String!) {
+  queue(name: $name) {
+    name holderRole leaseTtlSeconds maxAbandons escalationQueue escalationPriorityBoost
+    effectKind effectTarget effectMaxAttempts effectTimeoutSeconds
+    reasonCodes { code label verdicts }
+  }
+}`;
+
+export const WORKFLOW_EXCEPTIONS = `
+query WorkflowExceptions($filter: ExceptionFilter, $after: String) {
+  exceptions(filter: $filter, first: 200, after: $after) {
+    edges { node { id reasonCode reasonLabel consequence state owner overdue createdAt } }
+    pageInfo { hasNextPage endCursor }
+  }
+}`;

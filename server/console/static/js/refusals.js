@@ -1,0 +1,68 @@
+// Every typed refusal of the API in words, with what to do next. The server's own message
+// is kept as the detail: it names the queue, the code or the state.
+
+import { verdictWord, words } from "./format.js";
+
+/** {title, detail, next} for a result union member that is not a success. */
+export function explain(result) {
+  const detail = result.message ?? "";
+  switch (result.__typename) {
+    case "StaleLease":
+      return result.decidedUnderThisLease
+        ? {
+            title: "You already recorded a different verdict under this lease.",
+            detail,
+            next: "Nothing new was written. Your first verdict stands; an approver can overturn it if it was wrong.",
+          }
+        : {
+            title: "Your lease on this item had ended, so nothing was recorded.",
+            detail,
+            next: "The item went back to the queue or to another reviewer. Claim the next item (n).",
+          };
+    case "EvidenceChanged":
+      return {
+        title: "The evidence changed after you claimed this item, so nothing was recorded.",
+        detail,
+        next: "Release it and claim again to review the new evidence.",
+      };
+    case "InvalidReasonCode":
+      return {
+        title: `The reason “${result.code}” is not valid for ${verdictWord(result.verdict).toLowerCase()} in this queue.`,
+        detail,
+        next: "Choose one of the reasons offered for this verdict, then submit again.",
+      };
+    case "NotPermitted":
+      if (detail.startsWith("four-eyes")) {
+        return {
+          title: "Refused: you submitted this correction, so you may not approve it.",
+          detail,
+          next: "Four eyes: another approver must approve it. Release the lease so that one of them can claim it.",
+        };
+      }
+      return {
+        title: "Refused: your token may not do this.",
+        detail,
+        next: "Ask an admin for a token with the right role and queues.",
+      };
+    case "InvalidTransition":
+      return {
+        title: `Not possible now: the exception is ${words(result.state).toLowerCase()}.`,
+        detail,
+        next: result.allowedActions?.length
+          ? `Allowed now: ${result.allowedActions.map((a) => words(a).toLowerCase()).join(", ")}. The page shows the current state.`
+          : "Nothing more can be done with it now.",
+      };
+    case "InvalidInput":
+      return {
+        title: result.field ? `Check “${words(result.field)}”.` : "Some input was not accepted.",
+        detail,
+        next: "Correct it and submit again; nothing was written.",
+      };
+    case "QueueEmpty":
+      return { title: "Nothing to claim right now.", detail, next: "The figures update live; try again when the backlog grows." };
+    case "AlreadyQueued":
+      return { title: "This version's redrive was requested already.", detail, next: "Its key and status are below." };
+    default:
+      return { title: "The server refused this.", detail, next: "" };
+  }
+}

@@ -1,0 +1,527 @@
+// The reviewer's pages: the queue list with live backlogs, and a queue's workspace where an
+// item is claimed, read and decided.
+
+import { ApiError, call } from "./api.js";
+import { activeClaim, claimNext, leasePanel } from "./claim.js";
+import { badge, errorBox, facts, fill, h, spinner } from "./dom.js";
+import { count, duration, relative, shortHash, verdictDone, verdictWord, when, words } from "./format.js";
+import * as live from "./live.js";
+import * as ops from "./operations.js";
+import { renderPayload } from "./payload.js";
+import { explain } from "./refusals.js";
+import * as session from "./session.js";
+import * as shortcuts from "./shortcuts.js";
+
+const VERDICTS = ["APPROVE", "REJECT", "ESCALATE"];
+const VERDICT_KEYS = { a: "APPROVE", r: "REJECT", e: "ESCALATE" };
+// A connection holds 20 operations; the page keeps room for the item and exception streams.
+const MAX_LIVE_QUEUES = 15;
+// A decision whose answer was lost is sent again: the server answers a retry with the
+// decision it recorded (replay), never a second one.
+const RETRY_DELAYS_MS = [500, 1500, 3000, 6000];
+
+function mayClaim(queue) {
+  return session.current()?.role === queue.holderRole;
+}
+
+/** Live backlog figures for a queue, updated in place; returns the node. */
+function backlogFigures(queue, initial) {
+  const values = {
+    claimable: h("dd", { class: "figure-value" }),
+    pending: h("dd", { class: "figure-value" }),
+    leased: h("dd", { class: "figure-value" }),
+    oldest: h("dd", { class: "figure-value" }),
+  };
+  const node = h(
+    "dl",
+    { class: "backlog" },
+    h("div", { class: "figure figure-primary", "data-figure": "claimable" }, h("dt", {}, "You may claim"), values.claimable),
+    h("div", { class: "figure", "data-figure": "pending" }, h("dt", {}, "Pending"), values.pending),
+    h("div", { class: "figure", "data-figure": "leased" }, h("dt", {}, "Leased"), values.leased),
+    h("div", { class: "figure", "data-figure": "oldest" }, h("dt", {}, "Oldest pending"), values.oldest),
+  );
+  node.update = (backlog, { flash = false } = {}) => {
+    fill(values.claimable, mayClaim(queue) ? count(backlog.pending) : h("span", { class: "muted small", text: `${words(queue.holderRole)}s only` }));
+    fill(values.pending, count(backlog.pending));
+    fill(values.leased, count(backlog.leased));
+    fill(values.oldest, duration(backlog.oldestPendingAgeSeconds));
+    values.oldest.dataset.seconds = backlog.oldestPendingAgeSeconds ?? "";
+    if (flash) {
+      node.classList.remove("flash");
+      void node.offsetWidth;
+      node.classList.add("flash");
+    }
+  };
+  node.update(initial);
+  return node;
+}
+
+function watchBacklog(scope, queue, figures) {
+  scope.subscribe(ops.QUEUE_BACKLOG, { queue: queue.name }, (data) => figures.update(data.queueBacklog, { flash: true }));
+}
+
+function heldLeaseNotice() {
+  const claim = activeClaim();
+  if (!claim?.held) return null;
+  const target = claim.item.exception ? `#/exceptions/${claim.item.exception.id}` : `#/queue/${encodeURIComponent(claim.queue)}`;
+  return h(
+    "div",
+    { class: "notice notice-info" },
+    "You hold a lease on ",
+    h("strong", { text: claim.item.externalKey }),
+    ` in ${claim.queue}. `,
+    h("a", { href: target }, "Go back to it"),
+  );
+}
+
+// ---- The queue list ---------------------------------------------------------------------
+
+export function queueListPage(main) {
+  const scope = new live.Scope();
+  const me = session.current();
+  const list = h("ul", { class: "queue-list", "aria-label": "Queues" });
+  fill(
+    main,
+    h(
+      "div",
+      { class: "page-head" },
+      h("div", {}, h("h1", {}, "Queues"), h("p", { class: "muted" }, "Backlogs update live. Open a queue to claim its next item.")),
+    ),
+    heldLeaseNotice(),
+    list,
+  );
+  fill(list, spinner("Loading your queues"));
+
+  (async () => {
+    let queues;
+    try {
+      queues = (await call(ops.QUEUES)).queues;
+    } catch (error) {
+      fill(list, errorBox("The queues could not be read.", error.message));
+      return;
+    }
+    if (!queues.length) {
+      fill(list, h("li", { class: "empty" }, "Your token covers no queue yet. An admin configures queues; ask for a token that names yours."));
+      return;
+    }
+    // Your own queues first: the ones you may claim in.
+    queues.sort((a, b) => Number(mayClaim(b)) - Number(mayClaim(a)) || a.name.localeCompare(b.name));
+    fill(
+      list,
+      queues.map((queue, index) => {
+        const figures = backlogFigures(queue, queue.stats);
+        if (index < MAX_LIVE_QUEUES) watchBacklog(scope, queue, figures);
+        return h(
+          "li",
+          { class: ["queue-card", !mayClaim(queue) && "queue-card-other"] },
+          h(
+            "div",
+            { class: "queue-card-head" },
+            h("a", { class: "queue-name", href: `#/queue/${encodeURIComponent(queue.name)}` }, queue.name),
+            h("span", { class: "muted small", text: `lease ${duration(queue.leaseTtlSeconds)} · worked by ${queue.holderRole}s` }),
+          ),
+          figures,
+        );
+      }),
+    );
+    // After a reconnect each backlog subscription answers with a fresh snapshot.
+  })();
+
+  shortcuts.setHandlers({});
+  return () => scope.dispose();
+}
+
+// ---- A queue's workspace ----------------------------------------------------------------
+
+export function queuePage(main, name) {
+  const scope = new live.Scope();
+  let queue = null;
+  let work = null;
+
+  const claimButton = h(
+    "button",
+    { type: "button", class: "button button-primary", disabled: true },
+    "Claim next",
+    h("kbd", { "aria-hidden": "true" }, "n"),
+  );
+  const figuresSlot = h("div", { class: "queue-figures" });
+  const workspace = h("div", { class: "workspace" }, spinner("Loading the queue"));
+  const problem = h("div", { class: "claim-problem" });
+
+  fill(
+    main,
+    h(
+      "div",
+      { class: "page-head" },
+      h(
+        "div",
+        {},
+        h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: "#/" }, "Queues"), " / "),
+        h("h1", { text: name }),
+      ),
+      h("div", { class: "page-actions" }, claimButton),
+    ),
+    figuresSlot,
+    problem,
+    workspace,
+  );
+
+  function canClaimNow() {
+    return queue && mayClaim(queue) && !activeClaim()?.held;
+  }
+
+  function refreshClaimButton() {
+    claimButton.disabled = !canClaimNow();
+    claimButton.title = !queue || mayClaim(queue) ? (activeClaim()?.held ? "Decide or release the item you hold first" : "") : `Only ${queue.holderRole}s claim here`;
+  }
+
+  async function claim() {
+    if (!canClaimNow()) return;
+    claimButton.disabled = true;
+    fill(problem);
+    try {
+      const { claim: claimed, refusal } = await claimNext(name, queue.leaseTtlSeconds);
+      if (refusal) {
+        const words_ = explain(refusal);
+        fill(
+          workspace,
+          h(
+            "div",
+            { class: "empty" },
+            h("h2", { text: refusal.__typename === "QueueEmpty" ? `Nothing to claim in ${name} right now` : words_.title }),
+            h("p", { class: "muted", text: refusal.__typename === "QueueEmpty" ? "The backlog above updates live. Press n to try again." : `${words_.detail} ${words_.next}` }),
+          ),
+        );
+        return;
+      }
+      if (claimed.item.exception) {
+        window.location.hash = `#/exceptions/${claimed.item.exception.id}`;
+        return;
+      }
+      showWork(claimed);
+    } catch (error) {
+      fill(problem, errorBox("Could not claim.", error.message));
+    } finally {
+      refreshClaimButton();
+    }
+  }
+
+  function showWork(claim) {
+    if (work) work.dispose();
+    work = decisionWorkspace(claim, queue, {
+      onSettled: ({ decided } = {}) => {
+        refreshClaimButton();
+        // The next item is one key (or one click) away.
+        if (decided) claimButton.focus();
+      },
+    });
+    fill(workspace, work.node);
+    refreshClaimButton();
+  }
+
+  const claim_ = () => claim();
+  claimButton.addEventListener("click", claim_);
+
+  shortcuts.setHandlers({
+    n: claim_,
+    a: () => work?.choose("APPROVE"),
+    r: () => work?.choose("REJECT"),
+    e: () => work?.choose("ESCALATE"),
+    Enter: () => work?.submitChosen(),
+  });
+
+  (async () => {
+    try {
+      queue = (await call(ops.QUEUE, { name })).queue;
+    } catch (error) {
+      fill(workspace, errorBox("The queue could not be read.", error.message));
+      return;
+    }
+    if (!queue) {
+      fill(workspace, errorBox(`There is no queue ${name} that your token covers.`, "Check the name, or ask for a token that names it."));
+      return;
+    }
+    const figures = backlogFigures(queue, queue.stats);
+    fill(figuresSlot, figures);
+    watchBacklog(scope, queue, figures);
+    const held = activeClaim();
+    if (held && held.queue === name && !held.item.exception && (held.held || held.state === "lost")) {
+      showWork(held);
+    } else if (!mayClaim(queue)) {
+      fill(workspace, h("div", { class: "empty" }, h("h2", {}, `${words(queue.holderRole)}s claim in this queue`), h("p", { class: "muted" }, "You can watch its backlog here.")));
+    } else {
+      fill(
+        workspace,
+        h(
+          "div",
+          { class: "empty" },
+          h("h2", {}, "Ready when you are"),
+          h("p", { class: "muted" }, "Claim next gives you the most urgent item, leased to you for ", duration(queue.leaseTtlSeconds), ". Press ", h("kbd", {}, "n"), " or ", h("kbd", {}, "?"), " for the shortcuts."),
+        ),
+      );
+    }
+    refreshClaimButton();
+  })();
+
+  return () => {
+    scope.dispose();
+    if (work) work.dispose();
+  };
+}
+
+// ---- Reading and deciding one item ------------------------------------------------------
+
+function decisionsList(decisions) {
+  if (!decisions.length) return null;
+  return h(
+    "section",
+    { class: "card", "aria-label": "Earlier decisions" },
+    h("h3", { class: "card-title" }, "Earlier decisions"),
+    h(
+      "ol",
+      { class: "timeline" },
+      decisions.map((d) =>
+        h(
+          "li",
+          { class: "timeline-entry" },
+          h(
+            "div",
+            { class: "timeline-head" },
+            badge(verdictWord(d.verdict), d.verdict.toLowerCase()),
+            d.isOverturn ? badge("Overturn", "warning") : null,
+            h("code", { text: d.reasonCode }),
+            h("span", { class: "muted", text: ` by ${d.reviewer} · ${when(d.decidedAt)}${d.queue ? ` · ${d.queue}` : ""}` }),
+          ),
+          d.note ? h("p", { class: "timeline-note", text: d.note }) : null,
+        ),
+      ),
+    ),
+  );
+}
+
+function itemCard(item, evidenceHash) {
+  const seenBefore = item.leaseCount > 1;
+  return h(
+    "article",
+    { class: "card item-card", "aria-label": `Item ${item.externalKey}` },
+    h(
+      "header",
+      { class: "item-head" },
+      h("div", {}, h("p", { class: "eyebrow" }, "External key"), h("h2", { class: "item-key", text: item.externalKey })),
+      h(
+        "div",
+        { class: "item-badges" },
+        badge(`Priority ${item.priority}`, item.priority >= 50 ? "warning" : "neutral"),
+        seenBefore
+          ? badge(`Seen before: claimed ${item.leaseCount - 1} time${item.leaseCount === 2 ? "" : "s"} earlier`, "info")
+          : badge("First look", "neutral"),
+        item.escalationCount ? badge(`Escalated ${item.escalationCount}×`, "warning") : null,
+      ),
+    ),
+    facts([
+      ["Lease count", String(item.leaseCount), { "data-fact": "leaseCount" }],
+      ["Enqueued", `${when(item.createdAt)} (${relative(item.createdAt)})`],
+      ["Abandoned", String(item.abandonCount)],
+      ["Item id", item.id],
+      ["Evidence hash", h("code", { class: "hash", title: evidenceHash, text: shortHash(evidenceHash) }), { "data-fact": "evidenceHash", "data-value": evidenceHash }],
+    ]),
+    h("h3", { class: "card-title" }, "Payload"),
+    renderPayload(item.payload),
+  );
+}
+
+/** The item under a claim, and the form that decides it. */
+export function decisionWorkspace(claim, queue, { onSettled }) {
+  const reasons = queue.reasonCodes;
+  let chosen = null;
+  let submitting = false;
+  let decided = false;
+
+  const buttons = Object.fromEntries(
+    VERDICTS.map((verdict) => {
+      const key = Object.entries(VERDICT_KEYS).find(([, v]) => v === verdict)[0];
+      const button = h(
+        "button",
+        { type: "button", class: `button verdict verdict-${verdict.toLowerCase()}`, "aria-pressed": "false" },
+        verdictWord(verdict),
+        h("kbd", { "aria-hidden": "true" }, key),
+      );
+      button.addEventListener("click", () => submit(verdict));
+      return [verdict, button];
+    }),
+  );
+  const reasonSelect = h("select", { id: "reason", class: "input", name: "reason" });
+  const note = h("textarea", { id: "note", class: "input", rows: 3, maxlength: 2000, placeholder: "Optional: what you saw, for whoever reads this later" });
+  const outcome = h("div", { class: "outcome", "aria-live": "polite" });
+  const prompt = h("p", { class: "hint prompt" });
+
+  function reasonsFor(verdict) {
+    return verdict ? reasons.filter((r) => r.verdicts.includes(verdict)) : reasons;
+  }
+
+  function fillReasons() {
+    const keep = reasonSelect.value;
+    const options = [h("option", { value: "" }, chosen ? `Choose a reason to ${verdictWord(chosen).toLowerCase()}` : "Choose a reason")];
+    if (chosen) {
+      for (const r of reasonsFor(chosen)) options.push(h("option", { value: r.code }, `${r.label} (${r.code})`));
+    } else {
+      for (const verdict of VERDICTS) {
+        const group = reasonsFor(verdict);
+        if (group.length) {
+          options.push(h("optgroup", { label: verdictWord(verdict) }, group.map((r) => h("option", { value: r.code }, `${r.label} (${r.code})`))));
+        }
+      }
+    }
+    fill(reasonSelect, options);
+    const valid = reasonsFor(chosen);
+    if (valid.some((r) => r.code === keep)) reasonSelect.value = keep;
+    else if (chosen && valid.length === 1) reasonSelect.value = valid[0].code;
+    else reasonSelect.value = "";
+  }
+
+  function choose(verdict) {
+    if (!claim.held || submitting) return;
+    chosen = verdict;
+    for (const [v, button] of Object.entries(buttons)) button.setAttribute("aria-pressed", String(v === verdict));
+    fillReasons();
+    if (reasonSelect.value) {
+      fill(prompt, "Press ", h("kbd", {}, "Enter"), ` or ${verdictWord(verdict)} to submit.`);
+    } else {
+      fill(prompt, "Choose the reason (arrow keys in the box), then press ", h("kbd", {}, "Enter"), ".");
+      reasonSelect.focus();
+    }
+  }
+
+  reasonSelect.addEventListener("change", () => {
+    const code = reasonSelect.value;
+    if (!code) return;
+    const reason = reasons.find((r) => r.code === code);
+    // A reason that fits one verdict only chooses it.
+    if (!chosen || !reason.verdicts.includes(chosen)) {
+      if (reason.verdicts.length === 1) {
+        chosen = reason.verdicts[0];
+        for (const [v, button] of Object.entries(buttons)) button.setAttribute("aria-pressed", String(v === chosen));
+        fillReasons();
+        reasonSelect.value = code;
+      }
+    }
+    if (chosen) fill(prompt, "Press ", h("kbd", {}, "Enter"), ` or ${verdictWord(chosen)} to submit.`);
+  });
+
+  function refresh() {
+    const usable = claim.held && !submitting;
+    for (const [verdict, button] of Object.entries(buttons)) {
+      button.disabled = !usable || reasonsFor(verdict).length === 0;
+    }
+    reasonSelect.disabled = !usable;
+    note.disabled = !usable;
+    if (!claim.held) fill(prompt);
+  }
+
+  function submitChosen() {
+    if (!chosen) {
+      if (claim.held) fill(prompt, "Choose the verdict first: ", h("kbd", {}, "a"), " approve, ", h("kbd", {}, "r"), " reject, ", h("kbd", {}, "e"), " escalate.");
+      return;
+    }
+    submit(chosen);
+  }
+
+  async function send(input) {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return (await call(ops.SUBMIT_DECISION, { input })).submitDecision;
+      } catch (error) {
+        const retriable = error instanceof ApiError && (error.network || error.code === "UNAVAILABLE");
+        if (!retriable || attempt >= RETRY_DELAYS_MS.length) throw error;
+        fill(outcome, h("p", { class: "muted" }, "The answer did not arrive; sending the same decision again…"));
+        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAYS_MS[attempt]));
+      }
+    }
+  }
+
+  async function submit(verdict) {
+    // Nothing is submitted on a lost lease, however the key or button was reached.
+    if (!claim.held || submitting) return;
+    const code = reasonSelect.value;
+    const reason = reasons.find((r) => r.code === code);
+    if (!reason || !reason.verdicts.includes(verdict)) {
+      choose(verdict);
+      return;
+    }
+    submitting = true;
+    claim.settling = true;
+    refresh();
+    fill(outcome);
+    try {
+      const result = await send({
+        itemId: claim.itemId,
+        leaseToken: claim.token,
+        verdict,
+        reasonCode: code,
+        evidenceHash: claim.evidenceHash,
+        note: note.value.trim() || null,
+      });
+      if (result.__typename === "DecisionRecorded") {
+        claim.end("decided");
+        fill(
+          outcome,
+          h(
+            "div",
+            { class: "notice notice-success", role: "status" },
+            h("p", { class: "notice-title" }, `${verdictDone(result.decision.verdict)}: ${reason.label}`),
+            h("p", {}, `Recorded as decision ${result.decision.id}${result.replay ? " (your earlier submission, answered again)" : ""}. Press `, h("kbd", {}, "n"), " for the next item."),
+          ),
+        );
+        decided = true;
+      } else {
+        const { title, detail, next } = explain(result);
+        if (result.__typename === "StaleLease") claim.lose(title);
+        if (result.__typename === "EvidenceChanged") claim.lose("The evidence changed: the item was uploaded again with new content.");
+        fill(outcome, h("div", { class: "notice notice-error", role: "alert" }, h("p", { class: "notice-title", text: title }), detail ? h("p", { class: "muted", text: detail }) : null, h("p", { text: next })));
+      }
+    } catch (error) {
+      fill(outcome, errorBox("The decision could not be sent.", `${error.message} Nothing is known to be recorded; try again while the lease lasts.`));
+    } finally {
+      submitting = false;
+      claim.settling = false;
+      refresh();
+      onSettled({ decided });
+    }
+  }
+
+  const panel = leasePanel(claim, { onEnded: () => { refresh(); onSettled(); } });
+  fillReasons();
+  const stop = claim.onChange(refresh);
+  refresh();
+
+  const form = h(
+    "section",
+    { class: "card decide", "aria-label": "Decision" },
+    h("h3", { class: "card-title" }, "Decision"),
+    panel,
+    h("div", { class: "verdicts", role: "group", "aria-label": "Verdict" }, Object.values(buttons)),
+    h("label", { for: "reason", class: "label" }, "Reason"),
+    reasonSelect,
+    h("label", { for: "note", class: "label" }, "Note"),
+    note,
+    prompt,
+    h("p", { class: "hint" }, h("kbd", {}, "a"), " ", h("kbd", {}, "r"), " ", h("kbd", {}, "e"), " choose the verdict · ", h("kbd", {}, "Enter"), " submits · ", h("kbd", {}, "?"), " all shortcuts"),
+    outcome,
+  );
+
+  const node = h(
+    "div",
+    { class: "work" },
+    h("div", { class: "work-main" }, itemCard(claim.item, claim.evidenceHash), decisionsList(claim.item.decisions)),
+    h("aside", { class: "work-side" }, form),
+  );
+  return {
+    node,
+    choose,
+    submitChosen,
+    dispose: () => {
+      stop();
+      panel.dispose();
+    },
+  };
+}

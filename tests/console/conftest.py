@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from playwright.async_api import Browser, async_playwright
+
+from server.store.database import Database
+from tests.conftest import TestDatabase, token_maker
+from tests.console.helpers import (
+    CHROMIUM_ARGS,
+    ConsoleTokens,
+    WorkflowTokens,
+    chromium_executable,
+    console_tokens,
+    workflow_tokens,
+)
+from tests.live.helpers import Casework, serve_casework
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    """One Chromium per worker; every test opens its own contexts (fresh profiles)."""
+    executable = chromium_executable()
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@pytest.fixture
+async def tokens(owner_db: Database) -> ConsoleTokens:
+    return await console_tokens(token_maker(owner_db))
+
+
+@pytest.fixture
+async def people(owner_db: Database) -> WorkflowTokens:
+    """The people of the supplier-onboarding workflow."""
+    return await workflow_tokens(token_maker(owner_db))
+
+
+@pytest.fixture
+async def casework(test_database: TestDatabase) -> AsyncIterator[Casework]:
+    """`casework serve` in production mode (no --dev) on a fresh database."""
+    async with serve_casework(test_database) as served:
+        yield served

@@ -1,0 +1,343 @@
+"""Shared by the console's browser tests: Debian's Chromium under Playwright (no browser
+download), a real `casework serve` on the test database, a context that lets nothing leave
+for another origin, and the API calls that set scenes up and check their outcomes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Locator,
+    Page,
+    Request,
+    Route,
+)
+
+from server.config import REPO_ROOT
+from server.domain.model import Role
+from tests.conftest import MakeToken
+from tests.live.helpers import Api
+
+# Debian's package; CASEWORK_CHROMIUM names another binary.
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+NO_CHROMIUM = (
+    "no Chromium found for the console's browser tests: install Debian's package "
+    "(`apt-get install chromium`) or set CASEWORK_CHROMIUM to a Chromium binary"
+)
+# Where screenshots go when CASEWORK_SCREENSHOTS_DIR is set (docs/console for the docs).
+SCREENSHOTS_DIR = os.environ.get("CASEWORK_SCREENSHOTS_DIR")
+DOCS_SCREENSHOTS = REPO_ROOT / "docs" / "console"
+VIEWPORT = {"width": 1360, "height": 880}
+# Generous bounds on what the page shows after a change; each is awaited, never slept.
+SHOWN_WITHIN_MS = 10_000
+
+
+def chromium_executable() -> str:
+    """The Chromium to drive; skips the test where there is none, and fails it under CI."""
+    candidates = [os.environ.get("CASEWORK_CHROMIUM") or "", *CHROMIUM_CANDIDATES]
+    for candidate in candidates:
+        if candidate and (Path(candidate).is_file() or shutil.which(candidate)):
+            return candidate
+    if os.environ.get("CI") == "true":
+        pytest.fail(NO_CHROMIUM + " (CI never skips these tests)")
+    pytest.skip(NO_CHROMIUM)
+
+
+@dataclass
+class Watch:
+    """What a context tried to fetch elsewhere, and what its pages reported as broken."""
+
+    origin: str
+    foreign_requests: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    policy_violations: list[str] = field(default_factory=list)
+
+    def assert_clean(self) -> None:
+        assert self.foreign_requests == [], "requests outside the server's origin"
+        assert self.page_errors == [], "uncaught errors in the page"
+        assert self.policy_violations == [], "Content-Security-Policy violations"
+
+
+@asynccontextmanager
+async def console_context(
+    browser: Browser, origin: str
+) -> AsyncIterator[tuple[BrowserContext, Watch]]:
+    """A fresh browser profile in which every request to another origin is aborted and
+    recorded; leaving the block asserts that none was made and nothing broke."""
+    context = await browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    watch = Watch(origin)
+
+    async def route(route: Route, request: Request) -> None:
+        if request.url.startswith(origin + "/") or request.url == origin:
+            await route.continue_()
+        else:
+            watch.foreign_requests.append(request.url)
+            await route.abort()
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error" and "Content Security Policy" in message.text:
+            watch.policy_violations.append(message.text)
+
+    def on_page(page: Page) -> None:
+        page.on("pageerror", lambda error: watch.page_errors.append(str(error)))
+        page.on("console", on_console)
+
+    await context.route("**/*", route)
+    context.on("page", on_page)
+    try:
+        yield context, watch
+    finally:
+        await context.close()
+    watch.assert_clean()
+
+
+async def open_console(context: BrowserContext, origin: str) -> Page:
+    page = await context.new_page()
+    await page.goto(f"{origin}/console/")
+    return page
+
+
+async def sign_in(context: BrowserContext, origin: str, token: str) -> Page:
+    """A new tab on the console, signed in with `token`; returns once the header shows who."""
+    page = await open_console(context, origin)
+    await page.get_by_role("textbox", name="Token").fill(token)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_role("button", name="Sign out").wait_for(timeout=SHOWN_WITHIN_MS)
+    await (
+        page.get_by_role("status", name="Connection")
+        .get_by_text("Live")
+        .wait_for(timeout=SHOWN_WITHIN_MS)
+    )
+    return page
+
+
+def section(page: Page, name: str) -> Locator:
+    """A link of the header's sections: Review, Exceptions, Manage."""
+    return page.get_by_role("navigation", name="Sections").get_by_role("link", name=name)
+
+
+async def screenshot(page: Page, name: str) -> None:
+    """A picture of what a person sees; kept under CASEWORK_SCREENSHOTS_DIR when it is set."""
+    path = Path(SCREENSHOTS_DIR) / f"{name}.png" if SCREENSHOTS_DIR else None
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=path, full_page=True)
+
+
+# ---- Scenes set up through the API -------------------------------------------------------
+
+SETUP_QUEUE = """
+mutation($name: String!, $ttl: Int) {
+  configureQueue(input: {name: $name, leaseTtlSeconds: $ttl}) {
+    __typename ... on Error { message }
+  }
+  ok: defineReasonCode(input: {queue: $name, code: "documents_ok",
+        label: "Documents verified", verdicts: [APPROVE]}) { __typename }
+  mismatch: defineReasonCode(input: {queue: $name, code: "name_mismatch",
+        label: "Name does not match", verdicts: [REJECT]}) { __typename }
+  expired: defineReasonCode(input: {queue: $name, code: "document_expired",
+        label: "Document expired", verdicts: [REJECT]}) { __typename }
+  senior: defineReasonCode(input: {queue: $name, code: "needs_senior",
+        label: "Needs a senior reviewer", verdicts: [ESCALATE]}) { __typename }
+}
+"""
+ITEM_DECISIONS = """
+query($id: ID!) {
+  item(id: $id) { state currentDecision { verdict reasonCode reviewer note } }
+}
+"""
+QUEUE_ITEMS = """
+query($queue: String!) {
+  queue(name: $queue) { items(first: 200) { edges { node { id externalKey state } } } }
+}
+"""
+QUEUE_STATS = """
+query($queue: String!) {
+  queue(name: $queue) {
+    stats {
+      pending leased oldestPendingAgeSeconds unappliedDecisions
+      unappliedOlderThanThreshold oldestUnappliedAgeSeconds failedApplications
+    }
+  }
+}
+"""
+
+
+def application(number: int) -> dict[str, Any]:
+    """A KYC application with nested keys and a long string, as a provider sends one."""
+    return {
+        "application_id": f"APP-{number:04d}",
+        "applicant": {"name": f"Applicant {number}", "date_of_birth": "1984-02-29"},
+        "document": {"type": "passport", "number": f"P{number:07d}", "expires_on": "2031-05-01"},
+        "checks": {"face_match": 0.93, "liveness": "pass", "sanctions_screening": "clear"},
+        "notes": "The applicant uploaded the document twice; the second scan is the sharper "
+        "one and the one to compare against the selfie taken at the branch.",
+    }
+
+
+@dataclass(frozen=True)
+class ConsoleTokens:
+    admin: str
+    integration: str
+    manager: str
+    approver: str
+    # Reviewers of `kyc`.
+    rita: str
+    rob: str
+
+
+async def console_tokens(make: MakeToken) -> ConsoleTokens:
+    return ConsoleTokens(
+        admin=await make("ada", Role.ADMIN),
+        integration=await make("kyc-provider", Role.INTEGRATION),
+        manager=await make("max", Role.MANAGER),
+        approver=await make("ann", Role.APPROVER),
+        rita=await make("rita", Role.REVIEWER, "kyc"),
+        rob=await make("rob", Role.REVIEWER, "kyc"),
+    )
+
+
+async def setup_kyc(api: Api, tokens: ConsoleTokens, *, items: int, ttl: int | None = None) -> None:
+    """Queue `kyc` with a code per verdict and `items` applications (demo-0001 first)."""
+    data = await api.call(tokens.admin, SETUP_QUEUE, name="kyc", ttl=ttl)
+    assert data["configureQueue"]["__typename"] == "QueueConfigured", data
+    if items:
+        # Later numbers have lower priority, so claims take them in order.
+        for number in range(1, items + 1):
+            await api.enqueue(
+                tokens.integration,
+                "kyc",
+                {f"demo-{number:04d}": application(number)},
+                priority=100 - number,
+            )
+
+
+async def items_by_key(api: Api, token: str, queue: str = "kyc") -> dict[str, dict[str, Any]]:
+    data = await api.call(token, QUEUE_ITEMS, queue=queue)
+    return {edge["node"]["externalKey"]: edge["node"] for edge in data["queue"]["items"]["edges"]}
+
+
+# ---- A workflow of exceptions ------------------------------------------------------------
+
+WORKFLOW = "supplier_onboarding"
+SETUP_WORKFLOW = """
+mutation {
+  ops: configureQueue(input: {name: "supplier-ops"}) { __typename }
+  leads: configureQueue(input: {name: "procurement-leads"}) { __typename }
+  approvals: configureQueue(input: {name: "supplier-approvals"}) { __typename }
+  workflow: configureWorkflow(input: {name: "supplier_onboarding",
+                                      approvalQueue: "supplier-approvals"}) {
+    __typename ... on Error { message }
+  }
+  reason: defineExceptionReason(input: {
+    workflow: "supplier_onboarding", code: "entity_mismatch",
+    label: "A document names another legal entity",
+    ownerRole: "supplier-ops", escalationOwnerRole: "procurement-leads",
+    allowedActions: [ATTACH_EVIDENCE, SUBMIT_CORRECTION, APPROVE_CORRECTION, REJECT_CORRECTION,
+                     REQUEST_REDRIVE, REPORT_REDRIVE_RESULT, CLOSE_EXCEPTION, REOPEN_EXCEPTION],
+    dueSeconds: {low: 259200, medium: 86400, high: 14400, critical: 3600}
+  }) { __typename ... on Error { message } }
+}
+"""
+RAISE = """
+mutation($input: RaiseExceptionInput!) {
+  raiseException(input: $input) {
+    __typename ... on ExceptionRaised { exception { id } } ... on Error { message }
+  }
+}
+"""
+SUBMIT_CORRECTION = """
+mutation($input: SubmitCorrectionInput!) {
+  submitCorrection(input: $input) { __typename ... on Error { message } }
+}
+"""
+EXCEPTION_STATE = """
+query($id: ID!) {
+  exception(id: $id) {
+    state version currentCorrection { correctedBy changes } redrive { key }
+    events { kind actor }
+  }
+}
+"""
+WORKFLOW_EXCEPTIONS = """
+query {
+  exceptions(filter: {workflow: "supplier_onboarding"}, first: 200) {
+    edges { node { id state owner overdue createdAt reasonCode consequence } }
+  }
+}
+"""
+
+
+@dataclass(frozen=True)
+class WorkflowTokens:
+    admin: str
+    erp: str
+    manager: str
+    # A reviewer of supplier-ops.
+    sam: str
+    # Ann approves; her reviewer token lets her correct too, which four-eyes watches.
+    ann: str
+    ann_as_reviewer: str
+
+
+async def workflow_tokens(make: MakeToken) -> WorkflowTokens:
+    return WorkflowTokens(
+        admin=await make("ada", Role.ADMIN),
+        erp=await make("erp-onboarding", Role.INTEGRATION),
+        manager=await make("max", Role.MANAGER),
+        sam=await make("sam", Role.REVIEWER, "supplier-ops"),
+        ann=await make("ann", Role.APPROVER),
+        ann_as_reviewer=await make("ann", Role.REVIEWER, "supplier-ops"),
+    )
+
+
+async def setup_workflow(
+    api: Api, tokens: WorkflowTokens, *suppliers: tuple[str, str]
+) -> list[str]:
+    """The supplier-onboarding workflow and one exception per (supplier, consequence);
+    returns their ids."""
+    data = await api.call(tokens.admin, SETUP_WORKFLOW)
+    assert data["workflow"]["__typename"] == "WorkflowConfigured", data
+    assert data["reason"]["__typename"] == "ExceptionReasonDefined", data
+    ids = []
+    for supplier, consequence in suppliers:
+        raised = (
+            await api.call(
+                tokens.erp,
+                RAISE,
+                input={
+                    "workflow": WORKFLOW,
+                    "sourceRecordId": supplier,
+                    "reasonCode": "entity_mismatch",
+                    "detail": f"The certificate of {supplier} names another legal entity.",
+                    "consequence": consequence,
+                    "completedSteps": ["collect_documents", "verify_bank_account"],
+                    "blockedStep": "verify_legal_entity",
+                    "evidence": [f"docstore://suppliers/{supplier}/pack.pdf"],
+                    "context": {"recordLegalName": f"{supplier} Trading Ltd"},
+                },
+            )
+        )["raiseException"]
+        assert raised["__typename"] == "ExceptionRaised", raised
+        ids.append(raised["exception"]["id"])
+    return ids
