@@ -19,7 +19,7 @@ def _queue_measures_summary(
 
 
 QUEUE_MEASURES_SUMMARY = Query("queue_measures_summary", _queue_measures_summary)
-"""db/queries/queue_measures.sql:19
+"""db/queries/queue_measures.sql:22
 
 One row per queue: the window's counts and distributions. Hands-on time runs from the
 start of the lease a decision was made under to the decision; time to decision from the
@@ -39,7 +39,7 @@ def _queue_measures_lease_counts(
 
 
 QUEUE_MEASURES_LEASE_COUNTS = Query("queue_measures_lease_counts", _queue_measures_lease_counts)
-"""db/queries/queue_measures.sql:112
+"""db/queries/queue_measures.sql:117
 
 The lease_count histograms: of the window's decisions (the item's count when it was
 decided), and of the items pending now. Decisions recorded before lease counts were kept
@@ -56,7 +56,7 @@ def _queue_measures_reasons(
 
 
 QUEUE_MEASURES_REASONS = Query("queue_measures_reasons", _queue_measures_reasons)
-"""db/queries/queue_measures.sql:131
+"""db/queries/queue_measures.sql:136
 
 The reason mix of the window's decisions, largest first.
 """
@@ -71,7 +71,7 @@ def _queue_measures_reviewers(
 
 
 QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", _queue_measures_reviewers)
-"""db/queries/queue_measures.sql:142
+"""db/queries/queue_measures.sql:147
 
 One row per reviewer with a decision or a lapsed lease in the window: throughput beside
 its quality (decisions later overturned) and the leases that ran out in their hands.
