@@ -7,8 +7,8 @@
 -- - How leases end without a decision: `item_events`, the append-only item timeline, starts
 --   here with the two endings no other table records (released, lapsed). Only those two
 --   paths write to it: the claim+decide cycle adds no row.
--- - Indexes for windowed reads: decisions by (queue, decided_at), arrivals by
---   (origin_queue, created_at), timeline rows by (queue, kind, at).
+-- - Indexes for windowed reads: decisions by decided_at and items by created_at (block range
+--   indexes), timeline rows by (queue, kind, at).
 -- - The queue setting `reviewer_minutes_per_day`: the hands-on minutes a team has a day.
 
 ALTER TABLE queues
@@ -25,8 +25,13 @@ ALTER TABLE review_decisions
     ADD COLUMN lease_started_at timestamptz,
     ADD COLUMN lease_count integer;
 
-CREATE INDEX review_decisions_queue_decided ON review_decisions (queue, decided_at);
-CREATE INDEX review_items_origin_created ON review_items (origin_queue, created_at);
+-- BRIN, not btree: rows are written in time order (decisions are append-only, items are
+-- inserted at their enqueue), so a block range summary finds a window's rows, and keeping it
+-- costs the hot path next to nothing. A btree here would take an entry with every decision
+-- and, because a claim or a decision updates its item's indexed lease columns (no HOT
+-- update), with every claim and decision on review_items too.
+CREATE INDEX review_decisions_decided_brin ON review_decisions USING brin (decided_at);
+CREATE INDEX review_items_created_brin ON review_items USING brin (created_at);
 
 -- Append-only, like review_decisions: the application role may only INSERT and SELECT.
 -- One row per thing that happened to an item that no other table records.

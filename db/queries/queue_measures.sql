@@ -1,9 +1,9 @@
 -- Queue.measures: each statement answers for every queue of :queues at once (the dashboard's
 -- DataLoaders batch them), over the window "the last :since_seconds" on the database clock.
 --
--- Every read of the history is a range scan of the window through an index:
---   decisions   review_decisions_queue_decided (queue, decided_at)
---   arrivals    review_items_origin_created (origin_queue, created_at)
+-- Every read of the history is a scan of the window through an index:
+--   decisions   review_decisions_decided_brin (decided_at: the block ranges of the window)
+--   arrivals    review_items_created_brin (created_at: likewise)
 --   lapses and releases   item_events_queue_kind_at (queue, kind, at)
 --   lapses no claim has noticed yet   review_items_lease_expiry (partial: leased items)
 --   the backlog   review_items_claimable (partial: pending items)
@@ -84,6 +84,14 @@ endings AS (
       AND (:reviewer::text IS NULL OR i.lease_owner = :reviewer)
     GROUP BY i.queue
 ),
+arrived AS (
+    SELECT a.origin_queue AS queue, count(*) AS arrivals
+    FROM review_items AS a
+    WHERE a.origin_queue = ANY (:queues::text[])
+      AND a.created_at >= now() - make_interval(secs => :since_seconds)
+      AND a.kind = 'review'
+    GROUP BY a.origin_queue
+),
 ended AS (
     SELECT n.queue,
            coalesce(sum(n.leases) FILTER (WHERE n.kind = 'lapsed'), 0)::bigint AS lapsed,
@@ -92,11 +100,7 @@ ended AS (
     GROUP BY n.queue
 )
 SELECT q.name AS queue,
-       (SELECT count(*)
-        FROM review_items AS a
-        WHERE a.origin_queue = q.name
-          AND a.created_at >= now() - make_interval(secs => :since_seconds)
-          AND a.kind = 'review') AS arrivals,
+       coalesce(r.arrivals, 0) AS arrivals,
        (SELECT count(*)
         FROM review_items AS b
         WHERE b.queue = q.name AND b.state = 'pending' AND b.kind = 'review') AS backlog,
@@ -111,6 +115,7 @@ SELECT q.name AS queue,
        d.time_to_decision_samples, d.time_to_decision_p50, d.time_to_decision_p90,
        d.time_to_decision_p99, d.time_to_decision_max
 FROM unnest(:queues::text[]) AS q (name)
+LEFT JOIN arrived AS r ON r.queue = q.name
 LEFT JOIN decided AS d ON d.queue = q.name
 LEFT JOIN ended AS e ON e.queue = q.name;
 

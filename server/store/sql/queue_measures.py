@@ -39,7 +39,7 @@ def _queue_measures_lease_counts(
 
 
 QUEUE_MEASURES_LEASE_COUNTS = Query("queue_measures_lease_counts", _queue_measures_lease_counts)
-"""db/queries/queue_measures.sql:117
+"""db/queries/queue_measures.sql:122
 
 The lease_count histograms: of the window's decisions (the item's count when it was
 decided), and of the items pending now. Decisions recorded before lease counts were kept
@@ -56,7 +56,7 @@ def _queue_measures_reasons(
 
 
 QUEUE_MEASURES_REASONS = Query("queue_measures_reasons", _queue_measures_reasons)
-"""db/queries/queue_measures.sql:136
+"""db/queries/queue_measures.sql:141
 
 The reason mix of the window's decisions, largest first.
 """
@@ -71,7 +71,7 @@ def _queue_measures_reviewers(
 
 
 QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", _queue_measures_reviewers)
-"""db/queries/queue_measures.sql:147
+"""db/queries/queue_measures.sql:152
 
 One row per reviewer with a decision or a lapsed lease in the window: throughput beside
 its quality (decisions later overturned) and the leases that ran out in their hands.
