@@ -16,7 +16,7 @@ decisions, as POST /graphql with a manager token over a keep-alive connection
 (bench/http1.py). After --warmup untimed requests to each, --requests timed requests per
 database alternate between the two in rounds, so a noisy neighbour hits both alike.
 
-    .venv/bin/python bench/dashboard_bench.py [--database-url URL] [--requests 200]
+    .venv/bin/python bench/dashboard_bench.py [--database-url URL] [--requests 100]
 """
 
 from __future__ import annotations
@@ -90,18 +90,23 @@ WITH items AS (
          generate_series(1, $1::int) AS g,
          LATERAL (SELECT now() - make_interval(secs => $2 + (g * 7919) % $3::int) AS at) AS t
     WHERE q.name LIKE 'dash-%'
+    -- In time order, as a real history is written (decisions are appended as they happen).
+    ORDER BY t.at
     RETURNING id, queue, evidence_hash, lease_started_at, lease_count, decided_at
 )
 INSERT INTO review_decisions
     (item_id, queue, verdict, outcome, reason_code, reviewer, reviewer_role, evidence_hash,
      lease_token, lease_started_at, lease_count, decided_at)
-SELECT i.id, i.queue, v.verdict, v.verdict, v.code, 'reviewer-' || (i.id % 6), 'reviewer',
+SELECT i.id, i.queue, v.verdict, v.verdict, v.code, 'reviewer-' || (h.n % 6), 'reviewer',
        i.evidence_hash, gen_random_uuid(), i.lease_started_at, i.lease_count, i.decided_at
 FROM items AS i,
-     LATERAL (SELECT CASE WHEN i.id % 5 = 0 THEN 'reject' ELSE 'approve' END AS verdict,
-                     CASE WHEN i.id % 10 = 0 THEN 'address_mismatch'
-                          WHEN i.id % 5 = 0 THEN 'name_mismatch'
+     -- Ids interleave the queues, so a hash of the id, not the id, spreads each queue's mix.
+     LATERAL (SELECT abs(hashtext(i.id::text)) AS n) AS h,
+     LATERAL (SELECT CASE WHEN h.n % 5 = 0 THEN 'reject' ELSE 'approve' END AS verdict,
+                     CASE WHEN h.n % 10 = 0 THEN 'address_mismatch'
+                          WHEN h.n % 5 = 0 THEN 'name_mismatch'
                           ELSE 'documents_ok' END AS code) AS v
+ORDER BY i.decided_at
 """
 
 # Overturns of a few recent approvals.
@@ -189,7 +194,10 @@ async def build(config: Config, state: State) -> None:
     pool = await create_pool(benchlib.owner_dsn(config.server, state.name), min_size=1, max_size=1)
     try:
         state.token = await create_token(
-            Database(pool, benchlib.load_queries()), user="bench-manager", role=Role.MANAGER
+            Database(pool, benchlib.load_queries()),
+            user="bench-manager",
+            role=Role.MANAGER,
+            queues=[],
         )
     finally:
         await pool.close()
@@ -274,7 +282,7 @@ async def main(config: Config) -> None:
         for state in (small, large):
             await build(config, state)
         async with contextlib.AsyncExitStack() as stack:
-            connections: dict[str, KeepAliveConnection] = {}
+            addresses: dict[str, tuple[str, int]] = {}
             for state in (small, large):
                 server = await stack.enter_async_context(
                     benchlib.uvicorn_server(
@@ -285,20 +293,21 @@ async def main(config: Config) -> None:
                     )
                 )
                 host, port = server.base_url.removeprefix("http://").split(":")
-                connections[state.name] = await stack.enter_async_context(
-                    KeepAliveConnection(host, int(port))
-                )
+                addresses[state.name] = (host, int(port))
             for state in (small, large):
-                answer = await dashboard(connections[state.name], state.token)
-                print(f"  {state.label}: {check(answer, config)}")
-                for _ in range(config.warmup):
-                    await dashboard(connections[state.name], state.token)
+                async with KeepAliveConnection(*addresses[state.name]) as connection:
+                    answer = await dashboard(connection, state.token)
+                    print(f"  {state.label}: {check(answer, config)}", flush=True)
+                    for _ in range(config.warmup):
+                        await dashboard(connection, state.token)
             per_round = config.requests // config.rounds
             for round_index in range(config.rounds):
                 order = (small, large) if round_index % 2 == 0 else (large, small)
                 for state in order:
-                    for _ in range(per_round):
-                        await timed(connections[state.name], state)
+                    # A fresh connection per round: the server closes one idle for 5 s.
+                    async with KeepAliveConnection(*addresses[state.name]) as connection:
+                        for _ in range(per_round):
+                            await timed(connection, state)
         report(small, large)
     finally:
         for state in (small, large):
@@ -326,9 +335,9 @@ def parse_args(argv: list[str] | None = None) -> Config:
     parser.add_argument("--large-history", type=int, default=1_000_000)
     parser.add_argument("--recent", type=int, default=100, help="decisions per queue in window")
     parser.add_argument("--pending", type=int, default=20, help="pending items per queue")
-    parser.add_argument("--requests", type=int, default=200, help="timed requests per database")
+    parser.add_argument("--requests", type=int, default=100, help="timed requests per database")
     parser.add_argument("--rounds", type=int, default=10, help="alternations between databases")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed requests per database")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed requests per database")
     args = parser.parse_args(argv)
     if args.requests < args.rounds or args.rounds < 1:
         parser.error("--requests must be at least --rounds, and --rounds positive")

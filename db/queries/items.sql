@@ -50,14 +50,18 @@ FROM unnest(:queues::text[]) AS q (name)
 CROSS JOIN LATERAL (
     SELECT i.*
     FROM review_items AS i
-    WHERE i.queue = q.name
+    -- A range, not `i.queue = q.name`: with an equality the planner takes the queue for a
+    -- constant, drops it from the sort key, and may walk the primary key of every queue's
+    -- items in id order instead of this queue's in review_items_queue_id (for an empty
+    -- queue, the whole table).
+    WHERE i.queue >= q.name AND i.queue <= q.name
       AND i.id > :after_id
       AND (:state::text IS NULL
            OR (:state = 'decided' AND i.state = 'decided')
            OR (:state = 'leased' AND i.state = 'pending' AND i.lease_expires_at > now())
            OR (:state = 'pending' AND i.state = 'pending'
                AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())))
-    ORDER BY i.id
+    ORDER BY i.queue, i.id
     LIMIT :page_size
 ) AS p
 ORDER BY p.queue, p.id;

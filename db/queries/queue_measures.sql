@@ -8,9 +8,9 @@
 --   lapses no claim has noticed yet   review_items_lease_expiry (partial: leased items)
 --   the backlog   review_items_claimable (partial: pending items)
 -- tests/migrations/test_measure_plans.py proves it for each statement, in custom and generic
--- plans. An item's own row is read per window row through a scalar subquery (its primary
--- key): as a join, a generic plan (which cannot know how small the window is) would hash
--- the whole of review_items instead.
+-- plans. An item's own row, and an overturn of a decision, are read per window row through
+-- a scalar subquery (by primary key, by `supersedes`): as a join or an EXISTS, a generic
+-- plan (which cannot know how small the window is) may hash the whole table instead.
 --
 -- The window's decisions are the first decisions (approve, reject, escalate) recorded in
 -- it; overturns count only as `overturned`, on the decision they supersede. Review items
@@ -26,7 +26,9 @@
 -- current lease TTL (they finished only because the lease was renewed). Leases that ended
 -- in the window end in a decision, a release or a lapse; a lapse is counted when the lease
 -- ran out, whether or not a claim has noticed it yet.
-WITH window_decisions AS (
+-- MATERIALIZED: each decision's item is read once; inlined, the scalar subquery for the
+-- enqueue time would run once for every aggregate that reads it.
+WITH window_decisions AS MATERIALIZED (
     SELECT d.queue, d.verdict,
            extract(epoch FROM d.decided_at - d.lease_started_at)::double precision AS handling,
            extract(epoch FROM d.decided_at - (SELECT i.created_at
@@ -35,7 +37,8 @@ WITH window_decisions AS (
                AS elapsed,
            d.decided_at - d.lease_started_at > make_interval(secs => q.lease_ttl_seconds)
                AS past_ttl,
-           EXISTS (SELECT 1 FROM review_decisions AS s WHERE s.supersedes = d.id) AS overturned
+           coalesce((SELECT true FROM review_decisions AS s WHERE s.supersedes = d.id), false)
+               AS overturned
     FROM review_decisions AS d
     JOIN queues AS q ON q.name = d.queue
     WHERE d.queue = ANY (:queues::text[])
@@ -155,8 +158,8 @@ ORDER BY d.queue, decisions DESC, d.reason_code, d.verdict;
 WITH decided AS (
     SELECT d.queue, d.reviewer,
            count(*) AS decided,
-           count(*) FILTER (WHERE EXISTS (SELECT 1 FROM review_decisions AS s
-                                          WHERE s.supersedes = d.id)) AS overturned,
+           count(*) FILTER (WHERE (SELECT true FROM review_decisions AS s
+                                   WHERE s.supersedes = d.id)) AS overturned,
            count(d.lease_started_at) AS handling_samples,
            percentile_cont(0.5) WITHIN GROUP (ORDER BY d.decided_at - d.lease_started_at)
                AS handling_p50_interval,

@@ -76,7 +76,7 @@ def _item_claim_next(
 
 
 ITEM_CLAIM_NEXT = Query("item_claim_next", _item_claim_next)
-"""db/queries/items.sql:65
+"""db/queries/items.sql:69
 
 Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 as an abandonment; the abandonment that reaches max_abandons escalates the item instead

@@ -27,6 +27,8 @@ item's enqueue. `past_ttl` counts decisions whose hands-on time exceeded the que
 current lease TTL (they finished only because the lease was renewed). Leases that ended
 in the window end in a decision, a release or a lapse; a lapse is counted when the lease
 ran out, whether or not a claim has noticed it yet.
+MATERIALIZED: each decision's item is read once; inlined, the scalar subquery for the
+enqueue time would run once for every aggregate that reads it.
 """
 
 
@@ -39,7 +41,7 @@ def _queue_measures_lease_counts(
 
 
 QUEUE_MEASURES_LEASE_COUNTS = Query("queue_measures_lease_counts", _queue_measures_lease_counts)
-"""db/queries/queue_measures.sql:122
+"""db/queries/queue_measures.sql:125
 
 The lease_count histograms: of the window's decisions (the item's count when it was
 decided), and of the items pending now. Decisions recorded before lease counts were kept
@@ -56,7 +58,7 @@ def _queue_measures_reasons(
 
 
 QUEUE_MEASURES_REASONS = Query("queue_measures_reasons", _queue_measures_reasons)
-"""db/queries/queue_measures.sql:141
+"""db/queries/queue_measures.sql:144
 
 The reason mix of the window's decisions, largest first.
 """
@@ -71,7 +73,7 @@ def _queue_measures_reviewers(
 
 
 QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", _queue_measures_reviewers)
-"""db/queries/queue_measures.sql:152
+"""db/queries/queue_measures.sql:155
 
 One row per reviewer with a decision or a lapsed lease in the window: throughput beside
 its quality (decisions later overturned) and the leases that ran out in their hands.
