@@ -104,13 +104,18 @@ WHERE t.decision_id = ANY (:decision_ids::bigint[])
 ORDER BY t.decision_id, t.id;
 
 -- name: applications_get_queue_lag
--- "A human decided and the system did not carry it out": unapplied decisions older than
--- the threshold, the age of the oldest, and the failed ones.
-SELECT count(*) FILTER (WHERE a.state = 'pending') AS unapplied,
-       count(*) FILTER (WHERE a.state = 'pending'
-                          AND a.decided_at < now() - make_interval(secs => :threshold_seconds)) AS unapplied_late,
-       extract(epoch FROM now() - min(a.decided_at) FILTER (WHERE a.state = 'pending'))
-           AS oldest_unapplied_age_seconds,
-       count(*) FILTER (WHERE a.state = 'failed') AS failed
-FROM decision_applications AS a
-WHERE a.queue = :queue AND a.state <> 'applied';
+-- "A human decided and the system did not carry it out", for each queue of :queues:
+-- unapplied decisions older than the threshold, the age of the oldest, and the failed ones.
+SELECT q.name AS queue, l.unapplied, l.unapplied_late, l.oldest_unapplied_age_seconds, l.failed
+FROM unnest(:queues::text[]) AS q (name)
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE a.state = 'pending') AS unapplied,
+           count(*) FILTER (WHERE a.state = 'pending'
+                              AND a.decided_at < now() - make_interval(secs => :threshold_seconds))
+               AS unapplied_late,
+           extract(epoch FROM now() - min(a.decided_at) FILTER (WHERE a.state = 'pending'))
+               AS oldest_unapplied_age_seconds,
+           count(*) FILTER (WHERE a.state = 'failed') AS failed
+    FROM decision_applications AS a
+    WHERE a.queue = q.name AND a.state <> 'applied'
+) AS l;

@@ -42,20 +42,29 @@ WHERE i.origin_queue = :origin_queue AND i.external_key = ANY (:external_keys::t
 -- name: items_get_by_ids
 SELECT i.* FROM review_items AS i WHERE i.id = ANY (:ids::bigint[]);
 
--- name: items_get_page
--- One page of a queue's items, oldest id first, filtered by derived state.
--- :state is 'pending', 'leased', 'decided' or NULL for all.
-SELECT i.*
-FROM review_items AS i
-WHERE i.queue = :queue
-  AND i.id > :after_id
-  AND (:state::text IS NULL
-       OR (:state = 'decided' AND i.state = 'decided')
-       OR (:state = 'leased' AND i.state = 'pending' AND i.lease_expires_at > now())
-       OR (:state = 'pending' AND i.state = 'pending'
-           AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())))
-ORDER BY i.id
-LIMIT :page_size;
+-- name: items_get_pages
+-- One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
+-- derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
+SELECT p.*
+FROM unnest(:queues::text[]) AS q (name)
+CROSS JOIN LATERAL (
+    SELECT i.*
+    FROM review_items AS i
+    -- A range, not `i.queue = q.name`: with an equality the planner takes the queue for a
+    -- constant, drops it from the sort key, and may walk the primary key of every queue's
+    -- items in id order instead of this queue's in review_items_queue_id (for an empty
+    -- queue, the whole table).
+    WHERE i.queue >= q.name AND i.queue <= q.name
+      AND i.id > :after_id
+      AND (:state::text IS NULL
+           OR (:state = 'decided' AND i.state = 'decided')
+           OR (:state = 'leased' AND i.state = 'pending' AND i.lease_expires_at > now())
+           OR (:state = 'pending' AND i.state = 'pending'
+               AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())))
+    ORDER BY i.queue, i.id
+    LIMIT :page_size
+) AS p
+ORDER BY p.queue, p.id;
 
 -- name: item_claim_next
 -- Takes the first claimable item of a queue under a fresh lease. An expired lease counts
@@ -67,9 +76,15 @@ LIMIT :page_size;
 -- handed out from its old owner's queue, and `overdue_exceptions` tells the caller to move
 -- such exceptions (exceptions_escalate_overdue), so no cron job is needed, and a queue
 -- without overdue exceptions pays for none of it.
+-- A lapsed lease the claim takes over is written to the timeline (`item_events`, kind
+-- `lapsed`, at the moment it ran out, with its owner); a claim of a fresh item writes none.
 WITH candidate AS (
     SELECT i.id,
            i.lease_token IS NOT NULL AS lapsed,
+           i.lease_owner AS lapsed_owner,
+           i.lease_token AS lapsed_token,
+           i.lease_started_at AS lapsed_started_at,
+           i.lease_expires_at AS lapsed_at,
            i.lease_token IS NOT NULL AND i.abandon_count + 1 >= q.max_abandons AS escalates,
            q.lease_ttl_seconds,
            coalesce(q.escalation_queue, q.name) AS escalation_queue,
@@ -105,10 +120,19 @@ SET queue            = CASE WHEN c.escalates THEN c.escalation_queue ELSE i.queu
     lease_expires_at = CASE WHEN c.escalates THEN NULL
                             ELSE now() + make_interval(secs => c.lease_ttl_seconds) END,
     lease_count      = i.lease_count + (NOT c.escalates)::int,
+    lease_started_at = CASE WHEN c.escalates THEN i.lease_started_at ELSE now() END,
     updated_at       = now()
 FROM candidate AS c
 WHERE i.id = c.id
 RETURNING i.*, c.escalates AS escalated
+),
+lapse AS (
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, lease_token,
+                             lease_started_at, at)
+    SELECT c.id, :queue, 'lapsed', c.lapsed_owner, :actor_role, c.lapsed_token,
+           c.lapsed_started_at, c.lapsed_at
+    FROM candidate AS c
+    WHERE c.lapsed
 )
 -- Always one row: the claimed item's columns (NULL when nothing was claimed) and whether
 -- overdue exceptions wait to move in or out of this queue. Each probe walks one partial

@@ -21,7 +21,8 @@ FROM renewed,
          AS hint (notification);
 
 -- name: lease_release
--- A released item is claimable at once and is not an abandonment.
+-- A released item is claimable at once and is not an abandonment. The release is written
+-- to the item's timeline (`item_events`, kind `released`).
 -- Fence: the token must match a live lease of the caller on a pending item, in a queue the
 -- caller's token covers.
 WITH released AS (
@@ -37,6 +38,12 @@ WHERE i.id = :item_id
   AND i.lease_expires_at > now()
   AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
 RETURNING i.*
+),
+noted AS (
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, lease_token,
+                             lease_started_at)
+    SELECT r.id, r.queue, 'released', :actor, :actor_role, :lease_token, r.lease_started_at
+    FROM released AS r
 )
 SELECT released.*, hint.notification
 FROM released,

@@ -5,11 +5,13 @@
 -- PostgreSQL infers an integer, and asyncpg then truncates a timeout of 0.5 s to 0.
 INSERT INTO queues AS q (name, lease_ttl_seconds, max_abandons, escalation_queue,
                          escalation_priority_boost, effect_kind, effect_target, effect_secret,
-                         effect_max_attempts, effect_timeout_seconds)
+                         effect_max_attempts, effect_timeout_seconds,
+                         reviewer_minutes_per_day)
 VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :escalation_queue,
         coalesce(:escalation_priority_boost, 100), coalesce(:effect_kind, 'none'),
         :effect_target, :effect_secret, coalesce(:effect_max_attempts, 8),
-        coalesce(:effect_timeout_seconds::double precision, 10))
+        coalesce(:effect_timeout_seconds::double precision, 10),
+        :reviewer_minutes_per_day::double precision)
 ON CONFLICT (name) DO UPDATE
     SET lease_ttl_seconds = coalesce(:lease_ttl_seconds, q.lease_ttl_seconds),
         max_abandons = coalesce(:max_abandons, q.max_abandons),
@@ -20,6 +22,8 @@ ON CONFLICT (name) DO UPDATE
         effect_secret = CASE WHEN :effect_kind IS NULL THEN q.effect_secret ELSE :effect_secret END,
         effect_max_attempts = coalesce(:effect_max_attempts, q.effect_max_attempts),
         effect_timeout_seconds = coalesce(:effect_timeout_seconds::double precision, q.effect_timeout_seconds),
+        reviewer_minutes_per_day = coalesce(:reviewer_minutes_per_day::double precision,
+                                            q.reviewer_minutes_per_day),
         updated_at = now()
 RETURNING q.*;
 
@@ -32,14 +36,18 @@ SELECT q.* FROM queues AS q ORDER BY q.name;
 -- name: queues_get_holder_roles
 SELECT q.name, q.holder_role FROM queues AS q WHERE q.name = ANY (:names::text[]);
 
--- name: queue_get_backlog
--- The figures a backlog subscriber sees: pending (claimable now), leased, and the age of
--- the oldest claimable item. Walks the claim index only.
-SELECT count(*) FILTER (WHERE i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
-           AS pending,
-       count(*) FILTER (WHERE i.lease_expires_at > now()) AS leased,
-       extract(epoch FROM now() - min(i.created_at)
-               FILTER (WHERE i.lease_expires_at IS NULL OR i.lease_expires_at <= now()))
-           AS oldest_pending_age_seconds
-FROM review_items AS i
-WHERE i.queue = :queue AND i.state = 'pending';
+-- name: queues_get_backlog
+-- The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now),
+-- leased, and the age of the oldest claimable item. Walks the claim index only.
+SELECT q.name AS queue, b.pending, b.leased, b.oldest_pending_age_seconds
+FROM unnest(:queues::text[]) AS q (name)
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+               AS pending,
+           count(*) FILTER (WHERE i.lease_expires_at > now()) AS leased,
+           extract(epoch FROM now() - min(i.created_at)
+                   FILTER (WHERE i.lease_expires_at IS NULL OR i.lease_expires_at <= now()))
+               AS oldest_pending_age_seconds
+    FROM review_items AS i
+    WHERE i.queue = q.name AND i.state = 'pending'
+) AS b;

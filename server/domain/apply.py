@@ -293,20 +293,26 @@ class ApplicationLag:
     failed: int
 
 
-async def application_lag(db: Database, queue: str, threshold_seconds: float) -> ApplicationLag:
-    row = await db.fetchrow(
+async def application_lags(
+    db: Database, queues: list[str], threshold_seconds: float
+) -> dict[str, ApplicationLag]:
+    """One row per queue asked for, known or not."""
+    rows = await db.fetch(
         sql.applications.APPLICATIONS_GET_QUEUE_LAG,
-        queue=queue,
+        queues=queues,
         threshold_seconds=threshold_seconds,
     )
-    assert row is not None
-    age = row["oldest_unapplied_age_seconds"]
-    return ApplicationLag(
-        unapplied=row["unapplied"],
-        unapplied_late=row["unapplied_late"],
-        oldest_unapplied_age_seconds=None if age is None else float(age),
-        failed=row["failed"],
-    )
+    return {
+        row["queue"]: ApplicationLag(
+            unapplied=row["unapplied"],
+            unapplied_late=row["unapplied_late"],
+            oldest_unapplied_age_seconds=None
+            if row["oldest_unapplied_age_seconds"] is None
+            else float(row["oldest_unapplied_age_seconds"]),
+            failed=row["failed"],
+        )
+        for row in rows
+    }
 
 
 def utcnow() -> datetime:

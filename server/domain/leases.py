@@ -69,12 +69,26 @@ async def renew_lease(
 async def release_lease(
     db: Database, principal: Principal, item_id: str, lease_token: str
 ) -> Item | StaleLease | NotPermitted | InvalidInput:
-    return await _fenced_lease_write(db, principal, sql.leases.LEASE_RELEASE, item_id, lease_token)
+    # The release goes into the item's timeline with the releaser's role.
+    return await _fenced_lease_write(
+        db,
+        principal,
+        sql.leases.LEASE_RELEASE,
+        item_id,
+        lease_token,
+        actor_role=principal.role.value,
+    )
 
 
 async def _fenced_lease_write(
-    db: Database, principal: Principal, query: Query[...], item_id: str, lease_token: str
+    db: Database,
+    principal: Principal,
+    query: Query[...],
+    item_id: str,
+    lease_token: str,
+    **recorded: str,
 ) -> Item | StaleLease | NotPermitted | InvalidInput:
+    """recorded: what the statement writes beside the lease (the timeline's actor role)."""
     refusal = _may_hold_leases(principal)
     if refusal:
         return refusal
@@ -90,6 +104,7 @@ async def _fenced_lease_write(
         lease_token=token,
         actor=principal.user,
         queue_scope=principal.queue_scope(),
+        **recorded,
     )
     if row is None:
         # The fence refused. An item outside the token's scope answers as one that does not

@@ -21,10 +21,23 @@ class Backlog:
 
 
 async def queue_backlog(db: Database, queue: str) -> Backlog:
-    row = await db.fetchrow(sql.queues.QUEUE_GET_BACKLOG, queue=queue)
-    assert row is not None, "an aggregate always returns a row"
-    age = row["oldest_pending_age_seconds"]
-    return Backlog(queue, row["pending"], row["leased"], None if age is None else float(age))
+    return (await queue_backlogs(db, [queue]))[queue]
+
+
+async def queue_backlogs(db: Database, queues: list[str]) -> dict[str, Backlog]:
+    """One row per queue asked for, known or not (an unknown queue has no backlog)."""
+    rows = await db.fetch(sql.queues.QUEUES_GET_BACKLOG, queues=queues)
+    return {
+        row["queue"]: Backlog(
+            row["queue"],
+            row["pending"],
+            row["leased"],
+            None
+            if row["oldest_pending_age_seconds"] is None
+            else float(row["oldest_pending_age_seconds"]),
+        )
+        for row in rows
+    }
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,8 @@ class Queue:
     effect_timeout_seconds: float
     # Who claims here: reviewers, or approvers in a workflow's approval queue.
     holder_role: Role
+    # The hands-on minutes its reviewers have a day (None: not said).
+    reviewer_minutes_per_day: float | None
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:
@@ -97,6 +99,7 @@ class Queue:
             effect_max_attempts=row["effect_max_attempts"],
             effect_timeout_seconds=row["effect_timeout_seconds"],
             holder_role=Role(row["holder_role"]),
+            reviewer_minutes_per_day=row["reviewer_minutes_per_day"],
         )
 
 

@@ -28,6 +28,12 @@ class QueueSettings:
     effect: Effect | None = None
     effect_max_attempts: int | None = None
     effect_timeout_seconds: float | None = None
+    # The hands-on minutes the queue's reviewers have a day, for the capacity measure.
+    reviewer_minutes_per_day: float | None = None
+
+
+# A day's hands-on minutes of a very large team (about 20,000 people at 8 hours).
+MAX_REVIEWER_MINUTES_PER_DAY = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,12 @@ def _check_settings(settings: QueueSettings, allowed_hosts: frozenset[str]) -> I
     if timeout is not None and not 0 < timeout <= 300:
         return InvalidInput(
             "effectTimeoutSeconds must be above 0 and at most 300", "effectTimeoutSeconds"
+        )
+    minutes = settings.reviewer_minutes_per_day
+    if minutes is not None and not 0 <= minutes <= MAX_REVIEWER_MINUTES_PER_DAY:
+        return InvalidInput(
+            f"reviewerMinutesPerDay must be between 0 and {MAX_REVIEWER_MINUTES_PER_DAY}",
+            "reviewerMinutesPerDay",
         )
     boost = settings.escalation_priority_boost
     if boost is not None and not 0 <= boost <= 1_000_000:
@@ -169,6 +181,7 @@ async def configure_queue(
             effect_secret=settings.effect.secret if settings.effect else None,
             effect_max_attempts=settings.effect_max_attempts,
             effect_timeout_seconds=settings.effect_timeout_seconds,
+            reviewer_minutes_per_day=settings.reviewer_minutes_per_day,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":

@@ -30,17 +30,21 @@ def effective_decision(decisions: list[Decision]) -> Decision | None:
     return standing[-1] if standing else None
 
 
-async def items_page(
-    db: Database, queue: str, state: ItemState | None, after: int, first: int
-) -> list[Item]:
+async def items_pages(
+    db: Database, queues: list[str], state: ItemState | None, after: int, first: int
+) -> dict[str, list[Item]]:
+    """The same page (state, after, first) of several queues, in one query."""
+    by_queue: dict[str, list[Item]] = {queue: [] for queue in queues}
     rows = await db.fetch(
-        sql.items.ITEMS_GET_PAGE,
-        queue=queue,
+        sql.items.ITEMS_GET_PAGES,
+        queues=queues,
         state=state.value if state else None,
         after_id=after,
         page_size=first,
     )
-    return [Item.from_row(row) for row in rows]
+    for row in rows:
+        by_queue[row["queue"]].append(Item.from_row(row))
+    return by_queue
 
 
 async def decisions_page(db: Database, queue: str, after: int, first: int) -> list[Decision]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from server.domain import apply, queues, reads
+from server.domain import apply, live, queues, reads
 from server.domain.exceptions import measures as workflow_measures
 from server.domain.exceptions import reads as exception_reads
 from server.domain.exceptions import workflows
@@ -19,7 +20,9 @@ from server.domain.exceptions.records import (
     ExceptionRecord,
     Redrive,
 )
-from server.domain.model import Decision, Item, Queue, ReasonCode
+from server.domain.measures import queues as queue_measures
+from server.domain.measures.queues import MeasureKey
+from server.domain.model import Decision, Item, ItemState, Queue, ReasonCode
 from server.store.database import Database
 
 K = TypeVar("K", bound=Hashable)
@@ -34,6 +37,42 @@ def _loader(
         return [found.get(key, missing) for key in keys]
 
     return DataLoader(load_fn=load)
+
+
+@dataclass(frozen=True)
+class LagKey:
+    queue: str
+    threshold_seconds: int
+
+
+@dataclass(frozen=True)
+class PageKey:
+    """One page of a queue's items; pages that differ only in the queue share a query."""
+
+    queue: str
+    state: ItemState | None
+    after: int
+    size: int
+
+
+async def _lags(db: Database, keys: list[LagKey]) -> dict[LagKey, apply.ApplicationLag]:
+    found: dict[LagKey, apply.ApplicationLag] = {}
+    for threshold in {key.threshold_seconds for key in keys}:
+        names = sorted({key.queue for key in keys if key.threshold_seconds == threshold})
+        for queue, lag in (await apply.application_lags(db, names, threshold)).items():
+            found[LagKey(queue, threshold)] = lag
+    return found
+
+
+async def _pages(db: Database, keys: list[PageKey]) -> dict[PageKey, list[Item]]:
+    found: dict[PageKey, list[Item]] = {}
+    for state, after, size in {(key.state, key.after, key.size) for key in keys}:
+        names = sorted(
+            {k.queue for k in keys if (k.state, k.after, k.size) == (state, after, size)}
+        )
+        for queue, items in (await reads.items_pages(db, names, state, after, size)).items():
+            found[PageKey(queue, state, after, size)] = items
+    return found
 
 
 class Loaders:
@@ -93,6 +132,34 @@ class Loaders:
     @cached_property
     def exception_reasons(self) -> DataLoader[str, list[ExceptionReason]]:
         return _loader(self._db, workflows.get_reasons, [])
+
+    @cached_property
+    def backlog(self) -> DataLoader[str, live.Backlog | None]:
+        return _loader(self._db, live.queue_backlogs, None)
+
+    @cached_property
+    def application_lag(self) -> DataLoader[LagKey, apply.ApplicationLag | None]:
+        return _loader(self._db, _lags, None)
+
+    @cached_property
+    def items_page(self) -> DataLoader[PageKey, list[Item]]:
+        return _loader(self._db, _pages, [])
+
+    @cached_property
+    def queue_summary(self) -> DataLoader[MeasureKey, queue_measures.QueueSummary | None]:
+        return _loader(self._db, queue_measures.summaries, None)
+
+    @cached_property
+    def queue_lease_counts(self) -> DataLoader[MeasureKey, queue_measures.LeaseCounts | None]:
+        return _loader(self._db, queue_measures.lease_counts, None)
+
+    @cached_property
+    def queue_reasons(self) -> DataLoader[MeasureKey, list[queue_measures.ReasonCount]]:
+        return _loader(self._db, queue_measures.reasons, [])
+
+    @cached_property
+    def queue_reviewers(self) -> DataLoader[MeasureKey, list[queue_measures.ReviewerMeasures]]:
+        return _loader(self._db, queue_measures.reviewers, [])
 
     # --- Workflow measures (Workflow.measures): one statement per figure group for every
     # workflow of a request; windowed figures are keyed by (workflow, sinceSeconds).

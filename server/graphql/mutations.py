@@ -184,6 +184,11 @@ class ConfigureQueueInput:
     effect: EffectInput | None = None
     effect_max_attempts: int | None = None
     effect_timeout_seconds: float | None = None
+    reviewer_minutes_per_day: float | None = strawberry.field(
+        default=None,
+        description="The hands-on minutes the queue's reviewers have a day, together: what "
+        "Queue.measures.capacity counts as available unless its argument says otherwise.",
+    )
 
     def to_domain(self) -> queues.QueueSettings:
         return queues.QueueSettings(
@@ -195,6 +200,7 @@ class ConfigureQueueInput:
             effect=None if self.effect is None else self.effect.to_domain(),
             effect_max_attempts=self.effect_max_attempts,
             effect_timeout_seconds=self.effect_timeout_seconds,
+            reviewer_minutes_per_day=self.reviewer_minutes_per_day,
         )
 
 

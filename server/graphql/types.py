@@ -11,9 +11,12 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import apply, live, model, queues, reads
+from server.domain import apply, model, queues, reads
+from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
+from server.graphql.loaders import LagKey, PageKey
+from server.graphql.measures.queues import QueueMeasures, queue_measures
 
 if TYPE_CHECKING:
     from server.graphql.exceptions.types import ExceptionNode
@@ -331,13 +334,20 @@ class Queue:
     holder_role: str = strawberry.field(
         description="Who claims here: reviewer, or approver in a workflow's approval queue."
     )
+    reviewer_minutes_per_day: float | None = strawberry.field(
+        description="The hands-on minutes the queue's reviewers have a day, together."
+    )
 
     @strawberry.field(description="Backlog and application lag, read now.")
     async def stats(self, info: Info[Context, None], lag_threshold_seconds: int = 60) -> QueueStats:
         if not 1 <= lag_threshold_seconds <= 86400 * 30:
             raise ClientError("lagThresholdSeconds must be between 1 and 2592000")
-        backlog = await live.queue_backlog(info.context.db, self.name)
-        lag = await apply.application_lag(info.context.db, self.name, lag_threshold_seconds)
+        loaders = info.context.loaders
+        backlog = await loaders.backlog.load(self.name)
+        lag = await loaders.application_lag.load(LagKey(self.name, lag_threshold_seconds))
+        # Both answer for every queue asked for, known or not.
+        assert backlog is not None
+        assert lag is not None
         return QueueStats(
             pending=backlog.pending,
             leased=backlog.leased,
@@ -362,7 +372,19 @@ class Queue:
             effect_max_attempts=queue.effect_max_attempts,
             effect_timeout_seconds=queue.effect_timeout_seconds,
             holder_role=queue.holder_role.value,
+            reviewer_minutes_per_day=queue.reviewer_minutes_per_day,
         )
+
+    @strawberry.field(
+        description="Figures over the last sinceSeconds (default 7 days): arrivals, "
+        "decisions and their reasons, lease counts, hands-on and elapsed time, the lease TTL "
+        "advice, reviewers and capacity. Managers and admins; a reviewer's or approver's "
+        "token sees its own work."
+    )
+    def measures(
+        self, info: Info[Context, None], since_seconds: int = DEFAULT_WINDOW_SECONDS
+    ) -> QueueMeasures:
+        return queue_measures(info, self._queue, since_seconds)
 
     @strawberry.field
     async def reason_codes(self, info: Info[Context, None]) -> list[ReasonCode]:
@@ -378,8 +400,8 @@ class Queue:
         after: str | None = None,
     ) -> ItemConnection:
         size = page_size(first)
-        rows = await reads.items_page(
-            info.context.db, self.name, state, decode_cursor("item", after), size + 1
+        rows = await info.context.loaders.items_page.load(
+            PageKey(self.name, state, decode_cursor("item", after), size + 1)
         )
         edges = [
             ItemEdge(cursor=encode_cursor("item", item.id), node=ReviewItem.from_domain(item))

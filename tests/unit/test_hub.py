@@ -98,8 +98,8 @@ def test_unreadable_payloads_are_refused(payload: str) -> None:
 
 
 class HeldBacklogRead:
-    """Stands in for the database: answers queue_get_backlog with the figure of the moment, and
-    holds the first read (a subscriber's snapshot) until told to go on."""
+    """Stands in for the database: answers queues_get_backlog with the figure of the moment,
+    and holds the first read (a subscriber's snapshot) until told to go on."""
 
     def __init__(self, pending: int) -> None:
         self.pending = pending
@@ -107,14 +107,17 @@ class HeldBacklogRead:
         self.go_on = asyncio.Event()
         self._first = True
 
-    async def fetchrow(self, query: Query[...], queue: str) -> dict[str, object]:
-        assert query is sql.queues.QUEUE_GET_BACKLOG
+    async def fetch(self, query: Query[...], queues: list[str]) -> list[dict[str, object]]:
+        assert query is sql.queues.QUEUES_GET_BACKLOG
         figure = self.pending
         if self._first:
             self._first = False
             self.snapshot_read.set()
             await self.go_on.wait()
-        return {"pending": figure, "leased": 0, "oldest_pending_age_seconds": None}
+        return [
+            {"queue": queue, "pending": figure, "leased": 0, "oldest_pending_age_seconds": None}
+            for queue in queues
+        ]
 
 
 async def test_a_change_committed_while_the_snapshot_is_read_still_arrives() -> None:

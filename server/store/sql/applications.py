@@ -94,14 +94,14 @@ APPLICATION_ATTEMPTS_GET_BY_DECISION_IDS = Query(
 
 def _applications_get_queue_lag(
     *,
+    queues: Any,
     threshold_seconds: Any,
-    queue: Any,
 ) -> None: ...
 
 
 APPLICATIONS_GET_QUEUE_LAG = Query("applications_get_queue_lag", _applications_get_queue_lag)
 """db/queries/applications.sql:106
 
-"A human decided and the system did not carry it out": unapplied decisions older than
-the threshold, the age of the oldest, and the failed ones.
+"A human decided and the system did not carry it out", for each queue of :queues:
+unapplied decisions older than the threshold, the age of the oldest, and the failed ones.
 """

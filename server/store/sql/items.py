@@ -50,20 +50,20 @@ ITEMS_GET_BY_IDS = Query("items_get_by_ids", _items_get_by_ids)
 """db/queries/items.sql:42"""
 
 
-def _items_get_page(
+def _items_get_pages(
     *,
-    queue: Any,
+    queues: Any,
     after_id: Any,
     state: Any,
     page_size: Any,
 ) -> None: ...
 
 
-ITEMS_GET_PAGE = Query("items_get_page", _items_get_page)
+ITEMS_GET_PAGES = Query("items_get_pages", _items_get_pages)
 """db/queries/items.sql:45
 
-One page of a queue's items, oldest id first, filtered by derived state.
-:state is 'pending', 'leased', 'decided' or NULL for all.
+One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
+derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
 """
 
 
@@ -76,7 +76,7 @@ def _item_claim_next(
 
 
 ITEM_CLAIM_NEXT = Query("item_claim_next", _item_claim_next)
-"""db/queries/items.sql:60
+"""db/queries/items.sql:69
 
 Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 as an abandonment; the abandonment that reaches max_abandons escalates the item instead
@@ -87,4 +87,6 @@ An overdue exception waiting for review belongs to its escalation owner: it is n
 handed out from its old owner's queue, and `overdue_exceptions` tells the caller to move
 such exceptions (exceptions_escalate_overdue), so no cron job is needed, and a queue
 without overdue exceptions pays for none of it.
+A lapsed lease the claim takes over is written to the timeline (`item_events`, kind
+`lapsed`, at the moment it ran out, with its owner); a claim of a fresh item writes none.
 """

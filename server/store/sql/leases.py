@@ -33,13 +33,15 @@ def _lease_release(
     lease_token: Any,
     actor: Any,
     queue_scope: Any,
+    actor_role: Any,
 ) -> None: ...
 
 
 LEASE_RELEASE = Query("lease_release", _lease_release)
 """db/queries/leases.sql:23
 
-A released item is claimable at once and is not an abandonment.
+A released item is claimable at once and is not an abandonment. The release is written
+to the item's timeline (`item_events`, kind `released`).
 Fence: the token must match a live lease of the caller on a pending item, in a queue the
 caller's token covers.
 """
@@ -53,7 +55,7 @@ def _leases_get_next_expiry(
 
 
 LEASES_GET_NEXT_EXPIRY = Query("leases_get_next_expiry", _leases_get_next_expiry)
-"""db/queries/leases.sql:46
+"""db/queries/leases.sql:53
 
 The next moment a live lease in these queues runs out, after :after.
 """
@@ -68,7 +70,7 @@ def _leases_get_expired_between(
 
 
 LEASES_GET_EXPIRED_BETWEEN = Query("leases_get_expired_between", _leases_get_expired_between)
-"""db/queries/leases.sql:55
+"""db/queries/leases.sql:62
 
 Leases that ran out in (after, until]: what the expiry timer announces. Reads only.
 """

@@ -22,6 +22,7 @@ def _queue_upsert(
     effect_secret: Any,
     effect_max_attempts: Any,
     effect_timeout_seconds: Any,
+    reviewer_minutes_per_day: Any,
 ) -> None: ...
 
 
@@ -42,14 +43,14 @@ def _queues_get_by_names(
 
 
 QUEUES_GET_BY_NAMES = Query("queues_get_by_names", _queues_get_by_names)
-"""db/queries/queues.sql:26"""
+"""db/queries/queues.sql:30"""
 
 
 def _queues_list() -> None: ...
 
 
 QUEUES_LIST = Query("queues_list", _queues_list)
-"""db/queries/queues.sql:29"""
+"""db/queries/queues.sql:33"""
 
 
 def _queues_get_holder_roles(
@@ -59,18 +60,18 @@ def _queues_get_holder_roles(
 
 
 QUEUES_GET_HOLDER_ROLES = Query("queues_get_holder_roles", _queues_get_holder_roles)
-"""db/queries/queues.sql:32"""
+"""db/queries/queues.sql:36"""
 
 
-def _queue_get_backlog(
+def _queues_get_backlog(
     *,
-    queue: Any,
+    queues: Any,
 ) -> None: ...
 
 
-QUEUE_GET_BACKLOG = Query("queue_get_backlog", _queue_get_backlog)
-"""db/queries/queues.sql:35
+QUEUES_GET_BACKLOG = Query("queues_get_backlog", _queues_get_backlog)
+"""db/queries/queues.sql:39
 
-The figures a backlog subscriber sees: pending (claimable now), leased, and the age of
-the oldest claimable item. Walks the claim index only.
+The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now),
+leased, and the age of the oldest claimable item. Walks the claim index only.
 """

@@ -1,0 +1,80 @@
+"""The statements of db/queries/queue_measures.sql, as symbols.
+
+Generated from db/queries/queue_measures.sql by `python -m server.store.sqlgen`: do not edit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.store.queries import Query
+
+
+def _queue_measures_summary(
+    *,
+    queues: Any,
+    since_seconds: Any,
+    reviewer: Any,
+) -> None: ...
+
+
+QUEUE_MEASURES_SUMMARY = Query("queue_measures_summary", _queue_measures_summary)
+"""db/queries/queue_measures.sql:22
+
+One row per queue: the window's counts and distributions. Hands-on time runs from the
+start of the lease a decision was made under to the decision; time to decision from the
+item's enqueue. `past_ttl` counts decisions whose hands-on time exceeded the queue's
+current lease TTL (they finished only because the lease was renewed). Leases that ended
+in the window end in a decision, a release or a lapse; a lapse is counted when the lease
+ran out, whether or not a claim has noticed it yet.
+MATERIALIZED: each decision's item is read once; inlined, the scalar subquery for the
+enqueue time would run once for every aggregate that reads it.
+"""
+
+
+def _queue_measures_lease_counts(
+    *,
+    queues: Any,
+    since_seconds: Any,
+    reviewer: Any,
+) -> None: ...
+
+
+QUEUE_MEASURES_LEASE_COUNTS = Query("queue_measures_lease_counts", _queue_measures_lease_counts)
+"""db/queries/queue_measures.sql:125
+
+The lease_count histograms: of the window's decisions (the item's count when it was
+decided), and of the items pending now. Decisions recorded before lease counts were kept
+(NULL) are left out.
+"""
+
+
+def _queue_measures_reasons(
+    *,
+    queues: Any,
+    since_seconds: Any,
+    reviewer: Any,
+) -> None: ...
+
+
+QUEUE_MEASURES_REASONS = Query("queue_measures_reasons", _queue_measures_reasons)
+"""db/queries/queue_measures.sql:144
+
+The reason mix of the window's decisions, largest first.
+"""
+
+
+def _queue_measures_reviewers(
+    *,
+    queues: Any,
+    since_seconds: Any,
+    reviewer: Any,
+) -> None: ...
+
+
+QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", _queue_measures_reviewers)
+"""db/queries/queue_measures.sql:155
+
+One row per reviewer with a decision or a lapsed lease in the window: throughput beside
+its quality (decisions later overturned) and the leases that ran out in their hands.
+"""

@@ -1,0 +1,130 @@
+"""Plan regression: no queue measure reads the whole decision history for a 7-day window.
+
+A long history (decided a month ago) and a short window: every statement of
+db/queries/queue_measures.sql must reach the history through its windowed index, never by
+scanning review_decisions, review_items or item_events whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+import pytest
+
+from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
+from server.store import sql
+from server.store.database import Database
+from server.store.queries import Queries
+from tests.migrations.helpers import plan_outline
+
+HISTORY_PER_QUEUE = 20_000
+RECENT_PER_QUEUE = 50
+HISTORY_TABLES = {"review_decisions", "review_items", "item_events"}
+MEASURES = [
+    sql.queue_measures.QUEUE_MEASURES_SUMMARY.name,
+    sql.queue_measures.QUEUE_MEASURES_LEASE_COUNTS.name,
+    sql.queue_measures.QUEUE_MEASURES_REASONS.name,
+    sql.queue_measures.QUEUE_MEASURES_REVIEWERS.name,
+]
+# Where each statement must enter the decision history, and the summary the items'.
+WINDOW_INDEX = "review_decisions_decided_brin"
+ARRIVALS_INDEX = "review_items_created_brin"
+
+
+@pytest.fixture
+async def history(db: Database, kyc_queue: str, owner_conn: asyncpg.Connection) -> None:
+    """Two queues, each with a month-old decided history, a window's worth of recent
+    decisions, lapses and releases old and new, and a short backlog."""
+    await owner_conn.execute(
+        """
+        WITH items AS (
+            INSERT INTO review_items
+                (origin_queue, queue, external_key, payload, evidence_hash, state,
+                 decided_at, created_at, lease_count, lease_started_at)
+            SELECT q, q, 'cust-' || n, '{}', repeat('0', 64),
+                   CASE WHEN n % 100 = 0 THEN 'pending' ELSE 'decided' END,
+                   CASE WHEN n % 100 = 0 THEN NULL ELSE at END, at - interval '1 hour', 1,
+                   at - interval '5 minutes'
+            FROM unnest(ARRAY['kyc', 'kyc-senior']) AS q,
+                 generate_series(1, $1::int + $2::int) AS n,
+                 LATERAL (SELECT CASE WHEN n <= $1 THEN now() - interval '30 days'
+                                      ELSE now() - interval '1 hour' END AS at) AS t
+            RETURNING id, queue, state, decided_at, lease_started_at, evidence_hash
+        ),
+        events AS (
+            INSERT INTO item_events (item_id, queue, kind, actor, actor_role, at)
+            SELECT i.id, i.queue, CASE WHEN i.id % 2 = 0 THEN 'lapsed' ELSE 'released' END,
+                   'alice', 'reviewer', i.lease_started_at
+            FROM items AS i
+            WHERE i.id % 10 = 0
+        )
+        INSERT INTO review_decisions
+            (item_id, queue, verdict, outcome, reason_code, reviewer, reviewer_role,
+             evidence_hash, lease_token, lease_started_at, lease_count, decided_at)
+        SELECT i.id, i.queue, 'approve', 'approve', 'documents_ok', 'alice', 'reviewer',
+               i.evidence_hash, gen_random_uuid(), i.lease_started_at, 1, i.decided_at
+        FROM items AS i
+        WHERE i.state = 'decided'
+        """,
+        HISTORY_PER_QUEUE,
+        RECENT_PER_QUEUE,
+    )
+    await owner_conn.execute("ANALYZE")
+
+
+def arguments(queries: Queries, name: str, reviewer: str | None) -> list[Any]:
+    return queries.statement(name).bind(
+        {
+            "queues": ["kyc", "kyc-senior"],
+            "since_seconds": DEFAULT_WINDOW_SECONDS,
+            "reviewer": reviewer,
+        }
+    )
+
+
+def literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, list):
+        return "ARRAY[" + ", ".join(literal(v) for v in value) + "]::text[]"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return str(value)
+
+
+def assert_windowed(name: str, outline: list[tuple[str, str | None]]) -> None:
+    whole_scans = [
+        (kind, target)
+        for kind, target in outline
+        if kind == "Seq Scan" and target in HISTORY_TABLES
+    ]
+    assert whole_scans == [], outline
+    assert any(target == WINDOW_INDEX for _, target in outline), outline
+    if name == sql.queue_measures.QUEUE_MEASURES_SUMMARY.name:
+        assert any(target == ARRIVALS_INDEX for _, target in outline), outline
+
+
+@pytest.mark.parametrize("reviewer", [None, "alice"])
+@pytest.mark.parametrize("name", MEASURES)
+async def test_custom_plans_read_the_window_only(
+    history: None, owner_conn: asyncpg.Connection, queries: Queries, name: str, reviewer: str | None
+) -> None:
+    explained = await owner_conn.fetchval(
+        "EXPLAIN (FORMAT JSON) " + queries[name], *arguments(queries, name, reviewer)
+    )
+
+    assert_windowed(name, plan_outline(explained))
+
+
+@pytest.mark.parametrize("name", MEASURES)
+async def test_generic_plans_read_the_window_only(
+    history: None, owner_conn: asyncpg.Connection, queries: Queries, name: str
+) -> None:
+    # A pool reuses prepared statements: the generic plan may be the one that runs.
+    await owner_conn.execute("SET plan_cache_mode = force_generic_plan")
+    await owner_conn.execute(f"PREPARE measure AS {queries[name]}")
+    values = ", ".join(literal(v) for v in arguments(queries, name, None))
+
+    explained = await owner_conn.fetchval(f"EXPLAIN (FORMAT JSON) EXECUTE measure ({values})")
+
+    assert_windowed(name, plan_outline(explained))
