@@ -12,6 +12,7 @@ from typing import cast
 
 from cross_web import HTTPException
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -32,6 +33,7 @@ from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
 from server.events.transport import MemoryTransport, Transport
+from server.graphql import observe
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
 from server.graphql.context import NOBODY, Context
 from server.graphql.loaders import Loaders
@@ -39,6 +41,8 @@ from server.graphql.schema import build_schema
 from server.graphql.websocket import TransportWSHandler, authorization_of
 from server.http_limits import body_limit
 from server.identity import TokenResolver
+from server.metrics_endpoint import MetricsEndpoint
+from server.observability.requests import RequestIds
 from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.errors import is_unavailable
@@ -194,11 +198,21 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        record = observe.start("http")
+        status: int | None = None
         try:
-            response = await self.run(Request(scope, receive=receive))
-        except HTTPException as refusal:
-            response = _refusal_response(refusal)
-        await response(scope, receive, send)
+            try:
+                response = await self.run(Request(scope, receive=receive))
+            except HTTPException as refusal:
+                record.refuse(refusal.reason)
+                response = _refusal_response(refusal)
+            status = response.status_code
+            await response(scope, receive, send)
+        except BaseException:
+            record.failed = True
+            raise
+        finally:
+            record.finish(status=status)
 
     async def get_context(  # type: ignore[override]
         self, request: Request | WebSocket, response: Response | WebSocket
@@ -227,6 +241,9 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 f"The database is unavailable; try again in {RETRY_AFTER_SECONDS} seconds.",
             ) from error
         if principal is not None:
+            record = observe.current()
+            if record is not None:
+                record.caller(principal)
             return Context(
                 runtime.db,
                 principal,
@@ -277,6 +294,7 @@ def create_app(
     """run_worker: carry decisions out in this process too (`casework serve` does)."""
     runtime = Runtime(app_dsn, settings or Settings.from_env(), run_worker=run_worker)
     graphql = CaseworkGraphQL(runtime, dev=dev)
+    metrics = MetricsEndpoint(runtime.settings, lambda: runtime.db, lambda: runtime.tokens)
     return Starlette(
         routes=[
             # Every method reaches the view, so a wrong one is refused in JSON like the rest.
@@ -285,7 +303,8 @@ def create_app(
             Route("/livez", runtime.livez),
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
+            Route("/metrics", metrics.scrape, methods=["GET"]),
         ],
-        middleware=[body_limit(runtime.settings.max_body_bytes)],
+        middleware=[Middleware(RequestIds), body_limit(runtime.settings.max_body_bytes)],
         lifespan=runtime.lifespan,
     )

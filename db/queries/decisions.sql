@@ -7,7 +7,7 @@
 -- An escalation returns the item to `pending` in the escalation queue, priority boosted.
 WITH target AS (
     SELECT i.id, i.queue, coalesce(q.escalation_queue, q.name) AS escalation_queue,
-           q.escalation_priority_boost
+           q.escalation_priority_boost, i.lease_count, i.leased_at
     FROM review_items AS i
     JOIN queues AS q ON q.name = i.queue
     WHERE i.id = :item_id
@@ -40,13 +40,14 @@ moved AS (
 recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-         evidence_hash, lease_token)
+         evidence_hash, lease_token, traceparent)
     SELECT t.id, t.queue, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
-           :evidence_hash, :lease_token
+           :evidence_hash, :lease_token, :traceparent
     FROM target AS t JOIN moved AS m ON m.id = t.id
     RETURNING *
 )
-SELECT r.*, hint.notification
+-- lease_count and leased_at: the item's leases so far and when this one began (metrics).
+SELECT r.*, hint.notification, t.lease_count, t.leased_at
 FROM recorded AS r
 JOIN target AS t ON t.id = r.item_id,
      casework_notify(json_build_object(
@@ -85,9 +86,9 @@ WITH target AS (
 recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-         evidence_hash, supersedes)
+         evidence_hash, supersedes, traceparent)
     SELECT t.item_id, t.queue, 'overturn', t.outcome, :reason_code, :note, :actor, :actor_role,
-           t.evidence_hash, t.id
+           t.evidence_hash, t.id, :traceparent
     FROM target AS t
     WHERE EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = t.queue AND r.code = :reason_code AND t.outcome = ANY (r.verdicts))

@@ -105,6 +105,7 @@ SET queue            = CASE WHEN c.escalates THEN c.escalation_queue ELSE i.queu
     lease_expires_at = CASE WHEN c.escalates THEN NULL
                             ELSE now() + make_interval(secs => c.lease_ttl_seconds) END,
     lease_count      = i.lease_count + (NOT c.escalates)::int,
+    leased_at        = CASE WHEN c.escalates THEN NULL ELSE now() END,
     updated_at       = now()
 FROM candidate AS c
 WHERE i.id = c.id

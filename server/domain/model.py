@@ -183,6 +183,17 @@ class Decision:
     supersedes: int | None
     superseded_by: int | None
     decided_at: datetime
+    # Known only as a verdict is recorded: the item's leases so far, and when the lease it
+    # was made under began (for the metrics of handling time). Not part of what the
+    # decision is, so they take no part in comparing decisions.
+    lease_count: int | None = field(default=None, compare=False)
+    leased_at: datetime | None = field(default=None, compare=False)
+
+    @property
+    def handling_seconds(self) -> float | None:
+        if self.leased_at is None:
+            return None
+        return (self.decided_at - self.leased_at).total_seconds()
 
     @classmethod
     def from_row(cls, row: Row) -> Decision:
@@ -199,6 +210,8 @@ class Decision:
             supersedes=row["supersedes"],
             superseded_by=row.get("superseded_by"),
             decided_at=row["decided_at"],
+            lease_count=row.get("lease_count"),
+            leased_at=row.get("leased_at"),
         )
 
 

@@ -21,6 +21,7 @@ def _decision_submit(
     verdict: Any,
     note: Any,
     actor_role: Any,
+    traceparent: Any,
 ) -> None: ...
 
 
@@ -46,7 +47,7 @@ def _decision_submit_diagnose(
 
 
 DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
-"""db/queries/decisions.sql:57
+"""db/queries/decisions.sql:58
 
 Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
@@ -61,11 +62,12 @@ def _decision_overturn(
     note: Any,
     actor: Any,
     actor_role: Any,
+    traceparent: Any,
 ) -> None: ...
 
 
 DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
-"""db/queries/decisions.sql:72
+"""db/queries/decisions.sql:73
 
 Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, and
