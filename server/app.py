@@ -198,21 +198,24 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        record = observe.start("http")
-        status: int | None = None
-        try:
+        with observe.observed("http") as record:
+            status: int | None = None
             try:
-                response = await self.run(Request(scope, receive=receive))
-            except HTTPException as refusal:
-                record.refuse(refusal.reason)
-                response = _refusal_response(refusal)
-            status = response.status_code
-            await response(scope, receive, send)
-        except BaseException:
-            record.failed = True
-            raise
-        finally:
-            record.finish(status=status)
+                try:
+                    response = await self.run(Request(scope, receive=receive))
+                except HTTPException as refusal:
+                    if refusal.status_code == HTTP_503_SERVICE_UNAVAILABLE:
+                        record.failed = True
+                    else:
+                        record.refuse(refusal.reason)
+                    response = _refusal_response(refusal)
+                status = response.status_code
+                await response(scope, receive, send)
+            except BaseException:
+                record.failed = True
+                raise
+            finally:
+                record.finish(status=status)
 
     async def get_context(  # type: ignore[override]
         self, request: Request | WebSocket, response: Response | WebSocket

@@ -11,6 +11,7 @@ A refused request is that one line, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import time
@@ -127,10 +128,16 @@ class OperationRecord:
 _RECORD: ContextVar[OperationRecord | None] = ContextVar("casework_operation", default=None)
 
 
-def start(transport: str) -> OperationRecord:
+@contextlib.contextmanager
+def observed(transport: str) -> Iterator[OperationRecord]:
+    """The record of one operation, current for everything the operation runs; the
+    transport writes its access line with `finish` once it has answered."""
     record = OperationRecord(transport)
-    _RECORD.set(record)
-    return record
+    token = _RECORD.set(record)
+    try:
+        yield record
+    finally:
+        _RECORD.reset(token)
 
 
 def current() -> OperationRecord | None:

@@ -165,16 +165,16 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         # Each operation runs in a task of its own: its id and record stay its own.
         REQUEST_ID.set(operation_request_id(self._request_id, operation.id))
-        record = observe.start("websocket")
-        record.caller(self.context.principal)
-        try:
-            await self._run_operation(operation, record)
-        except BaseException as error:
-            if not isinstance(error, asyncio.CancelledError | _GONE):
-                record.failed = True
-            raise
-        finally:
-            record.finish()
+        with observe.observed("websocket") as record:
+            record.caller(self.context.principal)
+            try:
+                await self._run_operation(operation, record)
+            except BaseException as error:
+                if not isinstance(error, asyncio.CancelledError | _GONE):
+                    record.failed = True
+                raise
+            finally:
+                record.finish()
 
     async def _run_operation(
         self, operation: Operation[Context, None], record: observe.OperationRecord
