@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from server.app import create_app
 from server.config import Settings
 from server.domain.items import NewItem, enqueue_items
 from server.domain.model import EffectKind, Role, Verdict
 from server.domain.queues import Effect, QueueSettings, configure_queue, define_reason_code
 from server.store.database import Database
-from tests.api.conftest import SETUP_QUEUES, Tokens, graphql_caller
+from tests.api.conftest import SETUP_QUEUES, Tokens, graphql_caller, in_process_client
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase, token_maker
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -56,16 +54,10 @@ def grown(before: Samples, after: Samples, name: str, **labels: str) -> float:
     return value(after, name, **labels) - value(before, name, **labels)
 
 
-@asynccontextmanager
-async def serving(
+def serving(
     test_database: TestDatabase, settings: Settings, *, run_worker: bool = False
-) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(test_database.app_dsn, dev=False, settings=settings, run_worker=run_worker)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://casework") as c,
-    ):
-        yield c
+) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return in_process_client(test_database, dev=False, settings=settings, run_worker=run_worker)
 
 
 async def scrape(client: httpx.AsyncClient, token: str) -> Samples:

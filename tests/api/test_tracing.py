@@ -17,11 +17,14 @@ from server.config import Settings
 from server.domain.items import NewItem, enqueue_items
 from server.observability import tracing
 from server.store.database import Database
-from tests.api.conftest import SETUP_QUEUES, Tokens, graphql_caller
-from tests.api.test_metrics import CLAIM, DECIDE, serving
+from tests.api.conftest import SETUP_QUEUES, Tokens, graphql_caller, in_process_client
 from tests.conftest import INTEGRATION, TestDatabase
 
 APPLIED_WITHIN_SECONDS = 20.0
+CLAIM = """mutation($q: String!) { claimNext(queue: $q) { __typename
+  ... on Claim { leaseToken evidenceHash item { id } } } }"""
+DECIDE = """mutation($i: SubmitDecisionInput!) { submitDecision(input: $i) {
+  __typename ... on DecisionRecorded { decision { id } } } }"""
 
 
 @pytest.fixture
@@ -44,7 +47,9 @@ async def test_operations_statements_and_effect_attempts_are_spans(
     test_database: TestDatabase, db: Database, tokens: Tokens, exporter: InMemorySpanExporter
 ) -> None:
     settings = replace(Settings.from_env(), events_transport="memory")
-    async with serving(test_database, settings, run_worker=True) as client:
+    async with in_process_client(
+        test_database, dev=False, settings=settings, run_worker=True
+    ) as client:
         gql = graphql_caller(client)
         assert "errors" not in await gql(tokens.admin, SETUP_QUEUES)
         enqueued = await enqueue_items(db, INTEGRATION, "kyc", [NewItem("k1", {"a": 1}, 0)])
@@ -52,7 +57,7 @@ async def test_operations_statements_and_effect_attempts_are_spans(
         claim = (await gql(tokens.reviewer, CLAIM, q="kyc"))["data"]["claimNext"]
         decided = await gql(
             tokens.reviewer,
-            DECIDE.replace("__typename", "__typename ... on DecisionRecorded { decision { id } }"),
+            DECIDE,
             i={
                 "itemId": claim["item"]["id"],
                 "leaseToken": claim["leaseToken"],
@@ -107,7 +112,7 @@ async def test_nothing_is_traced_when_tracing_is_off(
     provider.add_span_processor(SimpleSpanProcessor(exported))
     settings = replace(Settings.from_env(), events_transport="memory")
     assert not tracing.enabled()
-    async with serving(test_database, settings) as client:
+    async with in_process_client(test_database, dev=False, settings=settings) as client:
         assert "errors" not in await graphql_caller(client)(tokens.admin, SETUP_QUEUES)
     assert tracing.statement_span("any") is tracing.statement_span("other")
     assert exported.get_finished_spans() == ()
