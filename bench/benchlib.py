@@ -152,6 +152,7 @@ def approve_arguments(claimed: Mapping[str, Any], user: str) -> dict[str, Any]:
         "evidence_hash": claimed["evidence_hash"],
         "note": None,
         "queue_scope": [QUEUE],
+        "traceparent": None,
     }
 
 

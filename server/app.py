@@ -35,6 +35,7 @@ from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
 from server.events.transport import MemoryTransport, Transport
+from server.graphql import observe
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
 from server.graphql.context import NOBODY, Context
 from server.graphql.loaders import Loaders
@@ -42,6 +43,8 @@ from server.graphql.schema import build_schema
 from server.graphql.websocket import TransportWSHandler, authorization_of
 from server.http_limits import body_limit
 from server.identity import TokenResolver
+from server.metrics_endpoint import MetricsEndpoint
+from server.observability.requests import RequestIds
 from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.errors import is_unavailable
@@ -199,11 +202,24 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        try:
-            response = await self.run(Request(scope, receive=receive))
-        except HTTPException as refusal:
-            response = _refusal_response(refusal)
-        await response(scope, receive, send)
+        with observe.observed("http") as record:
+            status: int | None = None
+            try:
+                try:
+                    response = await self.run(Request(scope, receive=receive))
+                except HTTPException as refusal:
+                    if refusal.status_code == HTTP_503_SERVICE_UNAVAILABLE:
+                        record.failed = True
+                    else:
+                        record.refuse(refusal.reason)
+                    response = _refusal_response(refusal)
+                status = response.status_code
+                await response(scope, receive, send)
+            except BaseException:
+                record.failed = True
+                raise
+            finally:
+                record.finish(status=status)
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # Strawberry's page loads React and GraphiQL from a CDN: this one serves them here.
@@ -236,6 +252,9 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 f"The database is unavailable; try again in {RETRY_AFTER_SECONDS} seconds.",
             ) from error
         if principal is not None:
+            record = observe.current()
+            if record is not None:
+                record.caller(principal)
             return Context(
                 runtime.db,
                 principal,
@@ -307,6 +326,7 @@ def create_app(
     """run_worker: carry decisions out in this process too (`casework serve` does)."""
     runtime = Runtime(app_dsn, settings or Settings.from_env(), run_worker=run_worker)
     graphql = CaseworkGraphQL(runtime, dev=dev)
+    metrics = MetricsEndpoint(runtime.settings, lambda: runtime.db, lambda: runtime.tokens)
     return Starlette(
         routes=[
             # Every method reaches the view, so a wrong one is refused in JSON like the rest.
@@ -316,8 +336,10 @@ def create_app(
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
             *console_routes(dev=dev),
+            Route("/metrics", metrics.scrape, methods=["GET"]),
         ],
         middleware=[
+            Middleware(RequestIds),
             cors(runtime.settings.allowed_origins),
             body_limit(runtime.settings.max_body_bytes),
         ],

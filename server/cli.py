@@ -112,6 +112,13 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "--concurrency", type=int, default=None, help="attempts in flight (default 16)"
     )
+    # Observability: the worker's own /metrics (docs/observability.md).
+    worker.add_argument(
+        "--metrics-port", type=int, default=None, help="serve this worker's metrics on this port"
+    )
+    worker.add_argument(
+        "--metrics-host", default="127.0.0.1", help="address for --metrics-port (127.0.0.1)"
+    )
     worker.set_defaults(run=_worker, parser=worker)
 
     migrate_command = commands.add_parser("migrate", help="apply pending database migrations")
@@ -211,6 +218,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     # The port is taken first, so that one in use stops the command before it migrates or
     # seeds anything; uvicorn then serves on this very socket, so no one can take it between.
     listening = _listen(args.host, args.port)
+    _observe(settings)
     try:
         databases = resolve_databases(settings)
         asyncio.run(
@@ -225,6 +233,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 port=args.port,
                 log_level="info",
                 ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
+                # Logging is configured by _observe; each GraphQL request has its access line.
+                log_config=None,
+                access_log=False,
             )
         )
         server.run(sockets=[listening])
@@ -309,12 +320,38 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         if not 1 <= args.concurrency <= 1000:
             args.parser.error("--concurrency must be between 1 and 1000")
         settings = replace(settings, worker_concurrency=args.concurrency)
+    _observe(settings)
+    if args.metrics_port is not None:
+        _serve_worker_metrics(args.metrics_host, args.metrics_port)
     databases = resolve_databases(settings)
     # As serve --no-migrate: the worker runs as the service role and needs the current schema.
     asyncio.run(check_schema_current(databases, settings.db_dir / "migrations"))
     print(f"casework worker: carrying decisions out ({databases.describe()})", flush=True)
     run_event_loop(run_standalone(databases.app_dsn, settings))
     return 0
+
+
+def _observe(settings: Settings) -> None:
+    """Logging (CASEWORK_LOG_*) and, when OTEL_* asks for it, tracing: before anything logs."""
+    from server.observability.logs import LogFormat, configure_logging
+    from server.observability.tracing import TracingSetupError, configure_tracing
+
+    configure_logging(LogFormat(settings.log_format), settings.log_level)
+    try:
+        configure_tracing()
+    except TracingSetupError as error:
+        raise ConfigError(str(error)) from error
+
+
+def _serve_worker_metrics(host: str, port: int) -> None:
+    """The worker's counters (prometheus-client's own server, in a thread): no token, so
+    bind it to an address only the scraper reaches."""
+    from prometheus_client import start_http_server
+
+    try:
+        start_http_server(port, addr=host)
+    except OSError as error:
+        raise StartupError(f"--metrics-port {port}: cannot listen on {host}: {error}") from error
 
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:

@@ -6,7 +6,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+
+from server.observability.logs import LogFormat
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,6 +53,18 @@ class Settings:
     # Hosts webhook targets (effects and redrives) may point at; empty means any host.
     effect_allowed_hosts: frozenset[str] = frozenset()
 
+    # --- observability (docs/observability.md) ---
+    # CASEWORK_LOG_FORMAT and CASEWORK_LOG_LEVEL: lines for people ("text") or one JSON
+    # object per line ("json"); the level of Casework's own loggers.
+    log_format: str = "text"
+    log_level: str = "INFO"
+    # CASEWORK_METRICS_PUBLIC=1: /metrics without a bearer token (a private network only).
+    metrics_public: bool = False
+    # How old a snapshot of the database figures may be before a scrape computes a new one.
+    metrics_cache_seconds: float = 5.0
+    # casework_decisions_unapplied_older_than_threshold counts decisions older than this.
+    metrics_unapplied_threshold_seconds: float = 300.0
+
     def __post_init__(self) -> None:
         if self.pool_min_size > self.pool_max_size:
             raise ConfigError(
@@ -88,6 +103,7 @@ class Settings:
                 for host in (env.get("CASEWORK_EFFECT_ALLOWED_HOSTS") or "").split(",")
                 if host.strip()
             ),
+            **_observability_settings(env),
         )
 
 
@@ -173,3 +189,35 @@ def _origin(entry: str) -> str:
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         host = f"{host}:{port}"
     return f"{scheme}://{host}"
+
+
+# --- observability settings (docs/observability.md) ---
+
+LOG_FORMATS = tuple(log_format.value for log_format in LogFormat)
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _observability_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "log_format": _one_of(
+            "CASEWORK_LOG_FORMAT", (env.get("CASEWORK_LOG_FORMAT") or "text").lower(), LOG_FORMATS
+        ),
+        "log_level": _one_of(
+            "CASEWORK_LOG_LEVEL", (env.get("CASEWORK_LOG_LEVEL") or "INFO").upper(), LOG_LEVELS
+        ),
+        "metrics_public": _flag("CASEWORK_METRICS_PUBLIC", env.get("CASEWORK_METRICS_PUBLIC")),
+        "metrics_cache_seconds": _number(env, "CASEWORK_METRICS_CACHE_SECONDS", 5.0),
+        "metrics_unapplied_threshold_seconds": _number(
+            env, "CASEWORK_METRICS_UNAPPLIED_THRESHOLD_SECONDS", 300.0
+        ),
+    }
+
+
+def _flag(name: str, value: str | None) -> bool:
+    if value is None or value == "":
+        return False
+    if value.lower() in ("1", "true", "yes"):
+        return True
+    if value.lower() in ("0", "false", "no"):
+        return False
+    raise ConfigError(f"{name}={value!r}: expected 1 or 0")

@@ -35,6 +35,9 @@ from server.events.channels import Event, EventKind
 from server.events.listener import PostgresListener
 from server.events.reconnecting import ReconnectingTransport
 from server.events.redis import RedisTransport
+from server.observability import metrics, tracing
+from server.observability.context import DECISION_ID
+from server.observability.metrics import ApplyOutcome
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
 
@@ -180,8 +183,16 @@ class ApplyWorker:
             await asyncio.wait(pending)
 
     async def _attempt(self, client: httpx.AsyncClient, due: apply.DueApplication) -> None:
+        # Each attempt runs in a task of its own: every line it logs names the decision.
+        DECISION_ID.set(due.decision_id)
         try:
-            await self._attempt_and_record(client, due)
+            with tracing.effect_span(
+                "casework.effect_attempt",
+                decision_id=due.decision_id,
+                attempt=due.attempt,
+                traceparent=due.traceparent,
+            ):
+                await self._attempt_and_record(client, due)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -224,8 +235,10 @@ class ApplyWorker:
             )
             if applied:
                 self.stats.applied += 1
+                metrics.record_apply_attempt(ApplyOutcome.APPLIED)
             else:
                 self.stats.already_applied += 1
+                metrics.record_apply_attempt(ApplyOutcome.ALREADY_APPLIED)
 
     def _check_target(self, target: str) -> None:
         """Targets are checked when configured; the allow-list may have changed since (or a
@@ -256,6 +269,7 @@ class ApplyWorker:
         )
         if state == "failed":
             self.stats.failed += 1
+            metrics.record_apply_attempt(ApplyOutcome.FAILED)
             log.error(
                 "decision %s could not be carried out after %d attempt(s): %s",
                 due.decision_id,
@@ -264,6 +278,7 @@ class ApplyWorker:
             )
         else:
             self.stats.retried += 1
+            metrics.record_apply_attempt(ApplyOutcome.RETRIED)
 
     def _retry_at(self, attempt: int, retry_after: float | None) -> datetime:
         # Decisions and redrive deliveries back off alike.

@@ -24,6 +24,7 @@ claimed AS (
 SELECT c.decision_id, c.attempts, c.attempts_before_redrive, c.redrive_key,
        d.item_id, d.queue, d.verdict, d.outcome, d.reason_code, d.note, d.reviewer,
        d.evidence_hash, d.decided_at, d.supersedes, s.outcome AS superseded_outcome,
+       d.traceparent,
        i.external_key,
        q.effect_kind, q.effect_target, q.effect_secret, q.effect_max_attempts,
        q.effect_timeout_seconds

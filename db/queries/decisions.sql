@@ -41,9 +41,9 @@ moved AS (
 recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-         evidence_hash, lease_token, lease_started_at, lease_count)
+         evidence_hash, lease_token, lease_started_at, lease_count, traceparent)
     SELECT t.id, t.queue, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
-           :evidence_hash, :lease_token, t.lease_started_at, t.lease_count
+           :evidence_hash, :lease_token, t.lease_started_at, t.lease_count, :traceparent
     FROM target AS t JOIN moved AS m ON m.id = t.id
     RETURNING *
 )
@@ -86,9 +86,9 @@ WITH target AS (
 recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-         evidence_hash, supersedes)
+         evidence_hash, supersedes, traceparent)
     SELECT t.item_id, t.queue, 'overturn', t.outcome, :reason_code, :note, :actor, :actor_role,
-           t.evidence_hash, t.id
+           t.evidence_hash, t.id, :traceparent
     FROM target AS t
     WHERE EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = t.queue AND r.code = :reason_code AND t.outcome = ANY (r.verdicts))

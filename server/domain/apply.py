@@ -46,6 +46,8 @@ class DueApplication:
     effect_max_attempts: int
     # Set when an apply_decision exception's redrive put the decision back on the list.
     redrive_key: str | None = None
+    # The trace of the request that recorded the decision, when tracing was on.
+    traceparent: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> DueApplication:
@@ -71,6 +73,7 @@ class DueApplication:
             effect_timeout_seconds=row["effect_timeout_seconds"],
             effect_max_attempts=row["effect_max_attempts"],
             redrive_key=row["redrive_key"],
+            traceparent=row.get("traceparent"),
         )
 
     def payload(self) -> dict[str, Any]:

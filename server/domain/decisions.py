@@ -17,6 +17,7 @@ from server.domain.failures import (
 from server.domain.model import Decision, Principal, Role, Verdict
 from server.domain.parsing import parse_id, parse_lease_token
 from server.domain.text import check_text
+from server.observability import tracing
 from server.store import constraints, sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
@@ -87,6 +88,7 @@ async def submit_decision(
             evidence_hash=decision.evidence_hash,
             note=decision.note,
             queue_scope=sorted(principal.queues),
+            traceparent=tracing.current_traceparent(),
         )
     except IntegrityViolation as violation:
         # One verdict per lease: this one lost the race for the row, and the diagnosis
@@ -132,13 +134,13 @@ async def _why_not_recorded(
         and state["lease_owner"] == principal.user
     )
     if not lease_holds:
-        return StaleLease(item_id)
+        return StaleLease(item_id, queue=state["queue"])
     if state["evidence_hash"] != decision.evidence_hash:
         return EvidenceChanged(item_id, state["evidence_hash"])
     if not state["reason_allowed"]:
         return InvalidReasonCode(state["queue"], decision.reason_code, decision.verdict.name)
     # Every condition holds now, so it failed an instant ago: a concurrent write won.
-    return StaleLease(item_id)
+    return StaleLease(item_id, queue=state["queue"])
 
 
 async def _answer_retry(
@@ -169,6 +171,7 @@ async def _answer_retry(
         "reason code, evidence hash or note; nothing was written",
         decided_under_this_lease=True,
         decision_id=prior.id,
+        queue=prior.queue,
     )
 
 
@@ -207,6 +210,7 @@ async def overturn_decision(
             actor_role=principal.role.value,
             reason_code=overturn.reason_code,
             note=overturn.note,
+            traceparent=tracing.current_traceparent(),
         )
     except IntegrityViolation as violation:
         if violation.constraint == constraints.REVIEW_DECISIONS_ONE_OVERTURN_EACH:

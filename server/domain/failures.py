@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from typing_extensions import TypeIs
@@ -39,6 +39,9 @@ class StaleLease:
     # submission differs from it. Anyone else presenting the token learns nothing of it.
     decided_under_this_lease: bool = False
     decision_id: int | None = None
+    # The item's queue, when the refusal found it (submitDecision): a metrics label, never
+    # shown to the caller, and no part of what the refusal says.
+    queue: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -186,6 +186,18 @@ class Decision:
     supersedes: int | None
     superseded_by: int | None
     decided_at: datetime
+    # The item's leases so far, and when the lease it was made under began (migration
+    # 0008; NULL on decisions recorded before it and on overturns). For the measures and
+    # the metrics of handling time, not part of what the decision is, so they take no part
+    # in comparing decisions.
+    lease_count: int | None = field(default=None, compare=False)
+    lease_started_at: datetime | None = field(default=None, compare=False)
+
+    @property
+    def handling_seconds(self) -> float | None:
+        if self.lease_started_at is None:
+            return None
+        return (self.decided_at - self.lease_started_at).total_seconds()
 
     @classmethod
     def from_row(cls, row: Row) -> Decision:
@@ -202,6 +214,8 @@ class Decision:
             supersedes=row["supersedes"],
             superseded_by=row.get("superseded_by"),
             decided_at=row["decided_at"],
+            lease_count=row.get("lease_count"),
+            lease_started_at=row.get("lease_started_at"),
         )
 
 

@@ -12,6 +12,7 @@ import random
 
 from server.events.channels import parse_event
 from server.events.transport import EventHandler, ReconnectHandler, TransportStatus
+from server.observability import metrics
 
 log = logging.getLogger("casework.events")
 
@@ -46,6 +47,7 @@ class ReconnectingTransport(abc.ABC):
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        metrics.listener_connected(False)
 
     def status(self) -> TransportStatus:
         return TransportStatus(
@@ -62,8 +64,10 @@ class ReconnectingTransport(abc.ABC):
 
     def _listening(self) -> None:
         self._connected.set()
+        metrics.listener_connected(True)
         if self._ever_connected:
             self.reconnects += 1
+            metrics.listener_reconnected()
             # At the level of the loss, so that whoever sees one line sees the other.
             log.warning("%s listener: back; resyncing subscribers", self.name)
             assert self._on_reconnect is not None
@@ -104,6 +108,7 @@ class ReconnectingTransport(abc.ABC):
                 # A session that got as far as listening ends a run of failures.
                 failures = 0 if self._connected.is_set() else failures + 1
                 self._connected.clear()
+                metrics.listener_connected(False)
                 with contextlib.suppress(Exception):
                     await self._close_session()
             delay = min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2**failures)

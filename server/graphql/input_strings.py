@@ -37,6 +37,7 @@ from graphql import (
 from server.domain.parsing import MAX_VALUE_DEPTH, UNSTORABLE_CHARACTER, unstorable
 from server.graphql.codes import ClientError, ErrorCode
 from server.graphql.errors import InvalidInput
+from server.graphql.observe import note_error_member
 
 MAX_STRING_CHARS = 10_000
 MAX_JSON_VALUE_DEPTH = MAX_VALUE_DEPTH
@@ -181,6 +182,7 @@ def _guarded(field: GraphQLField, resolve: Callable[..., Any]) -> Callable[..., 
         if found is None:
             return resolve(root, info, **arguments)
         if answers_invalid_input:
+            note_error_member("InvalidInput")
             return InvalidInput(message=found.message, field=found.field)
         raise ClientError(found.message, ErrorCode.BAD_REQUEST)
 

@@ -9,9 +9,10 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import decisions, leases, queues
+from server.domain import decisions, failures, leases, queues
 from server.domain import items as enqueueing
 from server.domain.failures import is_failure
+from server.domain.model import Decision as DomainDecision
 from server.graphql.context import Context
 from server.graphql.errors import (
     AlreadySuperseded,
@@ -23,8 +24,10 @@ from server.graphql.errors import (
     StaleLease,
     from_failure,
 )
+from server.graphql.observe import note_decision
 from server.graphql.types import Decision as DecisionType
 from server.graphql.types import EffectKind, Queue, ReasonCode, ReviewItem, Verdict
+from server.observability import metrics
 
 # --- payloads -----------------------------------------------------------------------------
 
@@ -215,6 +218,19 @@ class DefineReasonCodeInput:
 # --- resolvers ----------------------------------------------------------------------------
 
 
+def _recorded(decision: DomainDecision) -> None:
+    """A decision written by this request: counted, and named in the access line (its id
+    joins the line to the worker's lines about carrying it out)."""
+    verdict = "overturn" if decision.is_overturn else decision.outcome.value
+    metrics.record_decision(
+        decision.queue,
+        verdict,
+        lease_count=decision.lease_count,
+        handling_seconds=decision.handling_seconds,
+    )
+    note_decision(decision.id)
+
+
 @strawberry.type
 class Mutation:
     @strawberry.mutation(description="Adds items to a queue; all or nothing. Integrations only.")
@@ -286,9 +302,12 @@ class Mutation:
             info.context.db, info.context.principal, input.to_domain()
         )
         if is_failure(result):
+            if isinstance(result, failures.StaleLease) and result.queue is not None:
+                metrics.record_stale_lease(result.queue)
             return from_failure(result)
         if isinstance(result, decisions.Replayed):
             return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
+        _recorded(result)
         return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
 
     @strawberry.mutation(
@@ -302,6 +321,7 @@ class Mutation:
         )
         if is_failure(result):
             return from_failure(result)
+        _recorded(result)
         return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
 
     @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")

@@ -32,8 +32,10 @@ from server.graphql.exceptions.subscriptions import ExceptionSubscription
 from server.graphql.guards import BoundedParserCache, cached_validation, limit_coded
 from server.graphql.input_strings import guard_root_fields
 from server.graphql.mutations import Mutation
+from server.graphql.observe import ObserveOperation, note_failure, note_refusal
 from server.graphql.queries import Query
 from server.graphql.subscriptions import Subscription
+from server.observability import tracing
 
 MAX_DEPTH = 10
 MAX_ALIASES = 30
@@ -56,14 +58,17 @@ class CaseworkSchema(strawberry.Schema):
     ) -> None:
         # Runs before MaskErrors rewrites the errors, on every path: the operator sees
         # everything, and each error gets its code here (server/graphql/error_coding.py).
+        # A client's mistake is said once, in the operation's access line (observe.py).
         for error, code in zip(errors, code_errors(errors, execution_context), strict=True):
             if code is ErrorCode.UNAVAILABLE:
                 # An outage fails every request alike: a traceback each would drown the log.
+                note_failure()
                 log.warning("database unavailable at %s: %r", error.path, error.original_error)
             elif is_unexpected(error):
+                note_failure()
                 log.error("unexpected error at %s", error.path, exc_info=error.original_error)
             else:
-                log.info("client error: %s", error.message)
+                note_refusal(error.message)
 
 
 class MaskUnexpectedErrors(MaskErrors):
@@ -128,6 +133,25 @@ class QuietExecutionContext(PerEventExecutionContext):
         return super().build(*args, **{**kwargs, "hide_suggestions": True})
 
 
+# Resolver arguments a span may carry: names, never lease tokens, secrets or payloads.
+TRACED_ARGUMENTS = frozenset({"queue", "workflow", "first", "after", "last", "before"})
+
+
+def _tracing_extension() -> Callable[[], SchemaExtension]:
+    """Strawberry's OpenTelemetry extension: a span per operation and per resolver, on
+    the provider tracing.py set up (installed with casework[otel])."""
+    from strawberry.extensions.tracing import OpenTelemetryExtension
+
+    def traced_arguments(arguments: dict[str, Any], info: Any) -> dict[str, Any]:
+        return {name: value for name, value in arguments.items() if name in TRACED_ARGUMENTS}
+
+    return functools.partial(
+        OpenTelemetryExtension,
+        arg_filter=traced_arguments,
+        tracer_provider=tracing.provider(),
+    )
+
+
 def build_schema(*, dev: bool = False) -> CaseworkSchema:
     extensions: list[Callable[[], SchemaExtension]] = [
         # Bounded caches: distinct query texts cannot grow memory without limit. The parser
@@ -143,6 +167,9 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     ]
     if not dev:
         extensions.append(DisableIntrospection)
+    extensions.append(ObserveOperation)
+    if tracing.enabled():
+        extensions.append(_tracing_extension())
     schema = CaseworkSchema(
         query=merge_types("Query", (Query, ExceptionQuery)),
         mutation=merge_types("Mutation", (Mutation, ExceptionMutation)),

@@ -42,8 +42,11 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 )
 from strawberry.types.execution import PreExecutionError
 
+from server.graphql import observe
 from server.graphql.codes import ErrorCode, code_of, with_code
 from server.graphql.context import Context
+from server.observability import metrics
+from server.observability.context import REQUEST_ID, operation_request_id
 from server.store.errors import is_unavailable
 
 log = logging.getLogger("casework.ws")
@@ -101,6 +104,15 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._token_watch: asyncio.Task[None] | None = None
+        # The socket's request id (observability/requests.py set it for the connection).
+        self._request_id = REQUEST_ID.get()
+
+    async def handle(self) -> None:
+        metrics.WEBSOCKET_CONNECTIONS.inc()
+        try:
+            await super().handle()
+        finally:
+            metrics.WEBSOCKET_CONNECTIONS.dec()
 
     async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
         try:
@@ -154,13 +166,29 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             await self.context.close_socket_unauthorized()
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
+        # Each operation runs in a task of its own: its id and record stay its own.
+        REQUEST_ID.set(operation_request_id(self._request_id, operation.id))
+        with observe.observed("websocket") as record:
+            record.caller(self.context.principal)
+            try:
+                await self._run_operation(operation, record)
+            except BaseException as error:
+                if not isinstance(error, asyncio.CancelledError | _GONE):
+                    record.failed = True
+                raise
+            finally:
+                record.finish()
+
+    async def _run_operation(
+        self, operation: Operation[Context, None], record: observe.OperationRecord
+    ) -> None:
         try:
             valid = await self.context.token_valid()
         except Exception as error:
             valid = True
             await self.handle_task_exception(error)
         if valid is False:
-            log.info("refused operation %s: the token was revoked or has expired", operation.id)
+            record.refuse(UNAUTHENTICATED_MESSAGE)
             refusal: GraphQLFormattedError = {
                 "message": UNAUTHENTICATED_MESSAGE,
                 "extensions": {"code": ErrorCode.UNAUTHENTICATED.value},
@@ -180,7 +208,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         except GraphQLSyntaxError as error:
             # The parser cache and the token limiter parse inside an extension hook, so
             # strawberry lets their refusal escape instead of returning it as an error.
-            log.info("client error: %s", error.message)
+            observe.note_refusal(error.message)
             await operation.send_initial_errors(_coded([error]))
 
     async def _handle_pre_execution_error(

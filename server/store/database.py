@@ -1,4 +1,8 @@
-"""The pool, named-query execution, transactions and error mapping."""
+"""The pool, named-query execution, transactions and error mapping.
+
+Every statement of the service runs here, so this is where each gets its trace span
+(named by its query's name; nothing when tracing is off: observability/tracing.py).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any
 
 import asyncpg
 
+from server.observability.tracing import statement_span
 from server.store.errors import IntegrityViolation
 from server.store.queries import P, Queries, Query, QueryArguments
 
@@ -88,7 +93,8 @@ class Database:
     async def fetch(self, query: Query[P], *args: P.args, **kwargs: P.kwargs) -> list[Row]:
         sql, values = self._bind(query, args, kwargs)
         try:
-            rows: list[Row] = await self._executor.fetch(sql, *values)
+            with statement_span(query.name):
+                rows: list[Row] = await self._executor.fetch(sql, *values)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
         await self._route_hints(rows)
@@ -97,7 +103,8 @@ class Database:
     async def fetchrow(self, query: Query[P], *args: P.args, **kwargs: P.kwargs) -> Row | None:
         sql, values = self._bind(query, args, kwargs)
         try:
-            row: Row | None = await self._executor.fetchrow(sql, *values)
+            with statement_span(query.name):
+                row: Row | None = await self._executor.fetchrow(sql, *values)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
         if row is not None:

@@ -45,11 +45,20 @@ async def tokens(owner_db: Database) -> Tokens:
 
 @asynccontextmanager
 async def in_process_client(
-    test_database: TestDatabase, *, dev: bool, settings: Settings | None = None
+    test_database: TestDatabase,
+    *,
+    dev: bool,
+    settings: Settings | None = None,
+    run_worker: bool = False,
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The real ASGI app, lifespan included, served in-process (settings from the
-    environment unless given)."""
-    app = create_app(test_database.app_dsn, dev=dev, settings=settings or Settings.from_env())
+    environment unless given; run_worker: with the apply worker, as `casework serve`)."""
+    app = create_app(
+        test_database.app_dsn,
+        dev=dev,
+        settings=settings or Settings.from_env(),
+        run_worker=run_worker,
+    )
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://casework") as c,

@@ -17,7 +17,9 @@ PER_WORKFLOW = 3_000
 RECENT_EVERY = 100
 WORKFLOWS = ("supplier_onboarding", "payouts")
 WINDOW_INDEX = "exception_events_workflow_at"
-OPEN_INDEX = "exceptions_open_once"
+# Either partial index over open exceptions serves "now": the one that keeps raising
+# idempotent (0005) or the one /metrics counts open exceptions with (0011).
+OPEN_INDEXES = {"exceptions_open_once", "exceptions_open"}
 
 CATALOGUE = """
 INSERT INTO queues (name, holder_role) VALUES
@@ -142,7 +144,7 @@ async def test_measures_of_now_read_only_the_open_exceptions(
 ) -> None:
     outline = await explain(owner_conn, queries, statement, plan)
 
-    assert OPEN_INDEX in {name for _, name in outline}, outline
+    assert OPEN_INDEXES & {name for _, name in outline}, outline
     assert ("Seq Scan", "exceptions") not in outline, outline
     assert ("Seq Scan", "exception_events") not in outline, outline
     assert ("Seq Scan", "review_items") not in outline, outline

@@ -21,6 +21,7 @@ CONTRACTS = (
     "The review-loop core does not import the exceptions package",
     "The domain does not import effects, the worker, the app or the CLI",
     "Effects do not import GraphQL",
+    "Observability is a leaf",
 )
 
 # One import that each contract forbids, as (module file, line appended, the edge reported).
@@ -38,6 +39,11 @@ VIOLATIONS = {
         "effects/handlers.py",
         "import server.graphql.schema",
         "server.effects.handlers -> server.graphql.schema",
+    ),
+    CONTRACTS[5]: (
+        "observability/context.py",
+        "import server.store.database",
+        "server.observability.context -> server.store.database",
     ),
 }
 

@@ -36,7 +36,7 @@ def _application_record_applied(
 
 
 APPLICATION_RECORD_APPLIED = Query("application_record_applied", _application_record_applied)
-"""db/queries/applications.sql:36
+"""db/queries/applications.sql:37
 
 The proof of application, once per decision: a second recording of the same decision
 (a lapsed lock, a concurrent worker) changes nothing and returns applied = false.
@@ -56,7 +56,7 @@ def _application_record_failure(
 
 
 APPLICATION_RECORD_FAILURE = Query("application_record_failure", _application_record_failure)
-"""db/queries/applications.sql:60
+"""db/queries/applications.sql:61
 
 A failed attempt: retried at :next_attempt_at unless it was permanent or the last one
 allowed (counted from the latest redrive), in which case the application is `failed` and
@@ -77,7 +77,7 @@ def _applications_get_by_decision_ids(
 APPLICATIONS_GET_BY_DECISION_IDS = Query(
     "applications_get_by_decision_ids", _applications_get_by_decision_ids
 )
-"""db/queries/applications.sql:94"""
+"""db/queries/applications.sql:95"""
 
 
 def _application_attempts_get_by_decision_ids(
@@ -89,7 +89,7 @@ def _application_attempts_get_by_decision_ids(
 APPLICATION_ATTEMPTS_GET_BY_DECISION_IDS = Query(
     "application_attempts_get_by_decision_ids", _application_attempts_get_by_decision_ids
 )
-"""db/queries/applications.sql:100"""
+"""db/queries/applications.sql:101"""
 
 
 def _applications_get_queue_lag(
@@ -100,7 +100,7 @@ def _applications_get_queue_lag(
 
 
 APPLICATIONS_GET_QUEUE_LAG = Query("applications_get_queue_lag", _applications_get_queue_lag)
-"""db/queries/applications.sql:106
+"""db/queries/applications.sql:107
 
 "A human decided and the system did not carry it out", for each queue of :queues:
 unapplied decisions older than the threshold, the age of the oldest, and the failed ones.

@@ -21,6 +21,7 @@ def _decision_submit(
     verdict: Any,
     note: Any,
     actor_role: Any,
+    traceparent: Any,
 ) -> None: ...
 
 
@@ -62,6 +63,7 @@ def _decision_overturn(
     note: Any,
     actor: Any,
     actor_role: Any,
+    traceparent: Any,
 ) -> None: ...
 
 

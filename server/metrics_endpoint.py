@@ -1,0 +1,160 @@
+"""GET /metrics: this process's counters and histograms, and the database figures.
+
+The figures come from one statement at scrape time, answered from a snapshot a few seconds
+old when there is one (server/domain/metrics_figures.py), so many scrapers of many
+processes cost one computation per CASEWORK_METRICS_CACHE_SECONDS. Scrapes that arrive
+while this process reads them share that read. If the database cannot answer, the
+process's own metrics are still served: a scrape that fails whole would hide them too.
+
+Access: a manager or admin bearer token for all queues (the figures cover every queue),
+unless CASEWORK_METRICS_PUBLIC=1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from server.config import Settings
+from server.domain.metrics_figures import Figures, read_figures
+from server.domain.model import Role
+from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
+from server.identity import TokenResolver
+from server.store.database import Database
+from server.store.errors import is_unavailable
+
+log = logging.getLogger("casework.metrics")
+
+SCRAPING_ROLES = frozenset({Role.MANAGER, Role.ADMIN})
+
+
+def figure_families(figures: Figures) -> list[Metric]:
+    """The database figures as Prometheus gauges (names are part of the contract)."""
+
+    def gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
+        return GaugeMetricFamily(name, documentation, labels=labels)
+
+    pending = gauge("casework_queue_pending", "Items waiting for a claim.", ["queue"])
+    leased = gauge("casework_queue_leased", "Items under a live lease.", ["queue"])
+    oldest = gauge(
+        "casework_queue_oldest_pending_age_seconds",
+        "Age of the oldest item waiting for a claim (0: none waits).",
+        ["queue"],
+    )
+    unapplied = gauge("casework_decisions_unapplied", "Decisions not carried out yet.", ["queue"])
+    overdue_unapplied = gauge(
+        "casework_decisions_unapplied_older_than_threshold",
+        "Decisions not carried out yet, recorded longer ago than "
+        "CASEWORK_METRICS_UNAPPLIED_THRESHOLD_SECONDS.",
+        ["queue"],
+    )
+    failed = gauge(
+        "casework_applications_failed",
+        "Decisions whose effect failed for good and wait for a person.",
+        ["queue"],
+    )
+    for row in figures.queues:
+        pending.add_metric([row.queue], row.pending)
+        leased.add_metric([row.queue], row.leased)
+        oldest.add_metric([row.queue], row.oldest_pending_age_seconds)
+        unapplied.add_metric([row.queue], row.unapplied)
+        overdue_unapplied.add_metric([row.queue], row.unapplied_older_than_threshold)
+        failed.add_metric([row.queue], row.failed)
+    open_exceptions = gauge(
+        "casework_exceptions_open", "Exceptions not closed.", ["workflow", "reason"]
+    )
+    for reason in figures.reasons:
+        open_exceptions.add_metric([reason.workflow, reason.reason], reason.open)
+    overdue = gauge(
+        "casework_exceptions_overdue",
+        "Exceptions waiting for review past their due time.",
+        ["workflow"],
+    )
+    for workflow in figures.workflows:
+        overdue.add_metric([workflow.workflow], workflow.overdue)
+    return [pending, leased, oldest, unapplied, overdue_unapplied, failed, open_exceptions, overdue]
+
+
+class _Scrape:
+    """A collector of one scrape: the process's registry, then the database figures."""
+
+    def __init__(self, figures: Figures | None) -> None:
+        self._figures = figures
+
+    def collect(self) -> Iterable[Metric]:
+        yield from REGISTRY.collect()
+        if self._figures is not None:
+            yield from figure_families(self._figures)
+
+
+class MetricsEndpoint:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Callable[[], Database],
+        tokens: Callable[[], TokenResolver],
+    ) -> None:
+        self._settings = settings
+        self._db = db
+        self._tokens = tokens
+        self._reading: asyncio.Task[Figures | None] | None = None
+
+    async def scrape(self, request: Request) -> Response:
+        if not self._settings.metrics_public:
+            refusal = await self._refusal(request.headers.get("authorization"))
+            if refusal is not None:
+                return refusal
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.create_task(self._read_figures())
+        figures = await asyncio.shield(self._reading)
+        return Response(generate_latest(_Scrape(figures)), media_type=CONTENT_TYPE_LATEST)
+
+    async def _refusal(self, authorization: str | None) -> Response | None:
+        try:
+            principal = await self._tokens().resolve(authorization)
+        except Exception as error:
+            if not is_unavailable(error):
+                raise
+            return JSONResponse(
+                error_body(ErrorCode.UNAVAILABLE, "the database is unavailable"),
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        if principal is None:
+            log.info("metrics: refused a scrape without a valid bearer token")
+            return JSONResponse(
+                error_body(
+                    ErrorCode.UNAUTHENTICATED, "a manager or admin bearer token is required"
+                ),
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if principal.role not in SCRAPING_ROLES or principal.queues:
+            log.info("metrics: refused a scrape by %s (%s)", principal.user, principal.role.value)
+            return JSONResponse(
+                error_body(
+                    ErrorCode.FORBIDDEN,
+                    "metrics cover every queue: a manager or admin token for all queues",
+                ),
+                status_code=403,
+            )
+        return None
+
+    async def _read_figures(self) -> Figures | None:
+        try:
+            return await read_figures(
+                self._db(),
+                max_age_seconds=self._settings.metrics_cache_seconds,
+                unapplied_threshold_seconds=self._settings.metrics_unapplied_threshold_seconds,
+            )
+        except Exception as error:
+            if not is_unavailable(error):
+                raise
+            log.warning("metrics: the database figures are left out: %r", error)
+            return None

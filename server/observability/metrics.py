@@ -1,0 +1,92 @@
+"""The per-process metrics, on prometheus-client's default registry.
+
+Counters and histograms count what this process did; the database figures (backlogs, the
+unapplied and failed applications, open exceptions) are the same for every process and
+are read at scrape time (server/metrics_endpoint.py). Label values are bounded: queues
+come from decision rows (so from the catalogue), verdicts and outcomes from enums, GraphQL
+fields from the schema, never from what a client typed.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
+
+# The `_created` series double every counter for a figure no dashboard here uses.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+DECISIONS = Counter(
+    "casework_decisions", "Decisions recorded by this process.", ("queue", "verdict")
+)
+STALE_LEASE_REFUSALS = Counter(
+    "casework_stale_lease_refusals",
+    "submitDecision refusals because the lease no longer held (StaleLease).",
+    ("queue",),
+)
+LEASE_COUNT_AT_DECISION = Histogram(
+    "casework_lease_count_at_decision",
+    "How many leases an item had had when it was decided (1: decided at the first claim).",
+    buckets=(1, 2, 3, 4, 5),
+)
+DECISION_HANDLING_SECONDS = Histogram(
+    "casework_decision_handling_seconds",
+    "Seconds from the claim of the lease a verdict was made under to the verdict.",
+    ("queue",),
+    buckets=(5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600),
+)
+APPLY_ATTEMPTS = Counter(
+    "casework_apply_attempts",
+    "Attempts at carrying a decision out, by what came of them.",
+    ("outcome",),
+)
+GRAPHQL_OPERATION_SECONDS = Histogram(
+    "casework_graphql_operation_seconds",
+    "Queries and mutations, from the request to the answer, by operation type and root field.",
+    ("type", "field"),
+)
+WEBSOCKET_CONNECTIONS = Gauge("casework_websocket_connections", "Open GraphQL websockets.")
+SUBSCRIPTIONS = Gauge("casework_subscriptions", "Running subscriptions, by root field.", ("field",))
+LISTENER_CONNECTED = Gauge(
+    "casework_listener_connected",
+    "1 while this process's hint listener (PostgreSQL LISTEN or Redis) is connected.",
+)
+LISTENER_RECONNECTS = Counter(
+    "casework_listener_reconnects", "Times the hint listener came back after a loss."
+)
+
+
+class ApplyOutcome(enum.StrEnum):
+    APPLIED = "applied"
+    # Another attempt (a lapsed lock, a concurrent worker) had recorded it already.
+    ALREADY_APPLIED = "already_applied"
+    # Failed; another attempt will be made.
+    RETRIED = "retried"
+    # Failed for good (permanent, or the last attempt allowed): a person takes it over.
+    FAILED = "failed"
+
+
+def record_decision(
+    queue: str, verdict: str, *, lease_count: int | None, handling_seconds: float | None
+) -> None:
+    DECISIONS.labels(queue, verdict).inc()
+    if lease_count is not None:
+        LEASE_COUNT_AT_DECISION.observe(lease_count)
+    if handling_seconds is not None:
+        DECISION_HANDLING_SECONDS.labels(queue).observe(max(0.0, handling_seconds))
+
+
+def record_stale_lease(queue: str) -> None:
+    STALE_LEASE_REFUSALS.labels(queue).inc()
+
+
+def record_apply_attempt(outcome: ApplyOutcome) -> None:
+    APPLY_ATTEMPTS.labels(outcome.value).inc()
+
+
+def listener_connected(connected: bool) -> None:
+    LISTENER_CONNECTED.set(1 if connected else 0)
+
+
+def listener_reconnected() -> None:
+    LISTENER_RECONNECTS.inc()
