@@ -9,7 +9,7 @@ docs/measures.md defines every figure.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from server.domain.exceptions.records import Consequence
 from server.domain.failures import InvalidInput
@@ -236,6 +236,20 @@ def _seconds(value: Any) -> float | None:
 
 def _minutes(seconds: float | None) -> float | None:
     return None if seconds is None else seconds / 60
+
+
+class CapacityOf(Protocol):
+    """A capacity sum of one kind of person: operators or approvers."""
+
+    def __call__(
+        self,
+        activity: WorkflowActivity,
+        now: WorkflowNow,
+        *,
+        window_seconds: int,
+        available_minutes_per_day: float | None,
+        clear_backlog_in_days: int,
+    ) -> Capacity: ...
 
 
 def operator_capacity(

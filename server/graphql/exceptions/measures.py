@@ -215,24 +215,13 @@ class WorkflowMeasures:
         available_reviewer_minutes_per_day: float | None = None,
         clear_backlog_in_days: int | None = DEFAULT_CLEAR_BACKLOG_DAYS,
     ) -> Capacity:
-        days = _days(clear_backlog_in_days)
-        _capacity_arguments(
+        return await self._capacity(
+            info,
+            measures.operator_capacity,
             available_reviewer_minutes_per_day,
-            days,
+            self._workflow.reviewer_minutes_per_day,
+            clear_backlog_in_days,
             "availableReviewerMinutesPerDay",
-        )
-        available = available_reviewer_minutes_per_day
-        if available is None:
-            available = self._workflow.reviewer_minutes_per_day
-        now = await self._now(info)
-        return Capacity.of(
-            measures.operator_capacity(
-                await self._activity(info),
-                now,
-                window_seconds=self.since_seconds,
-                available_minutes_per_day=available,
-                clear_backlog_in_days=days,
-            )
         )
 
     @strawberry.field(
@@ -246,22 +235,33 @@ class WorkflowMeasures:
         available_approver_minutes_per_day: float | None = None,
         clear_backlog_in_days: int | None = DEFAULT_CLEAR_BACKLOG_DAYS,
     ) -> Capacity:
-        days = _days(clear_backlog_in_days)
-        _capacity_arguments(
+        return await self._capacity(
+            info,
+            measures.approver_capacity,
             available_approver_minutes_per_day,
-            days,
+            self._workflow.approver_minutes_per_day,
+            clear_backlog_in_days,
             "availableApproverMinutesPerDay",
         )
-        available = available_approver_minutes_per_day
-        if available is None:
-            available = self._workflow.approver_minutes_per_day
-        now = await self._now(info)
+
+    async def _capacity(
+        self,
+        info: Info[Context, None],
+        capacity_of: measures.CapacityOf,
+        available: float | None,
+        setting: float | None,
+        clear_backlog_in_days: int | None,
+        field: str,
+    ) -> Capacity:
+        # Operators and approvers alike: the argument, else the workflow's setting.
+        days = _days(clear_backlog_in_days)
+        _capacity_arguments(available, days, field)
         return Capacity.of(
-            measures.approver_capacity(
+            capacity_of(
                 await self._activity(info),
-                now,
+                await self._now(info),
                 window_seconds=self.since_seconds,
-                available_minutes_per_day=available,
+                available_minutes_per_day=setting if available is None else available,
                 clear_backlog_in_days=days,
             )
         )
