@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from playwright.async_api import (
     Browser,
@@ -25,6 +26,7 @@ from playwright.async_api import (
 
 from server.config import REPO_ROOT
 from server.domain.model import Role
+from tests.api.helpers import DECIDE, decision_input
 from tests.conftest import MakeToken
 from tests.live.helpers import Api
 
@@ -141,6 +143,8 @@ async def screenshot(page: Page, name: str) -> None:
     path = Path(SCREENSHOTS_DIR) / f"{name}.png" if SCREENSHOTS_DIR else None
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
+    # From the top, as the page opens: scrolled, the sticky header lands mid-picture.
+    await page.evaluate("window.scrollTo(0, 0)")
     await page.screenshot(path=path, full_page=True)
 
 
@@ -279,13 +283,6 @@ query($id: ID!) {
   }
 }
 """
-WORKFLOW_EXCEPTIONS = """
-query {
-  exceptions(filter: {workflow: "supplier_onboarding"}, first: 200) {
-    edges { node { id state owner overdue createdAt reasonCode consequence } }
-  }
-}
-"""
 
 
 @dataclass(frozen=True)
@@ -341,3 +338,260 @@ async def setup_workflow(
         assert raised["__typename"] == "ExceptionRaised", raised
         ids.append(raised["exception"]["id"])
     return ids
+
+
+# ---- Histories with known measures -------------------------------------------------------
+
+QUEUE_MEASURES = """
+query($queue: String!, $minutes: Float) {
+  queue(name: $queue) {
+    leaseTtlSeconds
+    measures {
+      arrivals decided escalated overturned backlog lapsedLeases releasedLeases
+      leaseCountAtDecision { leaseCount items }
+      leaseCountPending { leaseCount items }
+      lapsedLeaseShare recommendedLeaseTtlSeconds leaseCutOffShare leaseTtlAdvice
+      handlingSeconds { samples p50 p90 p99 max }
+      timeToDecisionSeconds { samples p50 p90 p99 max }
+      reasons { code verdict count share }
+      reviewers { reviewer decided overturned lapsedLeases handlingSeconds { p50 p90 } }
+      capacity(availableReviewerMinutesPerDay: $minutes) {
+        arrivalsPerDay handlingMinutesMean demandMinutesPerDay backlog backlogMinutesPerDay
+        availableMinutesPerDay headroomMinutesPerDay enough
+      }
+    }
+  }
+}
+"""
+ESCALATE_TO_SENIORS = """
+mutation {
+  senior: configureQueue(input: {name: "kyc-senior"}) { __typename }
+  kyc: configureQueue(input: {name: "kyc", escalationQueue: "kyc-senior"}) { __typename }
+}
+"""
+OVERTURN = """
+mutation($input: OverturnDecisionInput!) {
+  overturnDecision(input: $input) { __typename ... on Error { message } }
+}
+"""
+# A lease whose TTL ran out, as if it had, without waiting for it.
+EXPIRE_LEASE = (
+    "UPDATE review_items SET lease_expires_at = now() - interval '1 second' WHERE id = $1"
+)
+# The lease began `$2` seconds ago and the item arrived an hour before that: the hands-on
+# and elapsed times of the decision to come, moved in SQL (nobody waits).
+MOVE_LEASE_START = (
+    "UPDATE review_items SET lease_started_at = now() - make_interval(secs => $2), "
+    "created_at = now() - make_interval(secs => $2 + 3600) WHERE id = $1"
+)
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """One item of a scripted queue history: whose leases lapsed on it before it was
+    decided, who decided it, how, and after how long hands-on."""
+
+    key: str
+    lapsed_by: tuple[str, ...]
+    decided_by: str
+    verdict: str
+    reason: str
+    hands_on_seconds: int
+
+
+# Known answers (TTL 300 s): lease counts at decision 1: 4, 2: 1, 3: 1; rita decided 4 (1
+# overturned later) and let 1 lease lapse, rob decided 2 and let 2 lapse; 3 of the 6 took
+# longer than the TTL; mean hands-on 305 s.
+KYC_HISTORY = (
+    Reviewed("A-1", (), "rita", "APPROVE", "documents_ok", 150),
+    Reviewed("A-2", (), "rita", "APPROVE", "documents_ok", 240),
+    Reviewed("A-3", ("rob",), "rita", "REJECT", "name_mismatch", 420),
+    Reviewed("A-4", (), "rob", "APPROVE", "documents_ok", 330),
+    Reviewed("A-5", ("rob", "rita"), "rob", "ESCALATE", "needs_senior", 600),
+    Reviewed("A-6", (), "rita", "REJECT", "document_expired", 90),
+)
+
+
+async def seed_kyc_history(api: Api, tokens: ConsoleTokens, owner: asyncpg.Connection) -> None:
+    """Queue `kyc` with KYC_HISTORY decided, A-1 overturned, and three items pending: two
+    never opened and one released (one lease)."""
+    await setup_kyc(api, tokens, items=0)
+    # Escalations leave for a senior queue (without one they would wait in kyc again).
+    escalation = await api.call(tokens.admin, ESCALATE_TO_SENIORS)
+    assert escalation["kyc"]["__typename"] == "QueueConfigured", escalation
+    token = {"rita": tokens.rita, "rob": tokens.rob}
+    decision_ids: dict[str, str] = {}
+    for number, reviewed in enumerate(KYC_HISTORY, start=1):
+        # Alone in the queue: each claim below can only take this item.
+        await api.enqueue(tokens.integration, "kyc", {reviewed.key: application(number)})
+        for who in reviewed.lapsed_by:
+            lapsed = await api.claim(token[who], "kyc")
+            await owner.execute(EXPIRE_LEASE, int(lapsed["item"]["id"]))
+        claim = await api.claim(token[reviewed.decided_by], "kyc")
+        assert claim["item"]["leaseCount"] == len(reviewed.lapsed_by) + 1, claim
+        moved = await owner.execute(
+            MOVE_LEASE_START, int(claim["item"]["id"]), float(reviewed.hands_on_seconds)
+        )
+        assert moved == "UPDATE 1"
+        entry = decision_input(claim, reviewed.verdict, reviewed.reason)
+        recorded = (await api.call(token[reviewed.decided_by], DECIDE, input=entry))[
+            "submitDecision"
+        ]
+        assert recorded["__typename"] == "DecisionRecorded", recorded
+        decision_ids[reviewed.key] = recorded["decision"]["id"]
+    overturned = await api.call(
+        tokens.approver,
+        OVERTURN,
+        input={"decisionId": decision_ids["A-1"], "reasonCode": "name_mismatch"},
+    )
+    assert overturned["overturnDecision"]["__typename"] == "DecisionRecorded", overturned
+    await api.enqueue(tokens.integration, "kyc", {"W-1": application(7)}, priority=1)
+    await api.release(tokens.rob, await api.claim(tokens.rob, "kyc"))
+    await api.enqueue(tokens.integration, "kyc", {"W-2": application(8), "W-3": application(9)})
+
+
+WORKFLOW_MEASURES = """
+query($minutes: Float, $approverMinutes: Float) {
+  workflow(name: "supplier_onboarding") {
+    measures {
+      open unclaimedNew unclaimedOverdue raised
+      ageByReason { reasonCode consequence open oldestAgeSeconds p50AgeSeconds }
+      repeats { reasonCode raised recurrences sourcesWithRepeats repeatShare }
+      redrives { requested succeeded failed successRate }
+      closures { corrected rejected duplicate obsolete total }
+      reopened reopenRate
+      approvalSeconds { samples p50 p90 p99 max }
+      handlingSeconds { samples p50 p90 p99 max }
+      approverHandlingSeconds { samples p50 p90 p99 max }
+      capacity(availableReviewerMinutesPerDay: $minutes) {
+        arrivalsPerDay handlingMinutesMean demandMinutesPerDay backlog backlogMinutesPerDay
+        availableMinutesPerDay headroomMinutesPerDay enough
+      }
+      approvalCapacity(availableApproverMinutesPerDay: $approverMinutes) {
+        arrivalsPerDay handlingMinutesMean demandMinutesPerDay backlog backlogMinutesPerDay
+        availableMinutesPerDay headroomMinutesPerDay enough
+      }
+    }
+  }
+}
+"""
+
+
+def exception_mutation(field: str, input_type: str, fields: str = "") -> str:
+    return (
+        f"mutation($input: {input_type}!) {{ {field}(input: $input) "
+        f"{{ __typename {fields} ... on Error {{ message }} }} }}"
+    )
+
+
+CLOSE_EXCEPTION = exception_mutation("closeException", "CloseExceptionInput")
+REOPEN_EXCEPTION = exception_mutation("reopenException", "ReopenExceptionInput")
+APPROVE_CORRECTION = exception_mutation("approveCorrection", "ApproveCorrectionInput")
+REQUEST_REDRIVE = exception_mutation(
+    "requestRedrive", "RequestRedriveInput", "... on RedriveQueued { redriveKey }"
+)
+REPORT_REDRIVE = exception_mutation("reportRedriveResult", "ReportRedriveResultInput")
+# The events of one kind of an exception got leases that began `$3` seconds before them.
+MOVE_HANDS_ON = (
+    "UPDATE exception_events SET lease_started_at = at - make_interval(secs => $3) "
+    "WHERE exception_id = $1 AND kind = $2"
+)
+# The approved correction was submitted `$2` seconds before its approval.
+MOVE_SUBMISSION = """
+UPDATE exception_corrections AS c SET submitted_at = v.at - make_interval(secs => $2)
+FROM exception_events AS v
+WHERE c.exception_id = $1 AND v.exception_id = c.exception_id AND v.version = c.version
+  AND v.kind = 'correction_approved'
+"""
+
+
+async def act(api: Api, token: str, mutation: str, **input: Any) -> dict[str, Any]:
+    """One exception mutation, asserted to have done what it says."""
+    (result,) = (await api.call(token, mutation, input=input)).values()
+    assert isinstance(result, dict), result
+    assert "message" not in result, result
+    return result
+
+
+async def seed_workflow_history(
+    api: Api, people: WorkflowTokens, owner: asyncpg.Connection
+) -> None:
+    """Known answers: SUP-1 raised twice (a recurrence), corrected in 10 min hands-on,
+    approved 2 h after, redriven and closed corrected; SUP-2 closed as a duplicate after 4
+    min, then reopened; SUP-3 open and overdue for 5 h; SUP-4 open, new, 2 h old. So: 3
+    open, 2 unclaimed new, 1 overdue, closures 1 corrected + 1 duplicate, 1 reopen (50%)."""
+    sup1, sup2, sup3, sup4 = await setup_workflow(
+        api, people, ("SUP-1", "CRITICAL"), ("SUP-2", "HIGH"), ("SUP-3", "LOW"), ("SUP-4", "LOW")
+    )
+    again = (
+        await api.call(
+            people.erp,
+            RAISE,
+            input={
+                "workflow": WORKFLOW,
+                "sourceRecordId": "SUP-1",
+                "reasonCode": "entity_mismatch",
+                "detail": "The certificate of SUP-1 still names another legal entity.",
+                "consequence": "CRITICAL",
+            },
+        )
+    )["raiseException"]
+    assert again["__typename"] == "ExceptionRaised", again
+    assert again["exception"]["id"] == sup1, again
+
+    # Claims take the oldest first: SUP-1, then SUP-2.
+    claim = await api.claim(people.sam, "supplier-ops")
+    corrected = (
+        await api.call(
+            people.sam,
+            SUBMIT_CORRECTION,
+            input={
+                "exceptionId": sup1,
+                "leaseToken": claim["leaseToken"],
+                "reasonCode": "entity_mismatch",
+                "changes": {"recordLegalName": "SUP-1 Holdings Ltd"},
+                "evidence": ["docstore://suppliers/SUP-1/registry-extract.pdf"],
+            },
+        )
+    )["submitCorrection"]
+    assert corrected["__typename"] == "ExceptionUpdated", corrected
+    approval = await api.claim(people.ann, "supplier-approvals")
+    await act(
+        api,
+        people.ann,
+        APPROVE_CORRECTION,
+        exceptionId=sup1,
+        leaseToken=approval["leaseToken"],
+        version=1,
+    )
+    queued = await act(api, people.ann, REQUEST_REDRIVE, exceptionId=sup1, version=1)
+    await act(api, people.erp, REPORT_REDRIVE, redriveKey=queued["redriveKey"], succeeded=True)
+
+    claim = await api.claim(people.sam, "supplier-ops")
+    await act(
+        api,
+        people.sam,
+        CLOSE_EXCEPTION,
+        exceptionId=sup2,
+        leaseToken=claim["leaseToken"],
+        closure="DUPLICATE",
+    )
+    await act(api, people.sam, REOPEN_EXCEPTION, exceptionId=sup2, reason="Not the same one.")
+
+    for exception_id, kind, seconds in (
+        (sup1, "correction_submitted", 600),
+        (sup1, "correction_approved", 180),
+        (sup2, "closed", 240),
+    ):
+        assert await owner.execute(MOVE_HANDS_ON, exception_id, kind, seconds) == "UPDATE 1"
+    assert await owner.execute(MOVE_SUBMISSION, sup1, 7200) == "UPDATE 1"
+    for exception_id, hours, overdue in ((sup3, 5, True), (sup4, 2, False)):
+        moved = await owner.execute(
+            "UPDATE exceptions SET created_at = now() - make_interval(hours => $2), "
+            "due_at = CASE WHEN $3 THEN now() - interval '1 hour' ELSE due_at END "
+            "WHERE id = $1",
+            exception_id,
+            hours,
+            overdue,
+        )
+        assert moved == "UPDATE 1"

@@ -14,6 +14,8 @@ import { managerHome, queueManagerPage, workflowManagerPage } from "./manager.js
 import { queueListPage, queuePage } from "./reviewer.js";
 
 const root = document.getElementById("app");
+// Who has the Manage section: the roles that read measures (docs/measures.md).
+const MANAGING_ROLES = ["manager", "admin"];
 let disposeView = null;
 // What the shell of the signed-in user listens to; ended on sign-out.
 let shellEndings = [];
@@ -113,7 +115,7 @@ function signInPage(reason) {
 // ---- The shell --------------------------------------------------------------------------
 
 function header(me) {
-  const canManage = ["manager", "admin"].includes(me.role);
+  const canManage = MANAGING_ROLES.includes(me.role);
   const nav = h(
     "nav",
     { class: "sections", "aria-label": "Sections" },
@@ -190,6 +192,11 @@ function route() {
   for (const link of root.querySelectorAll(".sections a")) {
     link.toggleAttribute("aria-current", link.dataset.section === section(hash));
     if (link.hasAttribute("aria-current")) link.setAttribute("aria-current", "page");
+  }
+  if (section(hash) === "manage" && !session.isRole(...MANAGING_ROLES)) {
+    // The API would refuse most of these figures: say why, rather than show broken panels.
+    fill(main, h("div", { class: "empty" }, h("h1", {}, "Manage is for managers and admins"), h("p", {}, "Your token's role does not read a queue's or a workflow's measures. ", h("a", { href: "#/" }, "Back to your queues"))));
+    return;
   }
   for (const [pattern, view] of ROUTES) {
     const match = hash.match(pattern);

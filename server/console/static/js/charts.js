@@ -20,7 +20,9 @@ export function liveTimeSeries(series, { height = 260, label } = {}) {
     height,
     cursor: { drag: { x: false, y: false } },
     legend: { live: true },
-    scales: { x: { time: true }, count: { range: (u, min, max) => [0, Math.max(5, Math.ceil(max * 1.2))] }, minutes: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.2))] } },
+    // One point has no time span, and uPlot stretches it to years (a day in milliseconds,
+    // read as seconds): show a minute either side of it instead.
+    scales: { x: { time: true, range: (u, min, max) => (min !== null && (u.data?.[0]?.length ?? 0) < 2 ? [min - 60, min + 60] : [min, max]) }, count: { range: (u, min, max) => [0, Math.max(5, Math.ceil(max * 1.2))] }, minutes: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.2))] } },
     axes: [
       { stroke: "#6b7687", grid: { stroke: "#eef1f5" } },
       { scale: "count", stroke: "#6b7687", grid: { stroke: "#eef1f5" }, label: "items", size: 50 },
@@ -34,7 +36,8 @@ export function liveTimeSeries(series, { height = 260, label } = {}) {
         stroke: s.color ?? COLORS[i % COLORS.length],
         width: 2,
         dash: s.scale === "minutes" ? [6, 4] : undefined,
-        points: { show: false },
+        // uPlot's default: dots while the points are sparse (the first ones), lines after.
+        points: { size: 6 },
         value: (u, v) => (v === null || v === undefined ? "–" : s.scale === "minutes" ? `${v.toFixed(1)} min` : count(v)),
       })),
     ],
@@ -59,26 +62,36 @@ export function liveTimeSeries(series, { height = 260, label } = {}) {
   };
 }
 
-/** Bars for counts by category: [{label, value, note}], largest first. */
-export function bars(rows, { label, format = count } = {}) {
-  const max = Math.max(1, ...rows.map((row) => row.value));
+/**
+ * Bars for counts by category: [{label, value, note, key}], largest first. `key` names a
+ * row (data-key) and the bar's value is kept in data-value, for the tests to read. `wide`
+ * makes room for values longer than a count ("8 min 11 s").
+ */
+export function bars(rows, { label, format = count, wide = false } = {}) {
+  const max = Math.max(1, ...rows.map((row) => row.value ?? 0));
   return h(
     "ul",
-    { class: "bars", "aria-label": label },
+    { class: ["bars", wide && "bars-wide"], "aria-label": label },
     rows.map((row) =>
       h(
         "li",
-        { class: "bar-row", title: row.note },
+        { class: "bar-row", title: row.note, "data-key": row.key },
         h("span", { class: "bar-label", text: row.label }),
-        h("span", { class: "bar-track", "aria-hidden": "true" }, barFill(row.value / max)),
-        h("span", { class: "bar-value", text: format(row.value) }),
+        h("span", { class: "bar-track", "aria-hidden": "true" }, barFill((row.value ?? 0) / max)),
+        h("span", { class: "bar-value", "data-value": String(row.value ?? null), text: format(row.value) }),
       ),
     ),
   );
 }
 
+/** A share (0 to 1) as a short bar, for a table cell beside the percentage. */
+export function shareBar(share) {
+  return h("span", { class: "bar-track bar-track-small", "aria-hidden": "true" }, barFill(share ?? 0));
+}
+
 function barFill(share) {
-  const fill = h("span", { class: "bar-fill" });
+  // A nought shows an empty track: the stub that makes a small share visible would not do.
+  const fill = h("span", { class: ["bar-fill", share <= 0 && "bar-fill-none"] });
   fill.style.width = `${Math.round(share * 100)}%`;
   return fill;
 }

@@ -57,13 +57,16 @@ export function facts(pairs, className = "facts") {
   );
 }
 
-/** A figure tile: a label, a big number, and a note under it. */
-export function figure(label, value, { note, figureId, seconds, tone } = {}) {
+/**
+ * A figure tile: a label, a big number, and a note under it. `raw` is the API's value
+ * behind the words (data-value, "null" for none), so that what is shown can be checked.
+ */
+export function figure(label, value, { note, figureId, seconds, raw, tone } = {}) {
   return h(
     "div",
     { class: ["figure", tone && `tone-${tone}`], "data-figure": figureId },
     h("dt", { text: label }),
-    h("dd", { "data-seconds": seconds ?? undefined }, value),
+    h("dd", { "data-seconds": seconds ?? undefined, "data-value": raw === undefined ? undefined : String(raw) }, value),
     note ? h("p", { class: "figure-note", text: note }) : null,
   );
 }

@@ -23,6 +23,38 @@ export function duration(seconds) {
   return hours % 24 ? `${days} d ${hours % 24} h` : `${days} d`;
 }
 
+/** As duration(), to the second below an hour ("8 min 11 s"): hands-on times and TTLs,
+ *  where a minute rounded away is a fifth of a review. */
+export function preciseDuration(seconds) {
+  if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "–";
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60 || s >= 3600) return duration(s);
+  const rest = s % 60;
+  return rest ? `${Math.floor(s / 60)} min ${rest} s` : `${s / 60} min`;
+}
+
+const percentFormat = new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 1 });
+const decimalFormat = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+
+/** A share (0.25) as "25%"; null as a dash. */
+export function percent(share) {
+  return share === null || share === undefined ? "–" : percentFormat.format(share);
+}
+
+/** A rate or a mean, to one decimal: "3.4"; null as a dash. */
+export function decimal(value) {
+  return value === null || value === undefined ? "–" : decimalFormat.format(value);
+}
+
+/** Minutes of work a day: "216 min", "1,440 min", "−24 min"; under ten, to a tenth
+ *  ("0.4 min"), so that a small demand does not read as none. */
+export function minutesPerDay(minutes) {
+  if (minutes === null || minutes === undefined) return "–";
+  const size = Math.abs(minutes);
+  const shown = size < 10 ? decimalFormat.format(size) : numberFormat.format(Math.round(size));
+  return `${minutes < 0 && shown !== "0" ? "−" : ""}${shown} min`;
+}
+
 /** A countdown: "4:59", "1:02:03". */
 export function countdown(milliseconds) {
   const total = Math.max(0, Math.ceil(milliseconds / 1000));

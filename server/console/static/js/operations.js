@@ -196,8 +196,9 @@ mutation RequestRedrive($input: RequestRedriveInput!) {
 }`;
 
 // ---- Manager ----------------------------------------------------------------------------
-// One operation per panel of a manager page (manager.js). Queue.measures and
-// Workflow.measures panels add theirs here.
+// One operation per panel of a manager page (manager.js); panels that share one share its
+// read. The measures' window is the API's default (7 days), written out so that the page
+// can say which window it shows.
 
 export const MANAGER_OVERVIEW = `
 query ManagerOverview {
@@ -225,10 +226,49 @@ query QueueSettings($name: String!) {
   }
 }`;
 
-export const WORKFLOW_EXCEPTIONS = `
-query WorkflowExceptions($filter: ExceptionFilter, $after: String) {
-  exceptions(filter: $filter, first: 200, after: $after) {
-    edges { node { id reasonCode reasonLabel consequence state owner overdue createdAt } }
-    pageInfo { hasNextPage endCursor }
+const PERCENTILES = `samples p50 p90 p99 max`;
+const CAPACITY = `
+  arrivalsPerDay handlingMinutesMean demandMinutesPerDay backlog backlogMinutesPerDay
+  availableMinutesPerDay headroomMinutesPerDay enough
+`;
+
+// $minutes null: the queue's own reviewerMinutesPerDay setting, if it has one.
+export const QUEUE_MEASURES = `
+query QueueMeasures($name: String!, $since: Int! = 604800, $minutes: Float) {
+  queue(name: $name) {
+    name leaseTtlSeconds reviewerMinutesPerDay reasonCodes { code label }
+    measures(sinceSeconds: $since) {
+      sinceSeconds arrivals decided escalated overturned backlog
+      leaseCountAtDecision { leaseCount items }
+      leaseCountPending { leaseCount items }
+      lapsedLeaseShare lapsedLeases releasedLeases
+      handlingSeconds { ${PERCENTILES} }
+      timeToDecisionSeconds { ${PERCENTILES} }
+      recommendedLeaseTtlSeconds leaseCutOffShare leaseTtlAdvice
+      reasons { code verdict count share }
+      reviewers { reviewer decided overturned lapsedLeases handlingSeconds { ${PERCENTILES} } }
+      capacity(availableReviewerMinutesPerDay: $minutes) { ${CAPACITY} }
+    }
+  }
+}`;
+
+// Workflow.measures: managers and admins only (a reviewer's token is refused FORBIDDEN).
+export const WORKFLOW_MEASURES = `
+query WorkflowMeasures($name: String!, $since: Int = 604800, $minutes: Float, $approverMinutes: Float) {
+  workflow(name: $name) {
+    name reviewerMinutesPerDay approverMinutesPerDay reasons { code label }
+    measures(sinceSeconds: $since) {
+      sinceSeconds open unclaimedNew unclaimedOverdue raised arrivalsPerDay
+      ageByReason { reasonCode consequence open oldestAgeSeconds p50AgeSeconds }
+      repeats { reasonCode raised recurrences sourcesWithRepeats repeatShare }
+      redrives { requested succeeded failed successRate }
+      closures { corrected rejected duplicate obsolete total }
+      reopened reopenRate
+      approvalSeconds { ${PERCENTILES} }
+      handlingSeconds { ${PERCENTILES} }
+      approverHandlingSeconds { ${PERCENTILES} }
+      capacity(availableReviewerMinutesPerDay: $minutes) { ${CAPACITY} }
+      approvalCapacity(availableApproverMinutesPerDay: $approverMinutes) { ${CAPACITY} }
+    }
   }
 }`;
