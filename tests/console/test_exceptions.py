@@ -56,7 +56,9 @@ async def test_an_approver_approves_a_correction_and_is_refused_their_own(
         )
         await screenshot(sam, "exception")
         await sam.get_by_role("button", name="Submit correction").click()
-        await expect(sam.get_by_text("Correction submitted")).to_be_visible()
+        await expect(
+            sam.get_by_text("Correction submitted: it waits for an approver.")
+        ).to_be_visible()
         await expect(sam.get_by_role("heading", name="SUP-1")).to_contain_text("Awaiting approval")
         submitted = (await api.call(people.admin, EXCEPTION_STATE, id=first))["exception"]
         assert submitted["state"] == "AWAITING_APPROVAL"
