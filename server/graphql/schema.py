@@ -18,7 +18,6 @@ from strawberry.extensions import (
     QueryDepthLimiter,
     SchemaExtension,
 )
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
@@ -31,6 +30,7 @@ from server.graphql.exceptions.queries import ExceptionQuery
 from server.graphql.exceptions.subscriptions import ExceptionSubscription
 from server.graphql.guards import BoundedParserCache, cached_validation, limit_coded
 from server.graphql.input_strings import guard_root_fields
+from server.graphql.leaves import LeafExecutionContext
 from server.graphql.mutations import Mutation
 from server.graphql.queries import Query
 from server.graphql.subscriptions import Subscription
@@ -108,7 +108,7 @@ def _with_shared_rules(
     return build
 
 
-class PerEventExecutionContext(StrawberryGraphQLCoreExecutionContext):
+class PerEventExecutionContext(LeafExecutionContext):
     """graphql-core 3.3 copies the executor for every subscription event, and the copies
     share a memo keyed on lists made afresh each event: every event sent would leave an
     entry behind for as long as its subscription lives (about 1.5 kB per event measured by
