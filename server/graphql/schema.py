@@ -30,6 +30,7 @@ from server.graphql.exceptions.queries import ExceptionQuery
 from server.graphql.exceptions.subscriptions import ExceptionSubscription
 from server.graphql.guards import BoundedParserCache, cached_validation, limit_coded
 from server.graphql.input_strings import guard_root_fields
+from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
 from server.graphql.mutations import Mutation
 from server.graphql.queries import Query
@@ -151,6 +152,8 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
         extensions=extensions,
         execution_context_class=PerEventExecutionContext if dev else QuietExecutionContext,
     )
-    # Unstorable or over-long strings in any root field's arguments (input_strings.py).
+    # Methods without arguments called directly (lean_resolvers.py), then unstorable or
+    # over-long strings in any root field's arguments refused (input_strings.py).
+    lean_resolvers(schema)
     guard_root_fields(schema._schema)
     return schema
