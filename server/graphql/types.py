@@ -380,8 +380,12 @@ class Queue:
         if not 1 <= lag_threshold_seconds <= 86400 * 30:
             raise ClientError("lagThresholdSeconds must be between 1 and 2592000")
         loaders = info.context.loaders
-        backlog = await loaders.backlog.load(self.name)
-        lag = await loaders.application_lag.load(LagKey(self.name, lag_threshold_seconds))
+        # Both loads join their batches before the first await: the two statements run
+        # side by side, not one after the other.
+        backlog_load = loaders.backlog.load(self.name)
+        lag_load = loaders.application_lag.load(LagKey(self.name, lag_threshold_seconds))
+        backlog = await backlog_load
+        lag = await lag_load
         # Both answer for every queue asked for, known or not.
         assert backlog is not None
         assert lag is not None
