@@ -18,7 +18,6 @@ from strawberry.extensions import (
     QueryDepthLimiter,
     SchemaExtension,
 )
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
@@ -31,6 +30,8 @@ from server.graphql.exceptions.queries import ExceptionQuery
 from server.graphql.exceptions.subscriptions import ExceptionSubscription
 from server.graphql.guards import BoundedParserCache, cached_validation, limit_coded
 from server.graphql.input_strings import guard_root_fields
+from server.graphql.lean_resolvers import lean_resolvers
+from server.graphql.leaves import LeafExecutionContext
 from server.graphql.mutations import Mutation
 from server.graphql.observe import ObserveOperation, note_failure, note_refusal
 from server.graphql.queries import Query
@@ -113,7 +114,7 @@ def _with_shared_rules(
     return build
 
 
-class PerEventExecutionContext(StrawberryGraphQLCoreExecutionContext):
+class PerEventExecutionContext(LeafExecutionContext):
     """graphql-core 3.3 copies the executor for every subscription event, and the copies
     share a memo keyed on lists made afresh each event: every event sent would leave an
     entry behind for as long as its subscription lives (about 1.5 kB per event measured by
@@ -178,6 +179,8 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
         extensions=extensions,
         execution_context_class=PerEventExecutionContext if dev else QuietExecutionContext,
     )
-    # Unstorable or over-long strings in any root field's arguments (input_strings.py).
+    # Methods without arguments called directly (lean_resolvers.py), then unstorable or
+    # over-long strings in any root field's arguments refused (input_strings.py).
+    lean_resolvers(schema)
     guard_root_fields(schema._schema)
     return schema

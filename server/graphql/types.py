@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import enum
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import strawberry
 from strawberry.scalars import JSON
@@ -17,6 +18,7 @@ from server.graphql.codes import ClientError
 from server.graphql.context import Context
 from server.graphql.loaders import LagKey, PageKey
 from server.graphql.measures.queues import QueueMeasures, queue_measures
+from server.graphql.selection import selected_names
 
 if TYPE_CHECKING:
     from server.graphql.exceptions.types import ExceptionNode
@@ -33,6 +35,10 @@ EffectKind = model.EffectKind
 ItemState = model.ItemState
 
 MAX_PAGE = 200
+# The fields of ReviewItem that read its decisions.
+ITEM_FIELDS_READING_DECISIONS = frozenset({"decisions", "currentDecision"})
+
+T = TypeVar("T")
 
 RECEIVER_TEXT = (
     "What the receiver answered or the effect reported, cut to 1000 characters. Shown to "
@@ -96,77 +102,6 @@ class ReasonCode:
 class Lease:
     owner: str
     expires_at: datetime
-
-
-@strawberry.type
-class ReviewItem:
-    _item: strawberry.Private[model.Item]
-    id: strawberry.ID
-    queue: str
-    external_key: str
-    priority: int
-    payload: JSON
-    evidence_hash: str
-    lease_count: int
-    abandon_count: int
-    escalation_count: int
-    created_at: datetime
-    decided_at: datetime | None
-
-    @classmethod
-    def from_domain(cls, item: model.Item) -> ReviewItem:
-        return cls(
-            _item=item,
-            id=strawberry.ID(str(item.id)),
-            queue=item.queue,
-            external_key=item.external_key,
-            priority=item.priority,
-            payload=item.payload,
-            evidence_hash=item.evidence_hash,
-            lease_count=item.lease_count,
-            abandon_count=item.abandon_count,
-            escalation_count=item.escalation_count,
-            created_at=item.created_at,
-            decided_at=item.decided_at,
-        )
-
-    @strawberry.field
-    def state(self, info: Info[Context, None]) -> ItemState:
-        return self._item.state(info.context.now)
-
-    @strawberry.field(description="The live lease, if any. Its token is never shown here.")
-    def lease(self, info: Info[Context, None]) -> Lease | None:
-        item = self._item
-        if item.state(info.context.now) is not model.ItemState.LEASED:
-            return None
-        assert item.lease_owner is not None
-        assert item.lease_expires_at is not None
-        return Lease(owner=item.lease_owner, expires_at=item.lease_expires_at)
-
-    @strawberry.field(description="Every decision on this item, oldest first.")
-    async def decisions(self, info: Info[Context, None]) -> list[Decision]:
-        found = await info.context.loaders.item_decisions.load(self._item.id)
-        return [Decision.from_domain(d) for d in found]
-
-    @strawberry.field(description="The exception this item stands for, if it is one.")
-    async def exception(
-        self, info: Info[Context, None]
-    ) -> Annotated[ExceptionNode, strawberry.lazy("server.graphql.exceptions.types")] | None:
-        from server.graphql.exceptions.types import ExceptionNode
-
-        if not self._item.is_exception:
-            return None
-        exception_id = await info.context.loaders.exception_id_by_item.load(self._item.id)
-        if exception_id is None:
-            return None
-        found = await info.context.loaders.exception.load(exception_id)
-        return ExceptionNode.from_domain(found) if found else None
-
-    @strawberry.field(description="The decision that stands: the latest one not superseded.")
-    async def current_decision(self, info: Info[Context, None]) -> Decision | None:
-        found = await info.context.loaders.item_decisions.load(self._item.id)
-        current = reads.effective_decision(found)
-        return Decision.from_domain(current) if current else None
 
 
 @strawberry.enum
@@ -279,6 +214,108 @@ async def _load_decision(info: Info[Context, None], decision_id: int | None) -> 
 
 
 @strawberry.type
+class ReviewItem:
+    _item: strawberry.Private[model.Item]
+    # The item's decisions when the page it is on loaded them (Queue.items): `decisions`
+    # and `currentDecision` then resolve without awaiting (server/graphql/selection.py).
+    _decisions: strawberry.Private[list[model.Decision] | None]
+    id: strawberry.ID
+    queue: str
+    external_key: str
+    priority: int
+    payload: JSON
+    evidence_hash: str
+    lease_count: int
+    abandon_count: int
+    escalation_count: int
+    created_at: datetime
+    decided_at: datetime | None
+
+    @classmethod
+    def from_domain(
+        cls, item: model.Item, decisions: list[model.Decision] | None = None
+    ) -> ReviewItem:
+        return cls(
+            _item=item,
+            _decisions=decisions,
+            id=strawberry.ID(str(item.id)),
+            queue=item.queue,
+            external_key=item.external_key,
+            priority=item.priority,
+            payload=item.payload,
+            evidence_hash=item.evidence_hash,
+            lease_count=item.lease_count,
+            abandon_count=item.abandon_count,
+            escalation_count=item.escalation_count,
+            created_at=item.created_at,
+            decided_at=item.decided_at,
+        )
+
+    @strawberry.field
+    def state(self, info: Info[Context, None]) -> ItemState:
+        return self._item.state(info.context.now)
+
+    @strawberry.field(description="The live lease, if any. Its token is never shown here.")
+    def lease(self, info: Info[Context, None]) -> Lease | None:
+        item = self._item
+        if item.state(info.context.now) is not model.ItemState.LEASED:
+            return None
+        assert item.lease_owner is not None
+        assert item.lease_expires_at is not None
+        return Lease(owner=item.lease_owner, expires_at=item.lease_expires_at)
+
+    # Each resolver that may find its rows loaded is a plain function that returns either
+    # the value or an awaitable of it (graphql-core awaits what is awaitable), so its
+    # GraphQL type is given apart from the Python one.
+    @strawberry.field(
+        description="Every decision on this item, oldest first.", graphql_type=list[Decision]
+    )
+    def decisions(self, info: Info[Context, None]) -> list[Decision] | Awaitable[list[Decision]]:
+        if self._decisions is not None:
+            return _decisions_of(self._decisions)
+        return self._load_decisions(info, _decisions_of)
+
+    async def _load_decisions(
+        self, info: Info[Context, None], shown: Callable[[list[model.Decision]], T]
+    ) -> T:
+        return shown(await info.context.loaders.item_decisions.load(self._item.id))
+
+    @strawberry.field(description="The exception this item stands for, if it is one.")
+    async def exception(
+        self, info: Info[Context, None]
+    ) -> Annotated[ExceptionNode, strawberry.lazy("server.graphql.exceptions.types")] | None:
+        from server.graphql.exceptions.types import ExceptionNode
+
+        if not self._item.is_exception:
+            return None
+        exception_id = await info.context.loaders.exception_id_by_item.load(self._item.id)
+        if exception_id is None:
+            return None
+        found = await info.context.loaders.exception.load(exception_id)
+        return ExceptionNode.from_domain(found) if found else None
+
+    @strawberry.field(
+        description="The decision that stands: the latest one not superseded.",
+        graphql_type=Decision | None,
+    )
+    def current_decision(
+        self, info: Info[Context, None]
+    ) -> Decision | Awaitable[Decision | None] | None:
+        if self._decisions is not None:
+            return _current_decision_of(self._decisions)
+        return self._load_decisions(info, _current_decision_of)
+
+
+def _decisions_of(found: list[model.Decision]) -> list[Decision]:
+    return [Decision.from_domain(d) for d in found]
+
+
+def _current_decision_of(found: list[model.Decision]) -> Decision | None:
+    current = reads.effective_decision(found)
+    return Decision.from_domain(current) if current else None
+
+
+@strawberry.type
 class ItemEdge:
     cursor: str
     node: ReviewItem
@@ -343,8 +380,12 @@ class Queue:
         if not 1 <= lag_threshold_seconds <= 86400 * 30:
             raise ClientError("lagThresholdSeconds must be between 1 and 2592000")
         loaders = info.context.loaders
-        backlog = await loaders.backlog.load(self.name)
-        lag = await loaders.application_lag.load(LagKey(self.name, lag_threshold_seconds))
+        # Both loads join their batches before the first await: the two statements run
+        # side by side, not one after the other.
+        backlog_load = loaders.backlog.load(self.name)
+        lag_load = loaders.application_lag.load(LagKey(self.name, lag_threshold_seconds))
+        backlog = await backlog_load
+        lag = await lag_load
         # Both answer for every queue asked for, known or not.
         assert backlog is not None
         assert lag is not None
@@ -381,10 +422,10 @@ class Queue:
         "advice, reviewers and capacity. Managers and admins; a reviewer's or approver's "
         "token sees its own work."
     )
-    def measures(
+    async def measures(
         self, info: Info[Context, None], since_seconds: int = DEFAULT_WINDOW_SECONDS
     ) -> QueueMeasures:
-        return queue_measures(info, self._queue, since_seconds)
+        return await queue_measures(info, self._queue, since_seconds)
 
     @strawberry.field
     async def reason_codes(self, info: Info[Context, None]) -> list[ReasonCode]:
@@ -400,12 +441,23 @@ class Queue:
         after: str | None = None,
     ) -> ItemConnection:
         size = page_size(first)
-        rows = await info.context.loaders.items_page.load(
+        loaders = info.context.loaders
+        rows = await loaders.items_page.load(
             PageKey(self.name, state, decode_cursor("item", after), size + 1)
         )
+        page = rows[:size]
+        # One await for the decisions of the whole page, if the document shows them.
+        decisions: list[list[model.Decision]] | list[None] = [None] * len(page)
+        if selected_names(info, "edges", "node") & ITEM_FIELDS_READING_DECISIONS:
+            # Every load joins the batch before the first await (cheaper than a gather).
+            pending = [loaders.item_decisions.load(item.id) for item in page]
+            decisions = [await found for found in pending]
         edges = [
-            ItemEdge(cursor=encode_cursor("item", item.id), node=ReviewItem.from_domain(item))
-            for item in rows[:size]
+            ItemEdge(
+                cursor=encode_cursor("item", item.id),
+                node=ReviewItem.from_domain(item, item_decisions),
+            )
+            for item, item_decisions in zip(page, decisions, strict=True)
         ]
         return ItemConnection(
             edges=edges,

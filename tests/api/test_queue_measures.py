@@ -210,11 +210,11 @@ WHERE i.state = 'decided'
 """
 
 
-async def dashboard_round_trips(
-    gql: GraphQL, token: str, monkeypatch: pytest.MonkeyPatch
-) -> tuple[int, dict[str, Any], list[str]]:
-    """Statements sent while the dashboard resolves (the bearer token's lookup, cached for a
-    few seconds, is not the dashboard's)."""
+async def statements_sent(
+    gql: GraphQL, token: str, document: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], list[str]]:
+    """The answer, and the statements sent while it resolved (the bearer token's lookup,
+    cached for a few seconds, is not the document's)."""
     calls: list[str] = []
     with monkeypatch.context() as patch:
         for method in ("fetch", "fetchrow"):
@@ -229,9 +229,17 @@ async def dashboard_round_trips(
                 return call
 
             patch.setattr(Database, method, counting())
-        body = await gql(token, DASHBOARD)
+        body = await gql(token, document)
     assert "errors" not in body, body
-    return len(calls), body["data"], calls
+    data: dict[str, Any] = body["data"]
+    return data, calls
+
+
+async def dashboard_round_trips(
+    gql: GraphQL, token: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, dict[str, Any], list[str]]:
+    data, calls = await statements_sent(gql, token, DASHBOARD, monkeypatch)
+    return len(calls), data, calls
 
 
 async def test_a_dashboard_of_50_queues_costs_what_5_cost(
@@ -256,3 +264,50 @@ async def test_a_dashboard_of_50_queues_costs_what_5_cost(
     # queues, backlog, application lag, items, their decisions, and four measure statements
     # (summary, lease counts, reasons, reviewers), however many queues.
     assert (few, many) == (9, 9), (small_calls, calls)
+
+
+# --- what a measures selection reads ---------------------------------------------------
+
+SUMMARY, LEASE_COUNTS, REASONS, REVIEWERS = (
+    "queue_measures_summary",
+    "queue_measures_lease_counts",
+    "queue_measures_reasons",
+    "queue_measures_reviewers",
+)
+FIGURES = """
+fragment figures on QueueMeasures {
+  decided capacity(availableReviewerMinutesPerDay: 60) { enough }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("selection", "expected"),
+    [
+        ("sinceSeconds __typename", []),
+        ("reasons { code count }", [REASONS]),
+        ("r: reviewers { reviewer }", [REVIEWERS]),
+        ("... on QueueMeasures { leaseCountPending { items } }", [LEASE_COUNTS]),
+        ("...figures", [SUMMARY]),
+        ("leaseTtlAdvice ... { reasons { code } } ...figures", [SUMMARY, REASONS]),
+    ],
+)
+async def test_measures_read_the_figures_their_selection_shows(
+    gql: GraphQL,
+    tokens: Tokens,
+    kyc: str,
+    owner_conn: asyncpg.Connection,
+    monkeypatch: pytest.MonkeyPatch,
+    selection: str,
+    expected: list[str],
+) -> None:
+    """A group of figures is read, once, when a field of it is selected under any alias or
+    fragment, and only then."""
+    await enqueue(gql, tokens, "cust-1", "cust-2")
+    await decide_one(gql, tokens.reviewer, owner_conn)
+    document = '{ queue(name: "kyc") { measures { ' + selection + " } } }"
+    if "...figures" in selection:
+        document += FIGURES
+    data, calls = await statements_sent(gql, tokens.manager, document, monkeypatch)
+    assert sorted(c for c in calls if c.startswith("queue_measures_")) == sorted(expected)
+    assert data["queue"]["measures"]

@@ -13,6 +13,7 @@ from server.domain.model import Queue, Verdict
 from server.graphql.codes import ClientError, ErrorCode
 from server.graphql.context import Context
 from server.graphql.measures.figures import Capacity, Percentiles
+from server.graphql.selection import selected_names
 
 OWN_WORK = "For a reviewer or approver token: of the caller's own decisions and leases only."
 
@@ -66,75 +67,79 @@ class ReviewerMeasures:
     )
 )
 class QueueMeasures:
-    _key: strawberry.Private[MeasureKey]
+    """Holds the rows its fields read, loaded by queue_measures for the fields the document
+    selects: the fields themselves resolve without awaiting (server/graphql/selection.py)."""
+
     _queue: strawberry.Private[Queue]
+    _summary_found: strawberry.Private[measures.QueueSummary | None]
+    _lease_counts_found: strawberry.Private[measures.LeaseCounts | None]
+    _reasons_found: strawberry.Private[list[measures.ReasonCount] | None]
+    _reviewers_found: strawberry.Private[list[measures.ReviewerMeasures] | None]
     since_seconds: int
 
-    async def _summary(self, info: Info[Context, None]) -> measures.QueueSummary:
-        found = await info.context.loaders.queue_summary.load(self._key)
-        assert found is not None, "the summary answers for every queue asked for"
-        return found
+    def _summary(self) -> measures.QueueSummary:
+        assert self._summary_found is not None, "loaded when selected; for every queue"
+        return self._summary_found
 
-    async def _lease_counts(self, info: Info[Context, None]) -> measures.LeaseCounts:
-        found = await info.context.loaders.queue_lease_counts.load(self._key)
-        assert found is not None, "the histograms answer for every queue asked for"
-        return found
+    def _lease_counts(self) -> measures.LeaseCounts:
+        assert self._lease_counts_found is not None, "loaded when selected; for every queue"
+        return self._lease_counts_found
 
     @strawberry.field(description="Review items enqueued in this queue in the window.")
-    async def arrivals(self, info: Info[Context, None]) -> int:
-        return (await self._summary(info)).arrivals
+    def arrivals(self) -> int:
+        return self._summary().arrivals
 
     @strawberry.field(description="First decisions (approve, reject, escalate) in the window.")
-    async def decided(self, info: Info[Context, None]) -> int:
-        return (await self._summary(info)).decided
+    def decided(self) -> int:
+        return self._summary().decided
 
     @strawberry.field(description="Of those, escalations.")
-    async def escalated(self, info: Info[Context, None]) -> int:
-        return (await self._summary(info)).escalated
+    def escalated(self) -> int:
+        return self._summary().escalated
 
     @strawberry.field(description="Decisions of the window overturned since.")
-    async def overturned(self, info: Info[Context, None]) -> int:
-        return (await self._summary(info)).overturned
+    def overturned(self) -> int:
+        return self._summary().overturned
 
     @strawberry.field(description="Review items pending now, claimable or under a lease.")
-    async def backlog(self, info: Info[Context, None]) -> int:
-        return (await self._summary(info)).backlog
+    def backlog(self) -> int:
+        return self._summary().backlog
 
     @strawberry.field(
         description="lease_count of the items decided in the window, at their decision."
     )
-    async def lease_count_at_decision(self, info: Info[Context, None]) -> list[LeaseCountBucket]:
-        return [LeaseCountBucket.of(b) for b in (await self._lease_counts(info)).at_decision]
+    def lease_count_at_decision(self) -> list[LeaseCountBucket]:
+        return [LeaseCountBucket.of(b) for b in self._lease_counts().at_decision]
 
     @strawberry.field(description="lease_count of the items pending now.")
-    async def lease_count_pending(self, info: Info[Context, None]) -> list[LeaseCountBucket]:
-        return [LeaseCountBucket.of(b) for b in (await self._lease_counts(info)).pending]
+    def lease_count_pending(self) -> list[LeaseCountBucket]:
+        return [LeaseCountBucket.of(b) for b in self._lease_counts().pending]
 
     @strawberry.field(
         description="Of the leases that ended in the window (decided, released or lapsed), "
         "the share that lapsed without a decision; null when none ended."
     )
-    async def lapsed_lease_share(self, info: Info[Context, None]) -> float | None:
-        return (await self._summary(info)).lapsed_lease_share
+    def lapsed_lease_share(self) -> float | None:
+        return self._summary().lapsed_lease_share
 
     @strawberry.field(description="Leases that lapsed in the window (ran out undecided).")
-    async def lapsed_leases(self, info: Info[Context, None]) -> int:
-        return (await self._summary(info)).lapsed
+    def lapsed_leases(self) -> int:
+        return self._summary().lapsed
 
     @strawberry.field(description="Leases given back in the window.")
-    async def released_leases(self, info: Info[Context, None]) -> int:
-        return (await self._summary(info)).released
+    def released_leases(self) -> int:
+        return self._summary().released
 
     @strawberry.field(
         description="Hands-on time: from the start of the lease a decision was made under "
         "to the decision."
     )
-    async def handling_seconds(self, info: Info[Context, None]) -> Percentiles:
-        return Percentiles.of((await self._summary(info)).handling)
+    def handling_seconds(self) -> Percentiles:
+        return Percentiles.of(self._summary().handling)
 
     @strawberry.field(description="Elapsed time: from enqueue to the decision.")
-    async def time_to_decision_seconds(self, info: Info[Context, None]) -> Percentiles:
-        return Percentiles.of((await self._summary(info)).time_to_decision)
+    def time_to_decision_seconds(self) -> Percentiles:
+        return Percentiles.of(self._summary().time_to_decision)
 
     @strawberry.field(
         description=f"p99 of handlingSeconds x {measures.TTL_MARGIN}, rounded up to a whole "
@@ -142,47 +147,47 @@ class QueueMeasures:
         f"{measures.MAX_LEASE_TTL_SECONDS} s); null below "
         f"{measures.MIN_SAMPLES_FOR_TTL} timed decisions."
     )
-    async def recommended_lease_ttl_seconds(self, info: Info[Context, None]) -> int | None:
-        return (await self._summary(info)).recommended_lease_ttl_seconds
+    def recommended_lease_ttl_seconds(self) -> int | None:
+        return self._summary().recommended_lease_ttl_seconds
 
     @strawberry.field(
         description="Of the window's timed decisions, the share whose hands-on time exceeded "
         "the current lease TTL: the TTL would have cut them off had they not renewed."
     )
-    async def lease_cut_off_share(self, info: Info[Context, None]) -> float | None:
-        return (await self._summary(info)).lease_cut_off_share
+    def lease_cut_off_share(self) -> float | None:
+        return self._summary().lease_cut_off_share
 
     @strawberry.field(
         description="In plain words: the current TTL, the recommendation, and the share of "
         "recent reviews the current TTL would have cut off."
     )
-    async def lease_ttl_advice(self, info: Info[Context, None]) -> str:
-        return (await self._summary(info)).lease_ttl_advice(self._queue.lease_ttl_seconds)
+    def lease_ttl_advice(self) -> str:
+        return self._summary().lease_ttl_advice(self._queue.lease_ttl_seconds)
 
     @strawberry.field(description="The reason mix of the window's decisions, largest first.")
-    async def reasons(self, info: Info[Context, None]) -> list[ReasonCount]:
-        return [ReasonCount.of(r) for r in await info.context.loaders.queue_reasons.load(self._key)]
+    def reasons(self) -> list[ReasonCount]:
+        assert self._reasons_found is not None, "loaded when reasons are selected"
+        return [ReasonCount.of(r) for r in self._reasons_found]
 
     @strawberry.field(
         description="One row per reviewer with a decision or a lapsed lease in the window, "
         "most decisions first. A reviewer's or approver's token sees its own row only."
     )
-    async def reviewers(self, info: Info[Context, None]) -> list[ReviewerMeasures]:
-        found = await info.context.loaders.queue_reviewers.load(self._key)
-        return [ReviewerMeasures.of(r) for r in found]
+    def reviewers(self) -> list[ReviewerMeasures]:
+        assert self._reviewers_found is not None, "loaded when reviewers are selected"
+        return [ReviewerMeasures.of(r) for r in self._reviewers_found]
 
     @strawberry.field(
         description="Demand (arrivals per day x mean hands-on minutes) plus the backlog's "
         "share (backlog x mean hands-on minutes / clearBacklogInDays) against the minutes "
         "available: the argument, else the queue's reviewerMinutesPerDay."
     )
-    async def capacity(
+    def capacity(
         self,
-        info: Info[Context, None],
         available_reviewer_minutes_per_day: float | None = None,
         clear_backlog_in_days: int = 5,
     ) -> Capacity:
-        found = (await self._summary(info)).capacity(
+        found = self._summary().capacity(
             self._queue, available_reviewer_minutes_per_day, clear_backlog_in_days
         )
         if isinstance(found, InvalidInput):
@@ -190,12 +195,38 @@ class QueueMeasures:
         return Capacity.of(found)
 
 
-def queue_measures(info: Info[Context, None], queue: Queue, since_seconds: int) -> QueueMeasures:
-    """The measures object of a queue, or the caller's error: a role that reads none (or a
-    queue outside the token) is FORBIDDEN, a window out of range BAD_REQUEST."""
+# The fields of QueueMeasures by the rows they read; every other field reads the summary.
+LEASE_COUNT_FIELDS = frozenset({"leaseCountAtDecision", "leaseCountPending"})
+REASONS_FIELD = "reasons"
+REVIEWERS_FIELD = "reviewers"
+READS_NOTHING = frozenset({"sinceSeconds", "__typename"})
+NOT_SUMMARY_FIELDS = LEASE_COUNT_FIELDS | {REASONS_FIELD, REVIEWERS_FIELD} | READS_NOTHING
+
+
+async def queue_measures(
+    info: Info[Context, None], queue: Queue, since_seconds: int
+) -> QueueMeasures:
+    """The measures object of a queue with the rows its selected fields read, or the
+    caller's error: a role that reads none (or a queue outside the token) is FORBIDDEN, a
+    window out of range BAD_REQUEST."""
     key = measures.measure_key(info.context.principal, queue.name, since_seconds)
     if isinstance(key, InvalidInput):
         raise ClientError(key.message, ErrorCode.BAD_REQUEST)
     if not isinstance(key, MeasureKey):
         raise ClientError(key.message, ErrorCode.FORBIDDEN)
-    return QueueMeasures(_key=key, _queue=queue, since_seconds=since_seconds)
+    selected = selected_names(info)
+    loaders = info.context.loaders
+    # Every load joins its batch before the first await: the groups are read concurrently,
+    # one statement each for all the queues of the request.
+    summary = loaders.queue_summary.load(key) if selected - NOT_SUMMARY_FIELDS else None
+    lease_counts = loaders.queue_lease_counts.load(key) if selected & LEASE_COUNT_FIELDS else None
+    reasons = loaders.queue_reasons.load(key) if REASONS_FIELD in selected else None
+    reviewers = loaders.queue_reviewers.load(key) if REVIEWERS_FIELD in selected else None
+    return QueueMeasures(
+        _queue=queue,
+        _summary_found=None if summary is None else await summary,
+        _lease_counts_found=None if lease_counts is None else await lease_counts,
+        _reasons_found=None if reasons is None else await reasons,
+        _reviewers_found=None if reviewers is None else await reviewers,
+        since_seconds=since_seconds,
+    )
