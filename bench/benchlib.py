@@ -176,6 +176,15 @@ def load_queries() -> Queries:
     return Queries(QUERIES_DIR)
 
 
+def history_label(history: int) -> str:
+    """1000000 -> "1M", 100000 -> "100k": how the history benches name a database."""
+    if history >= 1_000_000 and history % 1_000_000 == 0:
+        return f"{history // 1_000_000}M"
+    if history >= 1000 and history % 1000 == 0:
+        return f"{history // 1000}k"
+    return str(history)
+
+
 def percentile(sorted_values: list[float], fraction: float) -> float:
     """Nearest-rank percentile of values sorted ascending."""
     if not sorted_values:

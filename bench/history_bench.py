@@ -208,8 +208,12 @@ def report(small: State, large: State) -> None:
 
 async def main(config: Config) -> None:
     started = time.perf_counter()
-    small = State(label_for(config.small_history), config.small_history, benchlib.new_name("h1"))
-    large = State(label_for(config.large_history), config.large_history, benchlib.new_name("h2"))
+    small = State(
+        benchlib.history_label(config.small_history), config.small_history, benchlib.new_name("h1")
+    )
+    large = State(
+        benchlib.history_label(config.large_history), config.large_history, benchlib.new_name("h2")
+    )
     print(
         f"history_bench: backlog {config.backlog} pending; {config.claims} timed claims per "
         f"state in {config.rounds} alternating rounds after {config.warmup} warm-up cycles; "
@@ -242,14 +246,6 @@ async def main(config: Config) -> None:
                 await state.pool.close()
             await benchlib.drop_database(config.server, state.name)
     print(f"\ntotal time {time.perf_counter() - started:.0f} s")
-
-
-def label_for(history: int) -> str:
-    if history >= 1_000_000 and history % 1_000_000 == 0:
-        return f"{history // 1_000_000}M"
-    if history >= 1000 and history % 1000 == 0:
-        return f"{history // 1000}k"
-    return str(history)
 
 
 def parse_args(argv: list[str] | None = None) -> Config:
