@@ -29,10 +29,6 @@ from server.store.database import Database, Row
 # A workflow and a window (seconds): the key of every windowed figure.
 Window = tuple[str, int]
 
-MAX_CLEAR_BACKLOG_DAYS = 365
-# As for the workflow setting: a thousand people working around the clock.
-MAX_AVAILABLE_MINUTES_PER_DAY = 1000 * 24 * 60
-
 
 def may_read_measures(principal: Principal) -> bool:
     """Dashboards are for managers and admins; which workflows, their queues decide."""
@@ -44,21 +40,6 @@ def check_window(since_seconds: int) -> InvalidInput | None:
         return InvalidInput(
             f"sinceSeconds must be between 1 and {MAX_WINDOW_SECONDS}", "sinceSeconds"
         )
-    return None
-
-
-def check_capacity_arguments(
-    available_minutes_per_day: float | None, clear_backlog_in_days: int, field: str
-) -> InvalidInput | None:
-    """`field`: the argument that carries the available minutes."""
-    if not 1 <= clear_backlog_in_days <= MAX_CLEAR_BACKLOG_DAYS:
-        return InvalidInput(
-            f"clearBacklogInDays must be between 1 and {MAX_CLEAR_BACKLOG_DAYS}",
-            "clearBacklogInDays",
-        )
-    minutes = available_minutes_per_day
-    if minutes is not None and not 0 <= minutes <= MAX_AVAILABLE_MINUTES_PER_DAY:
-        return InvalidInput(f"{field} must be between 0 and {MAX_AVAILABLE_MINUTES_PER_DAY}", field)
     return None
 
 

@@ -6,12 +6,18 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from server.domain.failures import InvalidInput
 from server.store.database import Row
 
 # The default window of every measure: the last seven days.
 DEFAULT_WINDOW_SECONDS = 7 * 24 * 3600
 MAX_WINDOW_SECONDS = 366 * 24 * 3600
 MINUTES_PER_DAY = 24 * 60
+# capacity(clearBacklogInDays: Int = 5): over how many days the backlog is to be cleared.
+DEFAULT_CLEAR_BACKLOG_DAYS = 5
+MAX_CLEAR_BACKLOG_DAYS = 366
+# A bound on "available minutes per day" a client may type: a thousand people's days.
+MAX_AVAILABLE_MINUTES_PER_DAY = 1000 * MINUTES_PER_DAY
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,21 @@ def capacity(
         headroom_minutes_per_day=headroom,
         enough=None if headroom is None else headroom >= 0,
     )
+
+
+def check_capacity_arguments(
+    available_minutes_per_day: float | None, clear_backlog_in_days: int, field: str
+) -> InvalidInput | None:
+    """The arguments of every capacity field; `field` names the available-minutes one."""
+    if not 1 <= clear_backlog_in_days <= MAX_CLEAR_BACKLOG_DAYS:
+        return InvalidInput(
+            f"clearBacklogInDays must be between 1 and {MAX_CLEAR_BACKLOG_DAYS}",
+            "clearBacklogInDays",
+        )
+    minutes = available_minutes_per_day
+    if minutes is not None and not 0 <= minutes <= MAX_AVAILABLE_MINUTES_PER_DAY:
+        return InvalidInput(f"{field} must be between 0 and {MAX_AVAILABLE_MINUTES_PER_DAY}", field)
+    return None
 
 
 def per_day(count: int, window_seconds: int) -> float:

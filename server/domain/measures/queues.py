@@ -18,6 +18,7 @@ from server.domain.measures.figures import (
     Capacity,
     Percentiles,
     capacity,
+    check_capacity_arguments,
     per_day,
     round_up_to_minute,
     share,
@@ -36,7 +37,6 @@ MIN_SAMPLES_FOR_TTL = 50
 TTL_MARGIN = 1.25
 MIN_RECOMMENDED_TTL_SECONDS = 60
 MAX_LEASE_TTL_SECONDS = 86400
-MAX_CLEAR_BACKLOG_DAYS = 366
 
 # Who sees whole-queue figures, and who sees their own work only.
 _WHOLE_QUEUE_ROLES = (Role.MANAGER, Role.ADMIN)
@@ -135,17 +135,12 @@ class QueueSummary:
         self, queue: Queue, available_minutes_per_day: float | None, clear_backlog_in_days: int
     ) -> Capacity | InvalidInput:
         """available_minutes_per_day None: the queue's setting (reviewerMinutesPerDay)."""
-        if not 1 <= clear_backlog_in_days <= MAX_CLEAR_BACKLOG_DAYS:
-            return InvalidInput(
-                f"clearBacklogInDays must be between 1 and {MAX_CLEAR_BACKLOG_DAYS}",
-                "clearBacklogInDays",
-            )
         available = available_minutes_per_day
-        if available is not None and not (math.isfinite(available) and available >= 0):
-            return InvalidInput(
-                "availableReviewerMinutesPerDay must be 0 or more",
-                "availableReviewerMinutesPerDay",
-            )
+        problem = check_capacity_arguments(
+            available, clear_backlog_in_days, "availableReviewerMinutesPerDay"
+        )
+        if problem:
+            return problem
         mean = self.handling_mean_seconds
         return capacity(
             arrivals_per_day=per_day(self.arrivals, self.since_seconds),

@@ -9,7 +9,12 @@ import strawberry
 from strawberry.types import Info
 
 from server.domain.exceptions import measures, records
-from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS, per_day
+from server.domain.measures.figures import (
+    DEFAULT_CLEAR_BACKLOG_DAYS,
+    DEFAULT_WINDOW_SECONDS,
+    check_capacity_arguments,
+    per_day,
+)
 from server.graphql.codes import ClientError, ErrorCode
 from server.graphql.context import Context
 from server.graphql.measures.figures import Capacity, Percentiles
@@ -103,9 +108,7 @@ class ClosureMeasures:
         )
 
 
-# The contract: `clearBacklogInDays: Int = 5`, `sinceSeconds: Int = 604800`; an
-# explicit null means the default.
-DEFAULT_CLEAR_BACKLOG_DAYS = 5
+# An explicit null for `clearBacklogInDays` or `sinceSeconds` means the default.
 
 
 def _days(clear_backlog_in_days: int | None) -> int:
@@ -113,7 +116,7 @@ def _days(clear_backlog_in_days: int | None) -> int:
 
 
 def _capacity_arguments(available: float | None, clear_backlog_in_days: int, field: str) -> None:
-    problem = measures.check_capacity_arguments(available, clear_backlog_in_days, field)
+    problem = check_capacity_arguments(available, clear_backlog_in_days, field)
     if problem:
         raise ClientError(problem.message, ErrorCode.BAD_REQUEST)
 

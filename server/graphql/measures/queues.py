@@ -8,6 +8,7 @@ from strawberry.types import Info
 
 from server.domain.failures import InvalidInput
 from server.domain.measures import queues as measures
+from server.domain.measures.figures import DEFAULT_CLEAR_BACKLOG_DAYS
 from server.domain.measures.queues import MeasureKey
 from server.domain.model import Queue, Verdict
 from server.graphql.codes import ClientError, ErrorCode
@@ -185,7 +186,7 @@ class QueueMeasures:
     def capacity(
         self,
         available_reviewer_minutes_per_day: float | None = None,
-        clear_backlog_in_days: int = 5,
+        clear_backlog_in_days: int = DEFAULT_CLEAR_BACKLOG_DAYS,
     ) -> Capacity:
         found = self._summary().capacity(
             self._queue, available_reviewer_minutes_per_day, clear_backlog_in_days
