@@ -5,10 +5,11 @@
 -- allows for this verdict, in a queue the caller's token covers. If any fails, nothing is
 -- written and no row comes back.
 -- An escalation returns the item to `pending` in the escalation queue, priority boosted.
--- The row keeps when its lease began and the item's lease count, for the queue's measures.
+-- The row keeps when its lease began, the item's lease count and when the item was
+-- enqueued, for the queue's measures.
 WITH target AS (
     SELECT i.id, i.queue, coalesce(q.escalation_queue, q.name) AS escalation_queue,
-           q.escalation_priority_boost, i.lease_started_at, i.lease_count
+           q.escalation_priority_boost, i.lease_started_at, i.lease_count, i.created_at
     FROM review_items AS i
     JOIN queues AS q ON q.name = i.queue
     WHERE i.id = :item_id
@@ -41,9 +42,11 @@ moved AS (
 recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-         evidence_hash, lease_token, lease_started_at, lease_count, traceparent)
+         evidence_hash, lease_token, lease_started_at, lease_count, item_created_at,
+         traceparent)
     SELECT t.id, t.queue, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
-           :evidence_hash, :lease_token, t.lease_started_at, t.lease_count, :traceparent
+           :evidence_hash, :lease_token, t.lease_started_at, t.lease_count, t.created_at,
+           :traceparent
     FROM target AS t JOIN moved AS m ON m.id = t.id
     RETURNING *
 )

@@ -22,23 +22,27 @@
 -- name: queue_measures_summary
 -- One row per queue: the window's counts and distributions. Hands-on time runs from the
 -- start of the lease a decision was made under to the decision; time to decision from the
--- item's enqueue. `past_ttl` counts decisions whose hands-on time exceeded the queue's
--- current lease TTL (they finished only because the lease was renewed). Leases that ended
--- in the window end in a decision, a release or a lapse; a lapse is counted when the lease
--- ran out, whether or not a claim has noticed it yet.
--- MATERIALIZED: each decision's item is read once; inlined, the scalar subquery for the
+-- item's enqueue (copied on the decision since 0015; read from the item for older rows).
+-- `past_ttl` counts decisions whose hands-on time exceeded the queue's current lease TTL
+-- (they finished only because the lease was renewed). Leases that ended in the window end
+-- in a decision, a release or a lapse; a lapse is counted when the lease ran out, whether
+-- or not a claim has noticed it yet.
+-- `overturned` is counted from the overturns, not by probing each decision of the window
+-- for one: an overturn comes after the decision it supersedes, so the overturns of the
+-- window's decisions are among the overturns recorded since the window began (one in
+-- forty decisions, say, instead of a probe for every one).
+-- MATERIALIZED: an older decision's item is read once; inlined, the scalar subquery for its
 -- enqueue time would run once for every aggregate that reads it.
 WITH window_decisions AS MATERIALIZED (
     SELECT d.queue, d.verdict,
            extract(epoch FROM d.decided_at - d.lease_started_at)::double precision AS handling,
-           extract(epoch FROM d.decided_at - (SELECT i.created_at
-                                              FROM review_items AS i
-                                              WHERE i.id = d.item_id))::double precision
+           extract(epoch FROM d.decided_at - coalesce(d.item_created_at,
+                                                      (SELECT i.created_at
+                                                       FROM review_items AS i
+                                                       WHERE i.id = d.item_id)))::double precision
                AS elapsed,
            d.decided_at - d.lease_started_at > make_interval(secs => q.lease_ttl_seconds)
-               AS past_ttl,
-           coalesce((SELECT true FROM review_decisions AS s WHERE s.supersedes = d.id), false)
-               AS overturned
+               AS past_ttl
     FROM review_decisions AS d
     JOIN queues AS q ON q.name = d.queue
     WHERE d.queue = ANY (:queues::text[])
@@ -46,11 +50,24 @@ WITH window_decisions AS MATERIALIZED (
       AND d.verdict <> 'overturn'
       AND (:reviewer::text IS NULL OR d.reviewer = :reviewer)
 ),
+window_overturns AS (
+    SELECT o.queue, count(*) AS overturned
+    FROM review_decisions AS o
+    CROSS JOIN LATERAL (SELECT s.decided_at, s.reviewer, s.verdict
+                        FROM review_decisions AS s
+                        WHERE s.id = o.supersedes) AS superseded
+    WHERE o.queue = ANY (:queues::text[])
+      AND o.decided_at >= now() - make_interval(secs => :since_seconds)
+      AND o.verdict = 'overturn'
+      AND superseded.decided_at >= now() - make_interval(secs => :since_seconds)
+      AND superseded.verdict <> 'overturn'
+      AND (:reviewer::text IS NULL OR superseded.reviewer = :reviewer)
+    GROUP BY o.queue
+),
 decided AS (
     SELECT w.queue,
            count(*) AS decided,
            count(*) FILTER (WHERE w.verdict = 'escalate') AS escalated,
-           count(*) FILTER (WHERE w.overturned) AS overturned,
            count(*) FILTER (WHERE w.past_ttl) AS past_ttl,
            avg(w.handling) AS handling_mean,
            count(w.handling) AS handling_samples,
@@ -109,7 +126,7 @@ SELECT q.name AS queue,
         WHERE b.queue = q.name AND b.state = 'pending' AND b.kind = 'review') AS backlog,
        coalesce(d.decided, 0) AS decided,
        coalesce(d.escalated, 0) AS escalated,
-       coalesce(d.overturned, 0) AS overturned,
+       coalesce(o.overturned, 0) AS overturned,
        coalesce(d.past_ttl, 0) AS past_ttl,
        coalesce(e.lapsed, 0) AS lapsed,
        coalesce(e.released, 0) AS released,
@@ -120,6 +137,7 @@ SELECT q.name AS queue,
 FROM unnest(:queues::text[]) AS q (name)
 LEFT JOIN arrived AS r ON r.queue = q.name
 LEFT JOIN decided AS d ON d.queue = q.name
+LEFT JOIN window_overturns AS o ON o.queue = q.name
 LEFT JOIN ended AS e ON e.queue = q.name;
 
 -- name: queue_measures_lease_counts
@@ -158,8 +176,6 @@ ORDER BY d.queue, decisions DESC, d.reason_code, d.verdict;
 WITH decided AS (
     SELECT d.queue, d.reviewer,
            count(*) AS decided,
-           count(*) FILTER (WHERE (SELECT true FROM review_decisions AS s
-                                   WHERE s.supersedes = d.id)) AS overturned,
            count(d.lease_started_at) AS handling_samples,
            percentile_cont(0.5) WITHIN GROUP (ORDER BY d.decided_at - d.lease_started_at)
                AS handling_p50_interval,
@@ -174,6 +190,21 @@ WITH decided AS (
       AND d.verdict <> 'overturn'
       AND (:reviewer::text IS NULL OR d.reviewer = :reviewer)
     GROUP BY d.queue, d.reviewer
+),
+-- Counted from the overturns, as in queue_measures_summary.
+overturned AS (
+    SELECT o.queue, superseded.reviewer, count(*) AS overturned
+    FROM review_decisions AS o
+    CROSS JOIN LATERAL (SELECT s.decided_at, s.reviewer, s.verdict
+                        FROM review_decisions AS s
+                        WHERE s.id = o.supersedes) AS superseded
+    WHERE o.queue = ANY (:queues::text[])
+      AND o.decided_at >= now() - make_interval(secs => :since_seconds)
+      AND o.verdict = 'overturn'
+      AND superseded.decided_at >= now() - make_interval(secs => :since_seconds)
+      AND superseded.verdict <> 'overturn'
+      AND (:reviewer::text IS NULL OR superseded.reviewer = :reviewer)
+    GROUP BY o.queue, superseded.reviewer
 ),
 lapses AS (
     SELECT e.queue, e.actor AS reviewer, count(*) AS lapsed
@@ -204,7 +235,7 @@ lapsed AS (
 SELECT coalesce(d.queue, l.queue) AS queue,
        coalesce(d.reviewer, l.reviewer) AS reviewer,
        coalesce(d.decided, 0) AS decided,
-       coalesce(d.overturned, 0) AS overturned,
+       coalesce(o.overturned, 0) AS overturned,
        coalesce(l.lapsed, 0) AS lapsed,
        coalesce(d.handling_samples, 0) AS handling_samples,
        extract(epoch FROM d.handling_p50_interval)::double precision AS handling_p50,
@@ -212,5 +243,7 @@ SELECT coalesce(d.queue, l.queue) AS queue,
        extract(epoch FROM d.handling_p99_interval)::double precision AS handling_p99,
        extract(epoch FROM d.handling_max_interval)::double precision AS handling_max
 FROM decided AS d
+-- A reviewer's overturned decisions are among its window decisions, so never without a row.
+LEFT JOIN overturned AS o ON o.queue = d.queue AND o.reviewer = d.reviewer
 FULL JOIN lapsed AS l ON l.queue = d.queue AND l.reviewer = d.reviewer
 ORDER BY 1, 3 DESC, 2;

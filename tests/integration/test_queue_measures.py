@@ -118,6 +118,56 @@ async def test_reason_counts_and_shares_leave_overturns_apart(db: Database, kyc_
     ]
 
 
+async def test_overturns_count_on_the_window_decisions_they_supersede(
+    db: Database, kyc_queue: str, owner_conn: asyncpg.Connection
+) -> None:
+    """Overturns are counted from the overturn rows: an overturn of a decision from before
+    the window is not the window's, and an overturn of an overturn is not a second one."""
+    await enqueue_one(db, "kyc", "before-the-window")
+    old = await decide(db, ALICE, await claim(db, ALICE))
+    moved = await owner_conn.execute(
+        "UPDATE review_decisions SET decided_at = now() - interval '8 days' WHERE id = $1", old.id
+    )
+    assert moved == "UPDATE 1"
+    await enqueue_one(db, "kyc", "in-the-window")
+    recent = await decide(db, BOB, await claim(db, BOB))
+    for target, reason in ((old, "name_mismatch"), (recent, "name_mismatch")):
+        overturned = await overturn_decision(db, APPROVER, OverturnInput(str(target.id), reason))
+        assert isinstance(overturned, Decision)
+        if target is recent:
+            # The overturn of `recent` is overturned in turn, back to approve.
+            again = await overturn_decision(
+                db, APPROVER, OverturnInput(str(overturned.id), "documents_ok")
+            )
+            assert isinstance(again, Decision)
+
+    summary = (await summaries(db, [KEY]))[KEY]
+    rows = (await reviewers(db, [KEY]))[KEY]
+
+    assert (summary.decided, summary.overturned) == (1, 1)
+    assert [(r.reviewer, r.decided, r.overturned) for r in rows] == [("bob", 1, 1)]
+
+
+async def test_time_to_decision_of_decisions_recorded_before_0015_reads_the_item(
+    db: Database, kyc_queue: str, owner_conn: asyncpg.Connection
+) -> None:
+    """A decision without the item's enqueue time (recorded before migration 0015 kept it)
+    is measured from its item, as before."""
+    await decide_with_handling(db, owner_conn, "kept", 60)
+    await decide_with_handling(db, owner_conn, "older-row", 120)
+    cleared = await owner_conn.execute(
+        "UPDATE review_decisions AS d SET item_created_at = NULL FROM review_items AS i "
+        "WHERE i.id = d.item_id AND i.external_key = 'older-row'"
+    )
+    assert cleared == "UPDATE 1"
+
+    elapsed = (await summaries(db, [KEY]))[KEY].time_to_decision
+
+    assert elapsed.samples == 2
+    assert elapsed.p50 == pytest.approx(1090, abs=SLACK)
+    assert elapsed.max == pytest.approx(1120, abs=SLACK)
+
+
 async def decide_with_handling(
     db: Database, owner_conn: asyncpg.Connection, key: str, handling_seconds: int
 ) -> None:

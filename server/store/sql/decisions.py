@@ -34,7 +34,8 @@ pending item, the evidence the reviewer saw, and a reason code the queue's catal
 allows for this verdict, in a queue the caller's token covers. If any fails, nothing is
 written and no row comes back.
 An escalation returns the item to `pending` in the escalation queue, priority boosted.
-The row keeps when its lease began and the item's lease count, for the queue's measures.
+The row keeps when its lease began, the item's lease count and when the item was
+enqueued, for the queue's measures.
 """
 
 
@@ -48,7 +49,7 @@ def _decision_submit_diagnose(
 
 
 DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
-"""db/queries/decisions.sql:58
+"""db/queries/decisions.sql:61
 
 Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
@@ -68,7 +69,7 @@ def _decision_overturn(
 
 
 DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
-"""db/queries/decisions.sql:73
+"""db/queries/decisions.sql:76
 
 Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, and

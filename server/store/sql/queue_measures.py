@@ -23,11 +23,16 @@ QUEUE_MEASURES_SUMMARY = Query("queue_measures_summary", _queue_measures_summary
 
 One row per queue: the window's counts and distributions. Hands-on time runs from the
 start of the lease a decision was made under to the decision; time to decision from the
-item's enqueue. `past_ttl` counts decisions whose hands-on time exceeded the queue's
-current lease TTL (they finished only because the lease was renewed). Leases that ended
-in the window end in a decision, a release or a lapse; a lapse is counted when the lease
-ran out, whether or not a claim has noticed it yet.
-MATERIALIZED: each decision's item is read once; inlined, the scalar subquery for the
+item's enqueue (copied on the decision since 0015; read from the item for older rows).
+`past_ttl` counts decisions whose hands-on time exceeded the queue's current lease TTL
+(they finished only because the lease was renewed). Leases that ended in the window end
+in a decision, a release or a lapse; a lapse is counted when the lease ran out, whether
+or not a claim has noticed it yet.
+`overturned` is counted from the overturns, not by probing each decision of the window
+for one: an overturn comes after the decision it supersedes, so the overturns of the
+window's decisions are among the overturns recorded since the window began (one in
+forty decisions, say, instead of a probe for every one).
+MATERIALIZED: an older decision's item is read once; inlined, the scalar subquery for its
 enqueue time would run once for every aggregate that reads it.
 """
 
@@ -41,7 +46,7 @@ def _queue_measures_lease_counts(
 
 
 QUEUE_MEASURES_LEASE_COUNTS = Query("queue_measures_lease_counts", _queue_measures_lease_counts)
-"""db/queries/queue_measures.sql:125
+"""db/queries/queue_measures.sql:143
 
 The lease_count histograms: of the window's decisions (the item's count when it was
 decided), and of the items pending now. Decisions recorded before lease counts were kept
@@ -58,7 +63,7 @@ def _queue_measures_reasons(
 
 
 QUEUE_MEASURES_REASONS = Query("queue_measures_reasons", _queue_measures_reasons)
-"""db/queries/queue_measures.sql:144
+"""db/queries/queue_measures.sql:162
 
 The reason mix of the window's decisions, largest first.
 """
@@ -73,7 +78,7 @@ def _queue_measures_reviewers(
 
 
 QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", _queue_measures_reviewers)
-"""db/queries/queue_measures.sql:155
+"""db/queries/queue_measures.sql:173
 
 One row per reviewer with a decision or a lapsed lease in the window: throughput beside
 its quality (decisions later overturned) and the leases that ran out in their hands.
