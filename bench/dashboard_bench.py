@@ -92,13 +92,14 @@ WITH items AS (
     WHERE q.name LIKE 'dash-%'
     -- In time order, as a real history is written (decisions are appended as they happen).
     ORDER BY t.at
-    RETURNING id, queue, evidence_hash, lease_started_at, lease_count, decided_at
+    RETURNING id, queue, evidence_hash, lease_started_at, lease_count, created_at, decided_at
 )
 INSERT INTO review_decisions
     (item_id, queue, verdict, outcome, reason_code, reviewer, reviewer_role, evidence_hash,
-     lease_token, lease_started_at, lease_count, decided_at)
+     lease_token, lease_started_at, lease_count, item_created_at, decided_at)
 SELECT i.id, i.queue, v.verdict, v.verdict, v.code, 'reviewer-' || (h.n % 6), 'reviewer',
-       i.evidence_hash, gen_random_uuid(), i.lease_started_at, i.lease_count, i.decided_at
+       i.evidence_hash, gen_random_uuid(), i.lease_started_at, i.lease_count, i.created_at,
+       i.decided_at
 FROM items AS i,
      -- Ids interleave the queues, so a hash of the id, not the id, spreads each queue's mix.
      LATERAL (SELECT abs(hashtext(i.id::text)) AS n) AS h,

@@ -47,12 +47,25 @@ class LagKey:
 
 @dataclass(frozen=True)
 class PageKey:
-    """One page of a queue's items; pages that differ only in the queue share a query."""
+    """One page of a queue's items; pages that differ only in the queue share a query.
+
+    `with_decisions`: the document shows the items' decisions, so they are read with the
+    page, in the same batch: one statement for every page's items' decisions, sent as soon
+    as the pages are in rather than after every queue's resolver has woken up and asked.
+    """
 
     queue: str
     state: ItemState | None
     after: int
     size: int
+    with_decisions: bool = False
+
+
+@dataclass(frozen=True)
+class PagedItem:
+    item: Item
+    # None when the page was read without them.
+    decisions: list[Decision] | None
 
 
 async def _lags(db: Database, keys: list[LagKey]) -> dict[LagKey, apply.ApplicationLag]:
@@ -64,15 +77,21 @@ async def _lags(db: Database, keys: list[LagKey]) -> dict[LagKey, apply.Applicat
     return found
 
 
-async def _pages(db: Database, keys: list[PageKey]) -> dict[PageKey, list[Item]]:
-    found: dict[PageKey, list[Item]] = {}
+async def _pages(db: Database, keys: list[PageKey]) -> dict[PageKey, list[PagedItem]]:
+    pages: dict[PageKey, list[Item]] = {}
     for state, after, size in {(key.state, key.after, key.size) for key in keys}:
-        names = sorted(
-            {k.queue for k in keys if (k.state, k.after, k.size) == (state, after, size)}
-        )
-        for queue, items in (await reads.items_pages(db, names, state, after, size)).items():
-            found[PageKey(queue, state, after, size)] = items
-    return found
+        alike = [k for k in keys if (k.state, k.after, k.size) == (state, after, size)]
+        by_queue = await reads.items_pages(db, sorted({k.queue for k in alike}), state, after, size)
+        for key in alike:
+            pages[key] = by_queue.get(key.queue, [])
+    wanted = sorted({item.id for key, page in pages.items() if key.with_decisions for item in page})
+    decisions = await reads.decisions_by_item_ids(db, wanted) if wanted else {}
+    return {
+        key: [
+            PagedItem(item, decisions[item.id] if key.with_decisions else None) for item in page
+        ]
+        for key, page in pages.items()
+    }
 
 
 class Loaders:
@@ -142,7 +161,7 @@ class Loaders:
         return _loader(self._db, _lags, None)
 
     @cached_property
-    def items_page(self) -> DataLoader[PageKey, list[Item]]:
+    def items_page(self) -> DataLoader[PageKey, list[PagedItem]]:
         return _loader(self._db, _pages, [])
 
     @cached_property

@@ -443,21 +443,22 @@ class Queue:
         size = page_size(first)
         loaders = info.context.loaders
         rows = await loaders.items_page.load(
-            PageKey(self.name, state, decode_cursor("item", after), size + 1)
+            PageKey(
+                self.name,
+                state,
+                decode_cursor("item", after),
+                size + 1,
+                with_decisions=bool(
+                    selected_names(info, "edges", "node") & ITEM_FIELDS_READING_DECISIONS
+                ),
+            )
         )
-        page = rows[:size]
-        # One await for the decisions of the whole page, if the document shows them.
-        decisions: list[list[model.Decision]] | list[None] = [None] * len(page)
-        if selected_names(info, "edges", "node") & ITEM_FIELDS_READING_DECISIONS:
-            # Every load joins the batch before the first await (cheaper than a gather).
-            pending = [loaders.item_decisions.load(item.id) for item in page]
-            decisions = [await found for found in pending]
         edges = [
             ItemEdge(
-                cursor=encode_cursor("item", item.id),
-                node=ReviewItem.from_domain(item, item_decisions),
+                cursor=encode_cursor("item", row.item.id),
+                node=ReviewItem.from_domain(row.item, row.decisions),
             )
-            for item, item_decisions in zip(page, decisions, strict=True)
+            for row in rows[:size]
         ]
         return ItemConnection(
             edges=edges,
