@@ -1,8 +1,11 @@
-"""The kinds of thing that happen to a review item, as its timeline shows them.
+"""The kinds of thing that happen to a review item, as its timeline shows them, and the
+reading of one item's timeline (ReviewItem.events).
 
 `item_events.kind` (db/migrations/0012_item_timeline.sql) holds the kinds written there;
-`CLAIMED`, `DECIDED` and `OVERTURNED` are read from the records that already hold them
-(the lease's ending and review_decisions), so the claim+decide cycle writes no timeline row.
+`CLAIMED`, `DECIDED` and `OVERTURNED` (and the `ESCALATED` of a verdict) are read from the
+records that already hold them (the lease's ending and review_decisions), so the
+claim+decide cycle writes no timeline row. item_events_get_pages (db/queries/timeline.sql)
+merges the two, in one order.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ STORED_KINDS = frozenset(TimelineKind) - {
 }
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Position:
     """Where an event sits in its item's timeline: the query's total order (at, rank, ref)."""
 
@@ -61,6 +64,9 @@ class Position:
         if len(parts) != 3 or not all(_INTEGER.fullmatch(part) for part in parts):
             return None
         micros, rank, ref = (int(part) for part in parts)
+        # What the query's columns hold (int, bigint): anything else is not a position.
+        if not (-(2**31) <= rank < 2**31 and -(2**63) <= ref < 2**63):
+            return None
         try:
             return cls(EPOCH + micros * MICROSECOND, rank, ref)
         except OverflowError:

@@ -370,3 +370,28 @@ async def test_many_items_stories_cost_one_statement(
         assert kinds == ["ENQUEUED", "CLAIMED", "DECIDED"]
     assert calls.count("item_events_get_pages") == 1
     assert calls.count("decisions_get_by_ids") == 1
+
+
+async def test_an_enqueue_that_changes_nothing_records_nothing(
+    gql: GraphQL, tokens: Tokens, kyc: str
+) -> None:
+    [item] = await enqueue(gql, tokens, "cust-1")
+    # The same evidence again: nothing changes.
+    await enqueue(gql, tokens, "cust-1")
+    claim = await claimed(gql, tokens.reviewer)
+    decided = await gql(
+        tokens.reviewer, DECIDE, input=decision_input(claim, "APPROVE", "documents_ok")
+    )
+    assert decided["data"]["submitDecision"]["__typename"] == "DecisionRecorded"
+    # Other evidence for a decided item: the item keeps what was decided on.
+    again = await gql(
+        tokens.integration,
+        ENQUEUE,
+        queue="kyc",
+        items=[{"externalKey": "cust-1", "payload": {"applicant": "someone else"}}],
+    )
+    assert again["data"]["enqueueItems"]["items"][0]["evidenceUpdated"] is False
+
+    nodes = await story(gql, tokens.manager, item["id"])
+
+    assert [n["kind"] for n in nodes] == ["ENQUEUED", "CLAIMED", "DECIDED"]
