@@ -2,8 +2,9 @@
 -- Records a verdict made under a lease, in one statement. Fence: every condition of it
 -- sits in the WHERE clause of `target`: a live lease of the caller with this token on a
 -- pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
--- allows for this verdict, in a queue the caller's token covers. If any fails, nothing is
--- written and no row comes back.
+-- allows for this verdict (with a note that says something, if the code requires one), in
+-- a queue the caller's token covers. If any fails, nothing is written and no row comes
+-- back.
 -- An escalation returns the item to `pending` in the escalation queue, priority boosted.
 -- The row keeps when its lease began, the item's lease count and when the item was
 -- enqueued, for the queue's measures.
@@ -21,7 +22,8 @@ WITH target AS (
       AND i.kind = 'review'
       AND i.queue = ANY (:queue_scope::text[])
       AND EXISTS (SELECT 1 FROM reason_codes AS r
-                  WHERE r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts))
+                  WHERE r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts)
+                    AND (NOT r.requires_note OR casework_has_text(:note)))
     FOR UPDATE OF i
 ),
 moved AS (
@@ -62,21 +64,24 @@ JOIN target AS t ON t.id = r.item_id,
 -- Read-only: why did decision_submit write nothing? Runs only on that failure path.
 -- `prior_decision_id` is the verdict already recorded on this item under this very lease:
 -- a console whose answer was lost retries with the same token, and is answered with it.
+-- `note_missing`: the reason code requires a note and this one says nothing.
 SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        i.lease_expires_at > now() AS lease_live,
        i.evidence_hash,
-       EXISTS (SELECT 1 FROM reason_codes AS r
-               WHERE r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts))
-           AS reason_allowed,
+       r.code IS NOT NULL AS reason_allowed,
+       coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing,
        d.id AS prior_decision_id
 FROM review_items AS i
+LEFT JOIN reason_codes AS r
+    ON r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts)
 LEFT JOIN review_decisions AS d ON d.lease_token = :lease_token AND d.item_id = i.id
 WHERE i.id = :item_id;
 
 -- name: decision_overturn
 -- Writes an overturn that supersedes :decision_id.
 -- Fence: :decision_id is the effective decision of its item (not superseded already, and
--- not an escalation), and the catalogue allows :reason_code for the reversed outcome.
+-- not an escalation), and the catalogue allows :reason_code for the reversed outcome (with
+-- a note that says something, if the code requires one).
 -- The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
 WITH target AS (
     SELECT d.id, d.item_id, d.queue, d.evidence_hash,
@@ -94,10 +99,25 @@ recorded AS (
            t.evidence_hash, t.id, :traceparent
     FROM target AS t
     WHERE EXISTS (SELECT 1 FROM reason_codes AS r
-                  WHERE r.queue = t.queue AND r.code = :reason_code AND t.outcome = ANY (r.verdicts))
+                  WHERE r.queue = t.queue AND r.code = :reason_code AND t.outcome = ANY (r.verdicts)
+                    AND (NOT r.requires_note OR casework_has_text(:note)))
     RETURNING *
 )
 SELECT r.*, hint.notification
 FROM recorded AS r,
      casework_hint(kind => 'overturned', queue => r.queue, item_id => r.item_id,
                    decision_id => r.id) AS hint (notification);
+
+-- name: decision_overturn_diagnose
+-- Read-only: why did decision_overturn write nothing? Runs only on that failure path.
+-- `superseded_by`: a concurrent overturn won; `reason_allowed`: the catalogue allows the
+-- code for the reversed outcome; `note_missing`: it requires a note and this one says nothing.
+SELECT s.id AS superseded_by,
+       r.code IS NOT NULL AS reason_allowed,
+       coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing
+FROM review_decisions AS d
+LEFT JOIN review_decisions AS s ON s.supersedes = d.id
+LEFT JOIN reason_codes AS r
+    ON r.queue = d.queue AND r.code = :reason_code
+   AND (CASE d.outcome WHEN 'approve' THEN 'reject' ELSE 'approve' END) = ANY (r.verdicts)
+WHERE d.id = :decision_id;

@@ -2,6 +2,9 @@
 -- Idempotent on (origin queue, external key). A key seen before keeps its item; if the
 -- item is still pending and the payload differs, the payload is replaced (a re-upload) and
 -- any decision under the current lease will be refused with EvidenceChanged.
+-- Each item created or re-uploaded is written to its timeline (`item_events`, kind
+-- `enqueued` or `reuploaded`, with the evidence hash), by the enqueuing token's user and
+-- role; an enqueue that changes nothing writes nothing.
 WITH upserted AS (
     INSERT INTO review_items AS i
         (origin_queue, queue, external_key, priority, payload, evidence_hash)
@@ -17,7 +20,13 @@ WITH upserted AS (
             updated_at = now()
         WHERE i.state = 'pending' AND i.kind = 'review'
           AND i.evidence_hash <> excluded.evidence_hash
-    RETURNING i.id, i.external_key, (i.xmax = 0) AS created
+    RETURNING i.id, i.queue, i.external_key, i.evidence_hash, (i.xmax = 0) AS created
+),
+timeline AS (
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, detail)
+    SELECT u.id, u.queue, CASE WHEN u.created THEN 'enqueued' ELSE 'reuploaded' END,
+           :actor, :actor_role, jsonb_build_object('evidence_hash', u.evidence_hash)
+    FROM upserted AS u
 ),
 -- One notification per batch, with the ids whose evidence changed (bounded: the
 -- listener treats `more` as "re-read everything of this queue").
@@ -133,6 +142,16 @@ lapse AS (
            c.lapsed_started_at, c.lapsed_at
     FROM candidate AS c
     WHERE c.lapsed
+),
+-- An escalation is written to the timeline too (kind `escalated`, by the claimer, with the
+-- queues it left and went to). The claim itself is not: the timeline reads it from the
+-- record of how its lease ended, or from the item while it is held.
+escalation AS (
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, detail)
+    SELECT c.id, :queue, 'escalated', :actor, :actor_role,
+           jsonb_build_object('from_queue', :queue::text, 'to_queue', c.escalation_queue)
+    FROM candidate AS c
+    WHERE c.escalates
 )
 -- Always one row: the claimed item's columns (NULL when nothing was claimed) and whether
 -- overdue exceptions wait to move in or out of this queue. Each probe walks one partial

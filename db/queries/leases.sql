@@ -1,4 +1,6 @@
 -- name: lease_renew
+-- The renewal is written to the item's timeline (`item_events`, kind `renewed`, with the
+-- new expiry as `until`).
 -- Fence: the token must match a live lease of the caller on a pending item, in a queue the
 -- caller's token covers.
 WITH renewed AS (
@@ -14,6 +16,13 @@ WHERE q.name = i.queue
   AND i.lease_expires_at > now()
   AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
 RETURNING i.*
+),
+noted AS (
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, lease_token,
+                             lease_started_at, detail)
+    SELECT r.id, r.queue, 'renewed', :actor, :actor_role, :lease_token, r.lease_started_at,
+           jsonb_build_object('until', r.lease_expires_at)
+    FROM renewed AS r
 )
 SELECT renewed.*, hint.notification
 FROM renewed,

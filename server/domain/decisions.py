@@ -57,6 +57,12 @@ def _check_note(note: str | None) -> InvalidInput | None:
     return check_text(note, "note", required=False)
 
 
+def _note_required(reason_code: str) -> InvalidInput:
+    """A reason code whose catalogue entry requires a note (defineReasonCode requiresNote),
+    given without one that says anything."""
+    return InvalidInput(f"reason code {reason_code[:100]!r} requires a note saying why", "note")
+
+
 async def submit_decision(
     db: Database, principal: Principal, decision: DecisionInput
 ) -> SubmitResult:
@@ -112,6 +118,7 @@ async def _why_not_recorded(
         reason_code=decision.reason_code,
         verdict=verdict,
         lease_token=token,
+        note=decision.note,
     )
     if state is not None and state["prior_decision_id"] is not None:
         # Before the scope check: an escalation moved the item to a queue the token of the
@@ -139,6 +146,8 @@ async def _why_not_recorded(
         return EvidenceChanged(item_id, state["evidence_hash"])
     if not state["reason_allowed"]:
         return InvalidReasonCode(state["queue"], decision.reason_code, decision.verdict.name)
+    if state["note_missing"]:
+        return _note_required(decision.reason_code)
     # Every condition holds now, so it failed an instant ago: a concurrent write won.
     return StaleLease(item_id, queue=state["queue"])
 
@@ -219,8 +228,19 @@ async def overturn_decision(
     if row is not None:
         return Decision.from_row(row)
     reversed_outcome = Verdict.REJECT if target.outcome is Verdict.APPROVE else Verdict.APPROVE
+    state = await db.fetchrow(
+        sql.decisions.DECISION_OVERTURN_DIAGNOSE,
+        decision_id=decision_id,
+        reason_code=overturn.reason_code,
+        note=overturn.note,
+    )
+    assert state is not None, "decisions are never deleted"
     # Not superseded a moment ago; if it is now, a concurrent overturn won.
-    again = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_IDS, ids=[decision_id])
-    if again and again[0]["superseded_by"] is not None:
-        return AlreadySuperseded(decision_id, again[0]["superseded_by"])
+    if state["superseded_by"] is not None:
+        return AlreadySuperseded(decision_id, state["superseded_by"])
+    if not state["reason_allowed"]:
+        return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)
+    if state["note_missing"]:
+        return _note_required(overturn.reason_code)
+    # Every condition holds now, so it failed an instant ago: the catalogue changed.
     return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)

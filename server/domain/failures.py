@@ -20,6 +20,19 @@ class InvalidInput:
 
 
 @dataclass(frozen=True)
+class NotFound:
+    """Nothing with this id, or nothing the caller's token covers: the two answer alike, so
+    that no team learns another's ids."""
+
+    what: str
+    id: str
+
+    @property
+    def message(self) -> str:
+        return f"no {self.what} with id {self.id[:40]}"
+
+
+@dataclass(frozen=True)
 class QueueEmpty:
     queue: str
 
@@ -96,6 +109,7 @@ class AlreadyQueued:
 Failure = (
     NotPermitted
     | InvalidInput
+    | NotFound
     | QueueEmpty
     | StaleLease
     | EvidenceChanged
@@ -109,6 +123,7 @@ Failure = (
 _FAILURE_CLASSES = (
     NotPermitted,
     InvalidInput,
+    NotFound,
     QueueEmpty,
     StaleLease,
     EvidenceChanged,

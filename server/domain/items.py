@@ -124,6 +124,9 @@ async def enqueue_items(
             priorities=[item.priority for item in items],
             payloads=[item.payload for item in items],
             evidence_hashes=hashes,
+            # Who enqueued, for the items' timelines.
+            actor=principal.user,
+            actor_role=principal.role.value,
         )
         rows = await tx.fetch(
             sql.items.ITEMS_GET_BY_EXTERNAL_KEYS, origin_queue=queue, external_keys=keys

@@ -63,7 +63,15 @@ async def claim_next(
 async def renew_lease(
     db: Database, principal: Principal, item_id: str, lease_token: str
 ) -> Item | StaleLease | NotPermitted | InvalidInput:
-    return await _fenced_lease_write(db, principal, sql.leases.LEASE_RENEW, item_id, lease_token)
+    # The renewal goes into the item's timeline with the holder's role.
+    return await _fenced_lease_write(
+        db,
+        principal,
+        sql.leases.LEASE_RENEW,
+        item_id,
+        lease_token,
+        actor_role=principal.role.value,
+    )
 
 
 async def release_lease(

@@ -109,6 +109,8 @@ class ReasonCode:
     code: str
     label: str
     verdicts: tuple[Verdict, ...]
+    # A decision giving this code must carry a note that says something.
+    requires_note: bool
 
     @classmethod
     def from_row(cls, row: Row) -> ReasonCode:
@@ -117,6 +119,7 @@ class ReasonCode:
             code=row["code"],
             label=row["label"],
             verdicts=tuple(Verdict(v) for v in row["verdicts"]),
+            requires_note=row["requires_note"],
         )
 
 

@@ -203,7 +203,10 @@ async def define_reason_code(
     code: str,
     label: str,
     verdicts: list[Verdict],
+    requires_note: bool | None = None,
 ) -> ReasonCode | NotPermitted | InvalidInput:
+    """requires_note: a decision giving this code must say why in its note; None leaves the
+    setting as it is (off for a new code)."""
     if principal.role is not Role.ADMIN:
         return NotPermitted("only an admin may change a reason-code catalogue")
     if not principal.works_in(queue):
@@ -223,6 +226,7 @@ async def define_reason_code(
             code=code,
             label=label.strip(),
             verdicts=sorted({v.value for v in verdicts}),
+            requires_note=requires_note,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":

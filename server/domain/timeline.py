@@ -1,13 +1,22 @@
-"""The kinds of thing that happen to a review item, as its timeline shows them.
+"""The kinds of thing that happen to a review item, as its timeline shows them, and the
+reading of one item's timeline (ReviewItem.events).
 
 `item_events.kind` (db/migrations/0012_item_timeline.sql) holds the kinds written there;
-`CLAIMED`, `DECIDED` and `OVERTURNED` are read from the records that already hold them
-(the lease's ending and review_decisions), so the claim+decide cycle writes no timeline row.
+`CLAIMED`, `DECIDED` and `OVERTURNED` (and the `ESCALATED` of a verdict) are read from the
+records that already hold them (the lease's ending and review_decisions), so the
+claim+decide cycle writes no timeline row. item_events_get_pages (db/queries/timeline.sql)
+merges the two, in one order.
 """
 
 from __future__ import annotations
 
 import enum
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from server.store import sql
+from server.store.database import Database, Row
 
 
 class TimelineKind(enum.StrEnum):
@@ -35,3 +44,124 @@ STORED_KINDS = frozenset(TimelineKind) - {
     TimelineKind.DECIDED,
     TimelineKind.OVERTURNED,
 }
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where an event sits in its item's timeline: the query's total order (at, rank, ref)."""
+
+    at: datetime
+    rank: int
+    ref: int
+
+    def __str__(self) -> str:
+        return f"{(self.at - EPOCH) // MICROSECOND}.{self.rank}.{self.ref}"
+
+    @classmethod
+    def parse(cls, text: str) -> Position | None:
+        """The position `str` wrote, or None for any other text."""
+        parts = text.split(".")
+        if len(parts) != 3 or not all(_INTEGER.fullmatch(part) for part in parts):
+            return None
+        micros, rank, ref = (int(part) for part in parts)
+        # What the query's columns hold (int, bigint): anything else is not a position.
+        if not (-(2**31) <= rank < 2**31 and -(2**63) <= ref < 2**63):
+            return None
+        try:
+            return cls(EPOCH + micros * MICROSECOND, rank, ref)
+        except OverflowError:
+            return None
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+
+
+@dataclass(frozen=True)
+class TimelineLease:
+    """The lease an event happened under, as a reader may know it: never by its token."""
+
+    # A one-way hash of the token: tells two leases apart, opens nothing.
+    id: str
+    owner: str
+    started_at: datetime
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    item_id: int
+    kind: TimelineKind
+    at: datetime
+    position: Position
+    # The queue the item was in when it happened.
+    queue: str
+    actor: str
+    actor_role: str
+    # A note's text, a revocation's reason, a decision's note.
+    body: str | None
+    lease: TimelineLease | None
+    # When item_events recorded it; None for what is read from other records.
+    recorded_at: datetime | None
+    # Particular to some kinds: the evidence of an enqueue or re-upload, the queues of an
+    # escalation or a move, the end of a renewed lease, the decision a kind was read from.
+    evidence_hash: str | None = None
+    from_queue: str | None = None
+    to_queue: str | None = None
+    until: datetime | None = None
+    decision_id: int | None = None
+
+    @classmethod
+    def from_row(cls, row: Row) -> TimelineEvent:
+        lease_id = row.get("lease_id")
+        return cls(
+            item_id=row["item_id"],
+            kind=TimelineKind(row["kind"]),
+            at=row["at"],
+            position=Position(row["at"], row["rank"], row["ref"]),
+            queue=row["queue"],
+            actor=row["actor"],
+            actor_role=row["actor_role"],
+            body=row["body"],
+            lease=(
+                TimelineLease(lease_id, row["lease_owner"], row["lease_started_at"])
+                if lease_id is not None
+                else None
+            ),
+            recorded_at=row["recorded_at"],
+            evidence_hash=row.get("evidence_hash"),
+            from_queue=row.get("from_queue"),
+            to_queue=row.get("to_queue"),
+            until=row.get("until"),
+            decision_id=row.get("decision_id"),
+        )
+
+
+@dataclass(frozen=True)
+class PageKey:
+    """One page of one item's timeline; pages that differ only in the item share a query."""
+
+    item_id: int
+    after: Position | None
+    size: int
+
+
+async def events_pages(db: Database, keys: list[PageKey]) -> dict[PageKey, list[TimelineEvent]]:
+    """The pages asked for, one statement per distinct (after, size)."""
+    found: dict[PageKey, list[TimelineEvent]] = {}
+    for after, size in {(key.after, key.size) for key in keys}:
+        item_ids = sorted({key.item_id for key in keys if (key.after, key.size) == (after, size)})
+        by_item: dict[int, list[TimelineEvent]] = {item_id: [] for item_id in item_ids}
+        rows = await db.fetch(
+            sql.timeline.ITEM_EVENTS_GET_PAGES,
+            item_ids=item_ids,
+            after_at=after.at if after else None,
+            after_rank=after.rank if after else None,
+            after_ref=after.ref if after else None,
+            page_size=size,
+        )
+        for row in rows:
+            by_item[row["item_id"]].append(TimelineEvent.from_row(row))
+        for item_id, events in by_item.items():
+            found[PageKey(item_id, after, size)] = events
+    return found

@@ -29,6 +29,8 @@ class EventKind(enum.StrEnum):
     ESCALATED = "escalated"
     OVERTURNED = "overturned"
     EXCEPTION = "exception"
+    # A note was added to the item's timeline.
+    NOTED = "noted"
     # Made by this process only, never by the database: see server/events/expiry.py.
     EXPIRED = "expired"
 

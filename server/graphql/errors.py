@@ -27,6 +27,13 @@ class InvalidInput(Error):
     field: str | None
 
 
+@strawberry.type(
+    description="Nothing with this id, or nothing your token covers: the two answer alike."
+)
+class NotFound(Error):
+    id: strawberry.ID
+
+
 @strawberry.type
 class QueueEmpty(Error):
     queue: str
@@ -83,6 +90,7 @@ class AlreadyQueued(Error):
 ErrorType = (
     NotPermitted
     | InvalidInput
+    | NotFound
     | QueueEmpty
     | StaleLease
     | EvidenceChanged
@@ -103,6 +111,8 @@ def _id(value: int | None) -> strawberry.ID | None:
 def from_failure(failure: failures.NotPermitted) -> NotPermitted: ...
 @overload
 def from_failure(failure: failures.InvalidInput) -> InvalidInput: ...
+@overload
+def from_failure(failure: failures.NotFound) -> NotFound: ...
 @overload
 def from_failure(failure: failures.QueueEmpty) -> QueueEmpty: ...
 @overload
@@ -127,6 +137,8 @@ def from_failure(failure: failures.Failure) -> ErrorType:
             return NotPermitted(message=message)
         case failures.InvalidInput(message=message, field=field):
             return InvalidInput(message=message, field=field)
+        case failures.NotFound():
+            return NotFound(message=failure.message, id=strawberry.ID(failure.id))
         case failures.QueueEmpty(queue=queue):
             return QueueEmpty(message=failure.message, queue=queue)
         case failures.StaleLease(item_id=item_id, message=message):

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from server.domain import apply, live, queues, reads
+from server.domain import apply, live, queues, reads, timeline
 from server.domain.exceptions import measures as workflow_measures
 from server.domain.exceptions import reads as exception_reads
 from server.domain.exceptions import workflows
@@ -111,6 +111,10 @@ class Loaders:
     @cached_property
     def item_decisions(self) -> DataLoader[int, list[Decision]]:
         return _loader(self._db, reads.decisions_by_item_ids, [])
+
+    @cached_property
+    def item_events(self) -> DataLoader[timeline.PageKey, list[timeline.TimelineEvent]]:
+        return _loader(self._db, timeline.events_pages, [])
 
     @cached_property
     def queue(self) -> DataLoader[str, Queue | None]:

@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import decisions, failures, leases, queues
+from server.domain import decisions, failures, leases, notes, queues
 from server.domain import items as enqueueing
 from server.domain.failures import is_failure
 from server.domain.model import Decision as DomainDecision
@@ -19,12 +19,14 @@ from server.graphql.errors import (
     EvidenceChanged,
     InvalidInput,
     InvalidReasonCode,
+    NotFound,
     NotPermitted,
     QueueEmpty,
     StaleLease,
     from_failure,
 )
 from server.graphql.observe import note_decision
+from server.graphql.timeline import ItemEvent
 from server.graphql.types import Decision as DecisionType
 from server.graphql.types import EffectKind, Queue, ReasonCode, ReviewItem, Verdict
 from server.observability import metrics
@@ -85,6 +87,12 @@ class ReasonCodeDefined:
     reason_code: ReasonCode
 
 
+@strawberry.type
+class NoteAdded:
+    event: ItemEvent = strawberry.field(description="The note, as the item's events show it.")
+    item: ReviewItem
+
+
 EnqueueItemsResult = Annotated[
     EnqueuedItems | NotPermitted | InvalidInput, strawberry.union("EnqueueItemsResult")
 ]
@@ -116,6 +124,9 @@ ConfigureQueueResult = Annotated[
 ]
 DefineReasonCodeResult = Annotated[
     ReasonCodeDefined | NotPermitted | InvalidInput, strawberry.union("DefineReasonCodeResult")
+]
+AddNoteResult = Annotated[
+    NoteAdded | NotFound | NotPermitted | InvalidInput, strawberry.union("AddNoteResult")
 ]
 
 # --- inputs -------------------------------------------------------------------------------
@@ -213,6 +224,18 @@ class DefineReasonCodeInput:
     code: str
     label: str
     verdicts: list[Verdict]
+    requires_note: bool | None = strawberry.field(
+        default=None,
+        description="A decision or overturn giving this code must say why in its note "
+        "(refused with InvalidInput naming `note` otherwise). Left out: unchanged (false for "
+        "a new code).",
+    )
+
+
+@strawberry.input
+class AddNoteInput:
+    item_id: strawberry.ID
+    body: str = strawberry.field(description="The note: 1 to 4000 characters, not all blank.")
 
 
 # --- resolvers ----------------------------------------------------------------------------
@@ -349,7 +372,21 @@ class Mutation:
             code=input.code,
             label=input.label,
             verdicts=list(input.verdicts),
+            requires_note=input.requires_note,
         )
         if is_failure(result):
             return from_failure(result)
         return ReasonCodeDefined(queue=result.queue, reason_code=ReasonCode.from_domain(result))
+
+    @strawberry.mutation(
+        description="Adds a note to an item's timeline: anyone whose token covers the item's "
+        "queue, with or without a lease. Notes are never changed or removed."
+    )
+    async def add_note(self, info: Info[Context, None], input: AddNoteInput) -> AddNoteResult:
+        ctx = info.context
+        result = await notes.add_note(ctx.db, ctx.principal, input.item_id, input.body)
+        if is_failure(result):
+            return from_failure(result)
+        item = await ctx.loaders.item.load(result.item_id)
+        assert item is not None, "items are never deleted"
+        return NoteAdded(event=ItemEvent.from_domain(result), item=ReviewItem.from_domain(item))

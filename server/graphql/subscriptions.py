@@ -66,6 +66,7 @@ class ItemUpdateKind(enum.Enum):
     ESCALATED = "escalated"
     RELEASED = "released"
     EXCEPTION_CHANGED = "exception_changed"
+    NOTED = "noted"
     RESYNC = "resync"
 
 
@@ -90,7 +91,8 @@ def _expired_before(event: Event, since: datetime) -> bool:
     )
 
 
-# Hints a lease watcher is told of; the others (enqueued, overturned) are not news to it.
+# Hints a lease watcher is told of; the others (enqueued, overturned, noted) are not news
+# to it.
 LEASE_EVENT_KINDS = {
     EventKind.CLAIMED: LeaseEventKind.CLAIMED,
     EventKind.RENEWED: LeaseEventKind.RENEWED,
@@ -110,6 +112,7 @@ ITEM_UPDATE_KINDS = {
     EventKind.DECIDED: ItemUpdateKind.DECIDED,
     EventKind.ESCALATED: ItemUpdateKind.ESCALATED,
     EventKind.RELEASED: ItemUpdateKind.RELEASED,
+    EventKind.NOTED: ItemUpdateKind.NOTED,
 }
 
 # What decisionEvents re-reads for: a new row in review_decisions.
@@ -187,8 +190,8 @@ class Subscription:
                 )
 
     @strawberry.subscription(
-        description="For an open console: its lease was lost, the evidence changed, or the "
-        "item was decided."
+        description="For an open console: its lease was lost, the evidence changed, the "
+        "item was decided, or someone noted it (NOTED: read its events)."
     )
     async def item_updates(
         self, info: Info[Context, None], item_id: strawberry.ID

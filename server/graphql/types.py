@@ -22,6 +22,7 @@ from server.graphql.selection import selected_names
 
 if TYPE_CHECKING:
     from server.graphql.exceptions.types import ExceptionNode
+    from server.graphql.timeline import ItemEventConnection
 
 # strawberry.enum marks the domain enum itself as the GraphQL enum and returns that class.
 # Naming the class, not the call's result, lets mypy read these names as types.
@@ -92,10 +93,18 @@ class ReasonCode:
     code: str
     label: str
     verdicts: list[Verdict]
+    requires_note: bool = strawberry.field(
+        description="A decision giving this code must say why in its note."
+    )
 
     @classmethod
     def from_domain(cls, reason: model.ReasonCode) -> ReasonCode:
-        return cls(code=reason.code, label=reason.label, verdicts=list(reason.verdicts))
+        return cls(
+            code=reason.code,
+            label=reason.label,
+            verdicts=list(reason.verdicts),
+            requires_note=reason.requires_note,
+        )
 
 
 @strawberry.type
@@ -279,6 +288,18 @@ class ReviewItem:
         self, info: Info[Context, None], shown: Callable[[list[model.Decision]], T]
     ) -> T:
         return shown(await info.context.loaders.item_decisions.load(self._item.id))
+
+    @strawberry.field(
+        description="Everything that happened to the item, oldest first: its story end to "
+        "end. For an exception's item, what its leases recorded (the exception's own actions "
+        "are its `events`)."
+    )
+    async def events(
+        self, info: Info[Context, None], first: int = 50, after: str | None = None
+    ) -> Annotated[ItemEventConnection, strawberry.lazy("server.graphql.timeline")]:
+        from server.graphql.timeline import item_events
+
+        return await item_events(info, self._item.id, first, after)
 
     @strawberry.field(description="The exception this item stands for, if it is one.")
     async def exception(

@@ -421,6 +421,17 @@ async def overturn_decision(w: World, role: str, scope: str) -> Prepared:
     )
 
 
+async def add_note(w: World, role: str, scope: str) -> Prepared:
+    enqueued = await w.call(w.integration, ENQUEUE, queue="alpha", key=f"noted-{w.next()}")
+    item_id = enqueued["enqueueItems"]["items"][0]["item"]["id"]
+    note = {"body": "Seen this applicant before."}
+    return Prepared(
+        {"input": {"itemId": item_id, **note}},
+        {"input": {"itemId": NO_ITEM, **note}},
+        (item_id, NO_ITEM),
+    )
+
+
 async def raise_exception(w: World, role: str, scope: str) -> Prepared:
     source = f"R{w.next()}"
     return Prepared(
@@ -500,6 +511,7 @@ async def reopen_exception(w: World, role: str, scope: str) -> Prepared:
 
 ACTION = "... on InvalidTransition { state action } " + STALE
 ADMIN, INTEGRATION = frozenset({"admin"}), frozenset({"integration"})
+EVERY_ROLE = frozenset(ROLES)
 REVIEWER, APPROVER = frozenset({"reviewer"}), frozenset({"approver"})
 REVIEWER_OR_APPROVER = REVIEWER | APPROVER
 
@@ -601,6 +613,13 @@ CASES = [
         APPROVER,
         "DecisionRecorded",
         overturn_decision,
+    ),
+    Case(
+        "addNote",
+        with_input("addNote", "AddNoteInput", "... on NotFound { id }"),
+        EVERY_ROLE,
+        "NoteAdded",
+        add_note,
     ),
     Case(
         "raiseException",

@@ -88,6 +88,7 @@ async def snapshot(owner: asyncpg.Connection) -> Snapshot:
         "reason_codes": "queue, code",
         "review_items": "id",
         "review_decisions": "id",
+        "item_events": "id",
     }
     return {
         table: [tuple(row) for row in await owner.fetch(f"SELECT * FROM {table} ORDER BY {key}")]

@@ -49,3 +49,36 @@ async def test_application_role_is_refused(
     assert row is not None
     assert (row["outcome"], row["reviewer"]) == ("approve", "alice")
     assert await owner_conn.fetchval("SELECT count(*) FROM api_tokens") == 0
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE item_events SET actor = 'mallory'",
+        "DELETE FROM item_events",
+        "TRUNCATE item_events",
+    ],
+    ids=["update", "delete", "truncate"],
+)
+async def test_application_role_cannot_rewrite_the_timeline(
+    decision: Decision,
+    app_conn: asyncpg.Connection,
+    owner_conn: asyncpg.Connection,
+    statement: str,
+) -> None:
+    timeline = "SELECT kind, actor FROM item_events WHERE item_id = $1 ORDER BY id"
+    before = [tuple(row) for row in await owner_conn.fetch(timeline, decision.item_id)]
+    assert before == [("enqueued", "kyc-provider")]
+    # It may add to the timeline, and nothing else.
+    await app_conn.execute(
+        "INSERT INTO item_events (item_id, queue, kind, actor, actor_role, body) "
+        "VALUES ($1, 'kyc', 'noted', 'alice', 'reviewer', 'Fine.')",
+        decision.item_id,
+    )
+
+    with pytest.raises(asyncpg.InsufficientPrivilegeError) as refused:
+        await app_conn.execute(statement)
+
+    assert refused.value.sqlstate == INSUFFICIENT_PRIVILEGE
+    after = [tuple(row) for row in await owner_conn.fetch(timeline, decision.item_id)]
+    assert after == [*before, ("noted", "alice")]

@@ -67,6 +67,8 @@ async def test_a_rolled_back_write_publishes_nothing(routed: tuple[Database, Pub
                 priorities=[0],
                 payloads=[{}],
                 evidence_hashes=["0" * 64],
+                actor="kyc-provider",
+                actor_role="integration",
             )
             assert published == [], "a hint left before its transaction committed"
             raise Abandon

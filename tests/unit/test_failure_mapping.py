@@ -10,6 +10,7 @@ from server.graphql import errors
 SAMPLES: list[failures.Failure] = [
     failures.NotPermitted("no"),
     failures.InvalidInput("bad", "field"),
+    failures.NotFound("item", "7"),
     failures.QueueEmpty("kyc"),
     failures.StaleLease(1, decided_under_this_lease=True, decision_id=2),
     failures.EvidenceChanged(1, "0" * 64),

@@ -31,8 +31,9 @@ DECISION_SUBMIT = Query("decision_submit", _decision_submit)
 Records a verdict made under a lease, in one statement. Fence: every condition of it
 sits in the WHERE clause of `target`: a live lease of the caller with this token on a
 pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
-allows for this verdict, in a queue the caller's token covers. If any fails, nothing is
-written and no row comes back.
+allows for this verdict (with a note that says something, if the code requires one), in
+a queue the caller's token covers. If any fails, nothing is written and no row comes
+back.
 An escalation returns the item to `pending` in the escalation queue, priority boosted.
 The row keeps when its lease began, the item's lease count and when the item was
 enqueued, for the queue's measures.
@@ -41,6 +42,7 @@ enqueued, for the queue's measures.
 
 def _decision_submit_diagnose(
     *,
+    note: Any,
     reason_code: Any,
     verdict: Any,
     lease_token: Any,
@@ -49,11 +51,12 @@ def _decision_submit_diagnose(
 
 
 DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
-"""db/queries/decisions.sql:61
+"""db/queries/decisions.sql:63
 
 Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
 a console whose answer was lost retries with the same token, and is answered with it.
+`note_missing`: the reason code requires a note and this one says nothing.
 """
 
 
@@ -69,10 +72,28 @@ def _decision_overturn(
 
 
 DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
-"""db/queries/decisions.sql:76
+"""db/queries/decisions.sql:80
 
 Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, and
-not an escalation), and the catalogue allows :reason_code for the reversed outcome.
+not an escalation), and the catalogue allows :reason_code for the reversed outcome (with
+a note that says something, if the code requires one).
 The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
+"""
+
+
+def _decision_overturn_diagnose(
+    *,
+    note: Any,
+    reason_code: Any,
+    decision_id: Any,
+) -> None: ...
+
+
+DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", _decision_overturn_diagnose)
+"""db/queries/decisions.sql:111
+
+Read-only: why did decision_overturn write nothing? Runs only on that failure path.
+`superseded_by`: a concurrent overturn won; `reason_allowed`: the catalogue allows the
+code for the reversed outcome; `note_missing`: it requires a note and this one says nothing.
 """

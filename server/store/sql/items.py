@@ -17,6 +17,8 @@ def _items_upsert(
     priorities: Any,
     payloads: Any,
     evidence_hashes: Any,
+    actor: Any,
+    actor_role: Any,
 ) -> None: ...
 
 
@@ -26,6 +28,9 @@ ITEMS_UPSERT = Query("items_upsert", _items_upsert)
 Idempotent on (origin queue, external key). A key seen before keeps its item; if the
 item is still pending and the payload differs, the payload is replaced (a re-upload) and
 any decision under the current lease will be refused with EvidenceChanged.
+Each item created or re-uploaded is written to its timeline (`item_events`, kind
+`enqueued` or `reuploaded`, with the evidence hash), by the enqueuing token's user and
+role; an enqueue that changes nothing writes nothing.
 """
 
 
@@ -37,7 +42,7 @@ def _items_get_by_external_keys(
 
 
 ITEMS_GET_BY_EXTERNAL_KEYS = Query("items_get_by_external_keys", _items_get_by_external_keys)
-"""db/queries/items.sql:37"""
+"""db/queries/items.sql:46"""
 
 
 def _items_get_by_ids(
@@ -47,7 +52,7 @@ def _items_get_by_ids(
 
 
 ITEMS_GET_BY_IDS = Query("items_get_by_ids", _items_get_by_ids)
-"""db/queries/items.sql:42"""
+"""db/queries/items.sql:51"""
 
 
 def _items_get_pages(
@@ -60,7 +65,7 @@ def _items_get_pages(
 
 
 ITEMS_GET_PAGES = Query("items_get_pages", _items_get_pages)
-"""db/queries/items.sql:45
+"""db/queries/items.sql:54
 
 One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
 derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
@@ -76,7 +81,7 @@ def _item_claim_next(
 
 
 ITEM_CLAIM_NEXT = Query("item_claim_next", _item_claim_next)
-"""db/queries/items.sql:69
+"""db/queries/items.sql:78
 
 Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 as an abandonment; the abandonment that reaches max_abandons escalates the item instead

@@ -16,11 +16,15 @@ def _reason_code_upsert(
     code: Any,
     label: Any,
     verdicts: Any,
+    requires_note: Any,
 ) -> None: ...
 
 
 REASON_CODE_UPSERT = Query("reason_code_upsert", _reason_code_upsert)
-"""db/queries/reason_codes.sql:1"""
+"""db/queries/reason_codes.sql:1
+
+:requires_note NULL leaves the code's setting as it is (false for a new code).
+"""
 
 
 def _reason_codes_get_by_queues(
@@ -30,4 +34,4 @@ def _reason_codes_get_by_queues(
 
 
 REASON_CODES_GET_BY_QUEUES = Query("reason_codes_get_by_queues", _reason_codes_get_by_queues)
-"""db/queries/reason_codes.sql:8"""
+"""db/queries/reason_codes.sql:11"""

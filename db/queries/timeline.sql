@@ -1,0 +1,154 @@
+-- name: item_events_get_pages
+-- One page of each item's timeline (ReviewItem.events), oldest first, in one statement for
+-- every item of :item_ids (a dashboard's): what item_events stores, merged with what is
+-- read from the records that already hold it (server/domain/timeline.py names the kinds).
+--   - A claim (`claimed`, at its lease's start) is read from any record of its lease: the
+--     decision made under it, a release, lapse, revocation or renewal of it in item_events,
+--     or the item while it holds the lease; once per token.
+--   - A lease that ran out and that no claim has noticed yet is a `lapsed` read from the
+--     item, at its expiry; the claim that notices it writes the row (with the same time).
+--   - Decisions: a verdict is `decided`, or `escalated` for an escalation, and an overturn
+--     `overturned`. The queue an escalation went to is the queue the item was in next.
+-- Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
+-- order it must have happened: an arrival, a lease's end, a claim, whatever was done under
+-- it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
+-- token. The page starts after (:after_at, :after_rank, :after_ref) unless :after_at is NULL.
+-- A lease is never shown by its token (a fence credential): `lease_id` is a number made
+-- from it by a one-way hash, as hexadecimal.
+-- Reads only each item's rows: item_events_item, review_decisions_item, the item's key.
+WITH items AS (
+    SELECT i.id, i.queue, i.state, i.lease_token, i.lease_owner, i.lease_started_at,
+           i.lease_expires_at, q.holder_role
+    FROM review_items AS i
+    JOIN queues AS q ON q.name = i.queue
+    WHERE i.id = ANY (:item_ids::bigint[])
+),
+stored AS (
+    SELECT e.*,
+           -- Whose lease it was: the actor's, but for a revocation (a manager ending
+           -- someone else's lease), which names the lease's owner in its detail.
+           CASE WHEN e.lease_token IS NULL THEN NULL
+                WHEN e.kind = 'revoked' THEN e.detail ->> 'lease_owner'
+                ELSE e.actor END AS lease_owner
+    FROM item_events AS e
+    WHERE e.item_id = ANY (:item_ids::bigint[])
+),
+decisions AS (
+    SELECT d.*
+    FROM review_decisions AS d
+    WHERE d.item_id = ANY (:item_ids::bigint[])
+),
+lease_records AS (
+    SELECT d.item_id, d.lease_token, d.reviewer AS owner, d.reviewer_role AS owner_role,
+           d.lease_started_at, d.queue, 1 AS preference
+    FROM decisions AS d
+    WHERE d.lease_token IS NOT NULL AND d.lease_started_at IS NOT NULL
+    UNION ALL
+    -- A revocation's actor is the manager; the owner held leases in the queue as its
+    -- holder role, like every claimer there.
+    SELECT e.item_id, e.lease_token, e.lease_owner,
+           CASE WHEN e.kind = 'revoked'
+                THEN (SELECT q.holder_role FROM queues AS q WHERE q.name = e.queue)
+                ELSE e.actor_role END,
+           e.lease_started_at, e.queue, 2
+    FROM stored AS e
+    WHERE e.kind IN ('released', 'lapsed', 'revoked', 'renewed')
+      AND e.lease_token IS NOT NULL AND e.lease_started_at IS NOT NULL
+    UNION ALL
+    SELECT i.id, i.lease_token, i.lease_owner, i.holder_role, i.lease_started_at, i.queue, 3
+    FROM items AS i
+    WHERE i.state = 'pending' AND i.lease_token IS NOT NULL AND i.lease_started_at IS NOT NULL
+),
+claims AS (
+    SELECT DISTINCT ON (r.lease_token) r.*
+    FROM lease_records AS r
+    ORDER BY r.lease_token, r.preference
+),
+story AS (
+    SELECT e.item_id, e.kind, e.at,
+           CASE WHEN e.kind IN ('enqueued', 'reuploaded') THEN 10
+                WHEN e.kind IN ('lapsed', 'released', 'revoked') THEN 20
+                ELSE 40 END AS rank,
+           e.id AS ref, e.queue, e.actor, e.actor_role, e.body, e.detail,
+           e.lease_token, e.lease_owner, e.lease_started_at,
+           NULL::bigint AS decision_id, e.recorded_at
+    FROM stored AS e
+    UNION ALL
+    SELECT c.item_id, 'claimed', c.lease_started_at, 30,
+           ('x' || left(encode(sha256(convert_to(c.lease_token::text, 'UTF8')), 'hex'), 15))
+               ::bit(60)::bigint,
+           c.queue, c.owner, c.owner_role, NULL, NULL,
+           c.lease_token, c.owner, c.lease_started_at, NULL, NULL
+    FROM claims AS c
+    UNION ALL
+    -- After a noticed lapse (rank 20): a reader who saw it unnoticed does not see it again.
+    SELECT i.id, 'lapsed', i.lease_expires_at, 21, 0,
+           i.queue, i.lease_owner, i.holder_role, NULL, NULL,
+           i.lease_token, i.lease_owner, i.lease_started_at, NULL, NULL
+    FROM items AS i
+    WHERE i.state = 'pending' AND i.lease_token IS NOT NULL AND i.lease_expires_at <= now()
+    UNION ALL
+    SELECT d.item_id,
+           CASE d.verdict WHEN 'overturn' THEN 'overturned'
+                          WHEN 'escalate' THEN 'escalated'
+                          ELSE 'decided' END,
+           d.decided_at, 50, d.id, d.queue, d.reviewer, d.reviewer_role, d.note, NULL,
+           d.lease_token, d.reviewer, d.lease_started_at, d.id, NULL
+    FROM decisions AS d
+),
+ordered AS (
+    SELECT s.*,
+           lead(s.queue) OVER (PARTITION BY s.item_id ORDER BY s.at, s.rank, s.ref)
+               AS next_queue
+    FROM story AS s
+),
+page AS (
+    SELECT o.*,
+           row_number() OVER (PARTITION BY o.item_id ORDER BY o.at, o.rank, o.ref) AS n
+    FROM ordered AS o
+    WHERE :after_at::timestamptz IS NULL
+       OR (o.at, o.rank, o.ref) > (:after_at::timestamptz, :after_rank::int, :after_ref::bigint)
+)
+SELECT p.item_id, p.kind, p.at, p.rank, p.ref, p.queue, p.actor, p.actor_role, p.body,
+       p.recorded_at, p.decision_id,
+       CASE WHEN p.lease_token IS NOT NULL AND p.lease_started_at IS NOT NULL THEN
+           lpad(to_hex(('x' || left(encode(sha256(convert_to(p.lease_token::text, 'UTF8')),
+                                           'hex'), 15))::bit(60)::bigint), 15, '0')
+       END AS lease_id,
+       p.lease_owner,
+       p.lease_started_at,
+       p.detail ->> 'evidence_hash' AS evidence_hash,
+       CASE WHEN p.kind = 'escalated' AND p.decision_id IS NOT NULL THEN p.queue
+            ELSE p.detail ->> 'from_queue' END AS from_queue,
+       CASE WHEN p.kind = 'escalated' AND p.decision_id IS NOT NULL
+            THEN coalesce(p.next_queue, i.queue)
+            ELSE p.detail ->> 'to_queue' END AS to_queue,
+       (p.detail ->> 'until')::timestamptz AS until
+FROM page AS p
+JOIN items AS i ON i.id = p.item_id
+WHERE p.n <= :page_size
+ORDER BY p.item_id, p.at, p.rank, p.ref;
+
+-- name: item_note_add
+-- Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
+-- that open consoles re-read. No lease is needed: whoever may see the item may note it.
+-- Fence: a review item (an exception's item has its own history) in a queue the caller's
+-- token covers (:queue_scope NULL: every queue).
+WITH target AS (
+    SELECT i.id, i.queue
+    FROM review_items AS i
+    WHERE i.id = :item_id
+      AND i.kind = 'review'
+      AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
+),
+noted AS (
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, body)
+    SELECT t.id, t.queue, 'noted', :actor, :actor_role, :body
+    FROM target AS t
+    RETURNING *
+)
+-- `rank` and `ref`: where the note sits in item_events_get_pages' order.
+SELECT n.*, 40 AS rank, n.id AS ref, hint.notification
+FROM noted AS n,
+     casework_hint(kind => 'noted', queue => n.queue, item_id => n.item_id)
+         AS hint (notification);

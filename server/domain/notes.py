@@ -1,0 +1,43 @@
+"""Notes: what anyone who can see an item writes into its timeline. Append-only, like the
+rest of it; a note needs no lease."""
+
+from __future__ import annotations
+
+from server.domain.failures import InvalidInput, NotFound
+from server.domain.model import Principal
+from server.domain.parsing import parse_id
+from server.domain.text import check_text
+from server.domain.timeline import TimelineEvent
+from server.store import sql
+from server.store.database import Database
+
+
+async def add_note(
+    db: Database, principal: Principal, item_id: str, body: str
+) -> TimelineEvent | NotFound | InvalidInput:
+    """Every role may note an item in a queue its token covers; any other item answers as
+    one that does not exist."""
+    parsed = parse_id(item_id, "itemId")
+    if isinstance(parsed, InvalidInput):
+        return parsed
+    problem = check_text(body, "body", required=True)
+    if problem:
+        return problem
+    row = await db.fetchrow(
+        sql.timeline.ITEM_NOTE_ADD,
+        item_id=parsed,
+        queue_scope=principal.queue_scope(),
+        actor=principal.user,
+        actor_role=principal.role.value,
+        body=body,
+    )
+    if row is not None:
+        return TimelineEvent.from_row(row)
+    # The fence refused: say why, from a read (this path only).
+    found = await db.fetch(sql.items.ITEMS_GET_BY_IDS, ids=[parsed])
+    if found and principal.works_in(found[0]["queue"]) and found[0]["kind"] == "exception":
+        return InvalidInput(
+            f"item {parsed} stands for an exception: its history is the exception's events",
+            "itemId",
+        )
+    return NotFound("item", str(parsed))

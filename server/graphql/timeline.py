@@ -1,0 +1,157 @@
+"""The item timeline: ReviewItem.events and the types it returns."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from strawberry.types import Info
+
+from server.domain import timeline
+from server.graphql.codes import ClientError
+from server.graphql.context import Context
+from server.graphql.types import (
+    Decision,
+    PageInfo,
+    decode_text_cursor,
+    encode_cursor,
+    page_size,
+)
+
+strawberry.enum(
+    timeline.TimelineKind,
+    name="TimelineKind",
+    description="What happened to an item. CLAIMED, DECIDED and OVERTURNED (and ESCALATED "
+    "by a verdict) are read from the lease's and the decision's own records; the rest are "
+    "recorded as they happen. A LAPSED is recorded by the claim that notices it.",
+)
+TimelineKind = timeline.TimelineKind
+
+CURSOR_KIND = "item_event"
+
+
+@strawberry.type(
+    description="The lease an event happened under, named by its holder and its start. "
+    "Its token is never shown."
+)
+class TimelineLease:
+    id: strawberry.ID = strawberry.field(
+        description="A one-way hash of the lease's token: the same on every event of one "
+        "lease, and no use as a token."
+    )
+    owner: str
+    started_at: datetime
+
+
+@strawberry.type(description="One thing that happened to an item.")
+class ItemEvent:
+    _event: strawberry.Private[timeline.TimelineEvent]
+    kind: TimelineKind
+    at: datetime = strawberry.field(
+        description="When it happened; for a LAPSED, when the lease ran out."
+    )
+    queue: str = strawberry.field(description="The queue the item was in.")
+    actor: str = strawberry.field(
+        description="Who acted; for a LAPSED, whose lease ran out; for an ESCALATED without "
+        "a decision, the reviewer whose claim found the item abandoned."
+    )
+    actor_role: str
+    body: str | None = strawberry.field(
+        description="A NOTED's text; the note of a decision; the reason of a REVOKED."
+    )
+    lease: TimelineLease | None = strawberry.field(
+        description="The lease it happened under, if any: the claim's own for CLAIMED."
+    )
+    recorded_at: datetime | None = strawberry.field(
+        description="When it was recorded, for kinds recorded as they happen (a LAPSED "
+        "after `at`, when a claim noticed it); null for what is read from other records and "
+        "for a lapse no claim has noticed yet."
+    )
+    evidence_hash: str | None = strawberry.field(
+        description="ENQUEUED and REUPLOADED: the hash of the evidence as it became."
+    )
+    from_queue: str | None = strawberry.field(description="ESCALATED, MOVED: the queue left.")
+    to_queue: str | None = strawberry.field(
+        description="ESCALATED, MOVED: the queue the item went to."
+    )
+    until: datetime | None = strawberry.field(
+        description="RENEWED: when the renewed lease runs out."
+    )
+
+    @classmethod
+    def from_domain(cls, event: timeline.TimelineEvent) -> ItemEvent:
+        lease = event.lease
+        return cls(
+            _event=event,
+            kind=event.kind,
+            at=event.at,
+            queue=event.queue,
+            actor=event.actor,
+            actor_role=event.actor_role,
+            body=event.body,
+            lease=(
+                TimelineLease(
+                    id=strawberry.ID(lease.id), owner=lease.owner, started_at=lease.started_at
+                )
+                if lease
+                else None
+            ),
+            recorded_at=event.recorded_at,
+            evidence_hash=event.evidence_hash,
+            from_queue=event.from_queue,
+            to_queue=event.to_queue,
+            until=event.until,
+        )
+
+    @strawberry.field(
+        description="DECIDED, OVERTURNED, and an ESCALATED made by a verdict: the decision."
+    )
+    async def decision(self, info: Info[Context, None]) -> Decision | None:
+        decision_id = self._event.decision_id
+        if decision_id is None:
+            return None
+        found = await info.context.loaders.decision.load(decision_id)
+        return Decision.from_domain(found) if found else None
+
+
+@strawberry.type
+class ItemEventEdge:
+    cursor: str
+    node: ItemEvent
+
+
+@strawberry.type
+class ItemEventConnection:
+    edges: list[ItemEventEdge]
+    page_info: PageInfo
+
+
+def _after(cursor: str | None) -> timeline.Position | None:
+    if cursor is None:
+        return None
+    position = timeline.Position.parse(decode_text_cursor(CURSOR_KIND, cursor))
+    if position is None:
+        raise ClientError(f"malformed cursor {cursor[:40]!r}")
+    return position
+
+
+async def item_events(
+    info: Info[Context, None], item_id: int, first: int, after: str | None
+) -> ItemEventConnection:
+    size = page_size(first)
+    found = await info.context.loaders.item_events.load(
+        timeline.PageKey(item_id, _after(after), size + 1)
+    )
+    edges = [
+        ItemEventEdge(
+            cursor=encode_cursor(CURSOR_KIND, str(event.position)),
+            node=ItemEvent.from_domain(event),
+        )
+        for event in found[:size]
+    ]
+    return ItemEventConnection(
+        edges=edges,
+        page_info=PageInfo(
+            has_next_page=len(found) > size, end_cursor=edges[-1].cursor if edges else None
+        ),
+    )

@@ -1,0 +1,63 @@
+"""The statements of db/queries/timeline.sql, as symbols.
+
+Generated from db/queries/timeline.sql by `python -m server.store.sqlgen`: do not edit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.store.queries import Query
+
+
+def _item_events_get_pages(
+    *,
+    item_ids: Any,
+    after_at: Any,
+    after_rank: Any,
+    after_ref: Any,
+    page_size: Any,
+) -> None: ...
+
+
+ITEM_EVENTS_GET_PAGES = Query("item_events_get_pages", _item_events_get_pages)
+"""db/queries/timeline.sql:1
+
+One page of each item's timeline (ReviewItem.events), oldest first, in one statement for
+every item of :item_ids (a dashboard's): what item_events stores, merged with what is
+read from the records that already hold it (server/domain/timeline.py names the kinds).
+- A claim (`claimed`, at its lease's start) is read from any record of its lease: the
+decision made under it, a release, lapse, revocation or renewal of it in item_events,
+or the item while it holds the lease; once per token.
+- A lease that ran out and that no claim has noticed yet is a `lapsed` read from the
+item, at its expiry; the claim that notices it writes the row (with the same time).
+- Decisions: a verdict is `decided`, or `escalated` for an escalation, and an overturn
+`overturned`. The queue an escalation went to is the queue the item was in next.
+Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
+order it must have happened: an arrival, a lease's end, a claim, whatever was done under
+it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
+token. The page starts after (:after_at, :after_rank, :after_ref) unless :after_at is NULL.
+A lease is never shown by its token (a fence credential): `lease_id` is a number made
+from it by a one-way hash, as hexadecimal.
+Reads only each item's rows: item_events_item, review_decisions_item, the item's key.
+"""
+
+
+def _item_note_add(
+    *,
+    item_id: Any,
+    queue_scope: Any,
+    actor: Any,
+    actor_role: Any,
+    body: Any,
+) -> None: ...
+
+
+ITEM_NOTE_ADD = Query("item_note_add", _item_note_add)
+"""db/queries/timeline.sql:132
+
+Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
+that open consoles re-read. No lease is needed: whoever may see the item may note it.
+Fence: a review item (an exception's item has its own history) in a queue the caller's
+token covers (:queue_scope NULL: every queue).
+"""
