@@ -87,9 +87,7 @@ async def _pages(db: Database, keys: list[PageKey]) -> dict[PageKey, list[PagedI
     wanted = sorted({item.id for key, page in pages.items() if key.with_decisions for item in page})
     decisions = await reads.decisions_by_item_ids(db, wanted) if wanted else {}
     return {
-        key: [
-            PagedItem(item, decisions[item.id] if key.with_decisions else None) for item in page
-        ]
+        key: [PagedItem(item, decisions[item.id] if key.with_decisions else None) for item in page]
         for key, page in pages.items()
     }
 
