@@ -67,6 +67,7 @@ async def test_a_rolled_back_write_publishes_nothing(routed: tuple[Database, Pub
                 priorities=[0],
                 payloads=[{}],
                 evidence_hashes=["0" * 64],
+                due_ats=[None],
             )
             assert published == [], "a hint left before its transaction committed"
             raise Abandon

@@ -17,6 +17,7 @@ def _items_upsert(
     priorities: Any,
     payloads: Any,
     evidence_hashes: Any,
+    due_ats: Any,
 ) -> None: ...
 
 
@@ -26,6 +27,8 @@ ITEMS_UPSERT = Query("items_upsert", _items_upsert)
 Idempotent on (origin queue, external key). A key seen before keeps its item; if the
 item is still pending and the payload differs, the payload is replaced (a re-upload) and
 any decision under the current lease will be refused with EvidenceChanged.
+A new item is due at its own :due_ats entry, else when the queue's due time for its
+priority says (review_due_seconds), else never; a known key keeps its due time.
 """
 
 
@@ -37,7 +40,7 @@ def _items_get_by_external_keys(
 
 
 ITEMS_GET_BY_EXTERNAL_KEYS = Query("items_get_by_external_keys", _items_get_by_external_keys)
-"""db/queries/items.sql:37"""
+"""db/queries/items.sql:42"""
 
 
 def _items_get_by_ids(
@@ -47,7 +50,7 @@ def _items_get_by_ids(
 
 
 ITEMS_GET_BY_IDS = Query("items_get_by_ids", _items_get_by_ids)
-"""db/queries/items.sql:42"""
+"""db/queries/items.sql:47"""
 
 
 def _items_get_pages(
@@ -60,7 +63,7 @@ def _items_get_pages(
 
 
 ITEMS_GET_PAGES = Query("items_get_pages", _items_get_pages)
-"""db/queries/items.sql:45
+"""db/queries/items.sql:50
 
 One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
 derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
@@ -70,13 +73,13 @@ derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
 def _item_claim_next(
     *,
     queue: Any,
-    actor_role: Any,
     actor: Any,
+    actor_role: Any,
 ) -> None: ...
 
 
 ITEM_CLAIM_NEXT = Query("item_claim_next", _item_claim_next)
-"""db/queries/items.sql:69
+"""db/queries/items.sql:74
 
 Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 as an abandonment; the abandonment that reaches max_abandons escalates the item instead
@@ -89,4 +92,25 @@ such exceptions (exceptions_escalate_overdue), so no cron job is needed, and a q
 without overdue exceptions pays for none of it.
 A lapsed lease the claim takes over is written to the timeline (`item_events`, kind
 `lapsed`, at the moment it ran out, with its owner); a claim of a fresh item writes none.
+
+Claim controls (migration 0014):
+- Assigned items come first for their assignee: `mine` walks the caller's own live
+assignments in the queue (review_items_assigned), and only when it finds none does
+`general` walk the claim index over the items set aside for nobody (`reserved` false:
+neither held nor assigned). Neither probe passes a held item or someone else's
+assignment, however many there are.
+- A hold or an assignment whose time has run out stays set aside until the claim path
+clears it (items_end_reservations). While one waits, `general` takes nothing and
+`reservations_ended` tells the caller to clear them and claim again, so the item comes
+back with its priority on this same claim. The probe skips an ended one that another
+statement has locked (one clearing it, most likely): a claim never waits for it, and
+never refuses to claim because of one it cannot clear.
+- Lease limit: in a queue with max_leases_per_reviewer, `settings` counts the caller's live
+leases through casework_live_leases, which serialises one reviewer's claims in the queue
+(see migration 0014): of concurrent claims by one reviewer, exactly as many succeed as
+the limit leaves room for. At the limit nothing is claimed and `lease_limit_reached`
+says so. A queue without a limit never calls it.
+- Overdue items, in a queue that names an overdue_queue, belong there: they are never
+handed out here, and `overdue_items` tells the caller to move them
+(items_escalate_overdue), as with exceptions.
 """
