@@ -11,7 +11,7 @@ import asyncpg
 from server.domain.model import Role
 from server.store.database import Database
 from tests.conftest import TestDatabase, token_maker
-from tests.live.helpers import ITEM_UPDATES, lease_events_started, next_where, serve_kyc
+from tests.live.helpers import ITEM_UPDATES, Api, lease_events_started, next_where, serve_kyc
 from tests.live.wsclient import graphql_socket
 
 ENQUEUE_DUE = """
@@ -34,11 +34,7 @@ async def test_an_item_falling_due_is_pushed_as_overdue_and_nothing_is_written(
 ) -> None:
     async with serve_kyc(test_database, owner_db) as (casework, tokens):
         api = casework.api
-        due = datetime.now(UTC) + timedelta(seconds=DUE_IN_SECONDS)
-        items = [{"externalKey": "cust-1", "payload": {"n": 1}, "dueAt": due.isoformat()}]
-        enqueued = await api.call(tokens.integration, ENQUEUE_DUE, items=items)
-        [entry] = enqueued["enqueueItems"]["items"]
-        item_id = entry["item"]["id"]
+        item_id = await due_soon(api, tokens.integration)
         claim = await api.claim(tokens.rita, "kyc")
         assert claim["item"]["id"] == item_id
         before = await owner_conn.fetchval("SELECT count(*) FROM item_events")
@@ -69,13 +65,16 @@ async def test_a_revoked_lease_reaches_its_console_as_lease_lost(
     manager = await token_maker(owner_db)("max", Role.MANAGER)
     async with serve_kyc(test_database, owner_db) as (casework, tokens):
         api = casework.api
-        await api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}})
-        claim = await api.claim(tokens.rita, "kyc")
-        item_id = claim["item"]["id"]
+        item_id = await due_soon(api, tokens.integration)
+        await api.claim(tokens.rita, "kyc")
 
         async with graphql_socket(casework.url, tokens.rita) as socket:
             updates = await socket.subscribe(ITEM_UPDATES, itemId=item_id)
             leases = await lease_events_started(socket)
+            # itemUpdates joins the hub after a read of the item: its OVERDUE is the sign
+            # that it is listening, so the revocation below cannot slip in before it.
+            overdue = (await socket.next(updates))["itemUpdates"]
+            assert overdue["kind"] == "OVERDUE"
             revoked = await api.call(
                 manager, REVOKE, input={"itemId": item_id, "reason": "Shift ended."}
             )
@@ -94,3 +93,13 @@ async def test_a_revoked_lease_reaches_its_console_as_lease_lost(
         )
         assert event["leaseEvents"]["itemId"] == item_id
     casework.assert_no_traceback()
+
+
+async def due_soon(api: Api, integration: str) -> str:
+    """Enqueues one item due DUE_IN_SECONDS from now; its id."""
+    due = datetime.now(UTC) + timedelta(seconds=DUE_IN_SECONDS)
+    items = [{"externalKey": "cust-1", "payload": {"n": 1}, "dueAt": due.isoformat()}]
+    enqueued = await api.call(integration, ENQUEUE_DUE, items=items)
+    [entry] = enqueued["enqueueItems"]["items"]
+    item_id: str = entry["item"]["id"]
+    return item_id
