@@ -19,6 +19,7 @@ from server.domain.failures import (
 )
 from server.domain.leases import claim_next
 from server.domain.model import Claim, Item, Principal, Role, Verdict
+from server.domain.timeline import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import (
@@ -115,7 +116,7 @@ async def test_an_assignment_ends_at_its_time_with_no_sweeper(
     row = await item_row(owner_conn, item.id)
     assert (row["assigned_to"], row["assigned_until"]) == (None, None)
     # The end needs no row of its own: the `assigned` row says when it was to end.
-    assert [e["kind"] for e in await timeline(owner_conn, item.id)] == ["assigned"]
+    assert [e["kind"] for e in await timeline(owner_conn, item.id)] == [TimelineKind.ASSIGNED]
 
 
 async def test_an_ended_assignment_comes_back_with_its_priority(
@@ -148,8 +149,8 @@ async def test_assignment_and_unassignment_write_their_timeline_rows_and_hints(
         assert (event.kind, event.queue, event.item_id) == (kind, "kyc", item.id)
     rows = await timeline(owner_conn, item.id)
     assert [(r["kind"], r["actor"], r["actor_role"], r["queue"]) for r in rows] == [
-        ("assigned", "max-manager", "manager", "kyc"),
-        ("unassigned", "max-manager", "manager", "kyc"),
+        (TimelineKind.ASSIGNED, "max-manager", "manager", "kyc"),
+        (TimelineKind.UNASSIGNED, "max-manager", "manager", "kyc"),
     ]
     assert rows[0]["detail"]["reviewer"] == "alice"
     assert datetime.fromisoformat(rows[0]["detail"]["until"]) == until

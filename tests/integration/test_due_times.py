@@ -16,6 +16,7 @@ from server.domain.leases import claim_next
 from server.domain.live import queue_backlog
 from server.domain.model import Claim, DueByPriority, EnqueuedItem, Item, Queue
 from server.domain.queues import QueueSettings, configure_queue
+from server.domain.timeline import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer
@@ -197,7 +198,7 @@ async def test_an_overdue_item_moves_at_claim_time_and_the_timeline_says_so(
     assert row["due_at"] > datetime.now(UTC) + timedelta(minutes=29)
     [escalated] = await timeline(owner_conn, late.id)
     assert (escalated["kind"], escalated["queue"], escalated["actor"]) == (
-        "escalated",
+        TimelineKind.ESCALATED,
         "kyc",
         "casework",
     )
@@ -231,7 +232,7 @@ async def test_an_overdue_item_under_a_live_lease_stays_with_its_holder(
     assert await claim_next(db, reviewer("bob"), moving) == QueueEmpty(moving)
     assert (await item_row(owner_conn, item.id))["queue"] == "kyc-senior"
     kinds = [(e["kind"], e["actor"]) for e in await timeline(owner_conn, item.id)]
-    assert kinds == [("lapsed", "alice"), ("escalated", "casework")]
+    assert kinds == [(TimelineKind.LAPSED, "alice"), (TimelineKind.ESCALATED, "casework")]
 
 
 async def test_a_queue_without_an_overdue_queue_hands_overdue_items_out(

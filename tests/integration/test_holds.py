@@ -23,6 +23,7 @@ from server.domain.holds import Hold, define_hold_reason, hold_item, resume_item
 from server.domain.leases import claim_next
 from server.domain.model import Claim, HoldReason, Item, Principal, Role
 from server.domain.queues import QueueSettings, configure_queue
+from server.domain.timeline import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, APPROVER, INTEGRATION, MANAGER, TestDatabase, reviewer
@@ -125,7 +126,7 @@ async def test_hold_and_resume_write_their_timeline_rows_and_hints(
     held_row, resumed_row = await timeline(owner_conn, held.item.id)
     # The hold ended the lease: its row carries that lease, so the claim can be derived.
     assert (held_row["kind"], held_row["actor"], held_row["actor_role"]) == (
-        "held",
+        TimelineKind.HELD,
         "alice",
         "reviewer",
     )
@@ -133,7 +134,7 @@ async def test_hold_and_resume_write_their_timeline_rows_and_hints(
     assert held_row["detail"]["reason"] == WAITING
     assert datetime.fromisoformat(held_row["detail"]["until"]) == until
     assert (resumed_row["kind"], resumed_row["actor"], resumed_row["lease_token"]) == (
-        "resumed",
+        TimelineKind.RESUMED,
         "max-manager",
         None,
     )

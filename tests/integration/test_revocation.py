@@ -22,6 +22,7 @@ from server.domain.failures import (
 )
 from server.domain.leases import claim_next, release_lease, renew_lease
 from server.domain.model import Claim, Item, Principal, Role
+from server.domain.timeline import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, MANAGER, TestDatabase, reviewer, token_maker
@@ -91,7 +92,7 @@ async def test_the_timeline_says_whose_lease_ended_who_ended_it_and_why(
     assert (event.kind, event.queue, event.item_id) == ("revoked", "kyc", held.item.id)
     [row] = await timeline(owner_conn, held.item.id)
     assert (row["kind"], row["actor"], row["actor_role"], row["body"]) == (
-        "revoked",
+        TimelineKind.REVOKED,
         "max-manager",
         "manager",
         REASON,
@@ -206,8 +207,10 @@ async def test_assign_claim_and_revoke_at_once_end_in_one_consistent_state(
         # Every step is in the timeline, once: the revocation of bob's lease and the
         # assignment (claims are read from the lease itself and write no row).
         rows = await timeline(owner_conn, item.id)
-        assert sorted(r["kind"] for r in rows) == ["assigned", "revoked"], rows
-        [revoked_row] = [r for r in rows if r["kind"] == "revoked"]
+        assert sorted(r["kind"] for r in rows) == [TimelineKind.ASSIGNED, TimelineKind.REVOKED], (
+            rows
+        )
+        [revoked_row] = [r for r in rows if r["kind"] == TimelineKind.REVOKED]
         assert revoked_row["lease_token"] == held.lease_token
         # Bob's token is stale whatever happened.
         stale = await renew_lease(db, BOB, str(item.id), str(held.lease_token))
