@@ -36,6 +36,8 @@ moved AS (
         abandon_count    = CASE WHEN :verdict = 'escalate' THEN 0 ELSE i.abandon_count END,
         escalation_count = i.escalation_count + (:verdict = 'escalate')::int,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+        -- Decided, or moved on to another queue: an assignment has done its work.
+        assigned_to = NULL, assigned_until = NULL,
         updated_at = now()
     FROM target AS t
     WHERE i.id = t.id

@@ -5,12 +5,17 @@
 -- Each item created or re-uploaded is written to its timeline (`item_events`, kind
 -- `enqueued` or `reuploaded`, with the evidence hash), by the enqueuing token's user and
 -- role; an enqueue that changes nothing writes nothing.
+-- A new item is due at its own :due_ats entry, else when the queue's due time for its
+-- priority says (review_due_seconds), else never; a known key keeps its due time.
 WITH upserted AS (
     INSERT INTO review_items AS i
-        (origin_queue, queue, external_key, priority, payload, evidence_hash)
-    SELECT :queue, :queue, t.external_key, t.priority, t.payload, t.evidence_hash
-    FROM unnest(:external_keys::text[], :priorities::integer[], :payloads::jsonb[], :evidence_hashes::text[])
-        AS t (external_key, priority, payload, evidence_hash)
+        (origin_queue, queue, external_key, priority, payload, evidence_hash, due_at)
+    SELECT :queue, :queue, t.external_key, t.priority, t.payload, t.evidence_hash,
+           coalesce(t.due_at, now() + make_interval(secs => review_due_seconds(q, t.priority)))
+    FROM unnest(:external_keys::text[], :priorities::integer[], :payloads::jsonb[], :evidence_hashes::text[],
+                :due_ats::timestamptz[])
+        AS t (external_key, priority, payload, evidence_hash, due_at)
+    JOIN queues AS q ON q.name = :queue
     -- Key order, not batch order: two batches that share keys lock them in the same order and
     -- so cannot deadlock.
     ORDER BY t.external_key
@@ -87,23 +92,88 @@ ORDER BY p.queue, p.id;
 -- without overdue exceptions pays for none of it.
 -- A lapsed lease the claim takes over is written to the timeline (`item_events`, kind
 -- `lapsed`, at the moment it ran out, with its owner); a claim of a fresh item writes none.
-WITH candidate AS (
-    SELECT i.id,
-           i.lease_token IS NOT NULL AS lapsed,
-           i.lease_owner AS lapsed_owner,
-           i.lease_token AS lapsed_token,
-           i.lease_started_at AS lapsed_started_at,
-           i.lease_expires_at AS lapsed_at,
-           i.lease_token IS NOT NULL AND i.abandon_count + 1 >= q.max_abandons AS escalates,
-           q.lease_ttl_seconds,
+--
+-- Claim controls (migration 0014):
+-- - Assigned items come first for their assignee: `mine` walks the caller's own live
+--   assignments in the queue (review_items_assigned), and only when it finds none does
+--   `general` walk the claim index over the items set aside for nobody (`reserved` false:
+--   neither held nor assigned). Neither probe passes a held item or someone else's
+--   assignment, however many there are.
+-- - A hold or an assignment whose time has run out stays set aside until the claim path
+--   clears it (items_end_reservations). While one waits, `general` takes nothing and
+--   `reservations_ended` tells the caller to clear them and claim again, so the item comes
+--   back with its priority on this same claim. The probe skips an ended one that another
+--   statement has locked (one clearing it, most likely): a claim never waits for it, and
+--   never refuses to claim because of one it cannot clear.
+-- - Lease limit: in a queue with max_leases_per_reviewer, `settings` counts the caller's live
+--   leases through casework_live_leases, which serialises one reviewer's claims in the queue
+--   (see migration 0014): of concurrent claims by one reviewer, exactly as many succeed as
+--   the limit leaves room for. At the limit nothing is claimed and `lease_limit_reached`
+--   says so. A queue without a limit never calls it.
+-- - Overdue items, in a queue that names an overdue_queue, belong there: they are never
+--   handed out here, and `overdue_items` tells the caller to move them
+--   (items_escalate_overdue), as with exceptions.
+WITH settings AS MATERIALIZED (
+    SELECT q.lease_ttl_seconds, q.max_abandons,
            coalesce(q.escalation_queue, q.name) AS escalation_queue,
-           q.escalation_priority_boost
+           q.escalation_priority_boost,
+           q.overdue_queue IS NOT NULL AS moves_overdue,
+           q.max_leases_per_reviewer AS lease_limit,
+           CASE WHEN q.max_leases_per_reviewer IS NULL THEN true
+                ELSE casework_live_leases(:queue, :actor) < q.max_leases_per_reviewer
+           END AS has_room
+    FROM queues AS q
+    WHERE q.name = :queue
+      AND q.holder_role = :actor_role
+),
+-- A hold or an assignment that has ended without being cleared: one probe of a partial
+-- index that holds only held and assigned items (ORDER BY ... LIMIT: see the end). The lock
+-- lasts as long as this statement.
+ended_reservations AS MATERIALIZED (
+    SELECT x.id
+    FROM review_items AS x
+    WHERE x.queue = :queue
+      AND x.state = 'pending'
+      AND x.reserved_until <= now()
+    ORDER BY x.reserved_until
+    LIMIT 1
+    FOR UPDATE OF x SKIP LOCKED
+),
+-- The caller's own assignments, first. Each probe selects the lease columns from the row
+-- it locks: the row as it is now, not as the statement's snapshot saw it. The settings are
+-- read through scalar subqueries, computed once before the walk (a one-time filter: no
+-- room, or the wrong role, and the index is not entered at all).
+mine AS MATERIALIZED (
+    SELECT i.id, i.lease_token, i.lease_owner, i.lease_started_at, i.lease_expires_at,
+           i.abandon_count
     FROM review_items AS i
-    JOIN queues AS q ON q.name = i.queue
     WHERE i.queue = :queue
       AND i.state = 'pending'
+      AND i.assigned_to = :actor
+      AND (i.assigned_until IS NULL OR i.assigned_until > now())
+      AND i.held_until IS NULL
       AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
-      AND q.holder_role = :actor_role
+      AND (SELECT s.has_room FROM settings AS s)
+      AND (NOT (SELECT s.moves_overdue FROM settings AS s)
+           OR i.due_at IS NULL OR i.due_at > now())
+      -- Only review items are assigned (item_assign): no exception's due time to check.
+    ORDER BY i.priority DESC, i.created_at
+    LIMIT 1
+    FOR UPDATE OF i SKIP LOCKED
+),
+general AS MATERIALIZED (
+    SELECT i.id, i.lease_token, i.lease_owner, i.lease_started_at, i.lease_expires_at,
+           i.abandon_count
+    FROM review_items AS i
+    WHERE i.queue = :queue
+      AND i.state = 'pending'
+      AND NOT i.reserved
+      AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+      AND (SELECT s.has_room FROM settings AS s)
+      AND NOT EXISTS (SELECT 1 FROM mine)
+      AND NOT EXISTS (SELECT 1 FROM ended_reservations)
+      AND (NOT (SELECT s.moves_overdue FROM settings AS s)
+           OR i.due_at IS NULL OR i.due_at > now())
       -- The OR keeps this a per-row lookup by item id, made for exception items only;
       -- as a plain anti-join the planner scans every overdue exception on every claim.
       AND (i.kind = 'review'
@@ -116,6 +186,19 @@ WITH candidate AS (
     ORDER BY i.priority DESC, i.created_at
     LIMIT 1
     FOR UPDATE OF i SKIP LOCKED
+),
+candidate AS (
+    SELECT p.id,
+           p.lease_token IS NOT NULL AS lapsed,
+           p.lease_owner AS lapsed_owner,
+           p.lease_token AS lapsed_token,
+           p.lease_started_at AS lapsed_started_at,
+           p.lease_expires_at AS lapsed_at,
+           p.lease_token IS NOT NULL AND p.abandon_count + 1 >= s.max_abandons AS escalates,
+           s.lease_ttl_seconds,
+           s.escalation_queue,
+           s.escalation_priority_boost
+    FROM (SELECT * FROM mine UNION ALL SELECT * FROM general) AS p, settings AS s
 ),
 claimed AS (
 UPDATE review_items AS i
@@ -130,6 +213,9 @@ SET queue            = CASE WHEN c.escalates THEN c.escalation_queue ELSE i.queu
                             ELSE now() + make_interval(secs => c.lease_ttl_seconds) END,
     lease_count      = i.lease_count + (NOT c.escalates)::int,
     lease_started_at = CASE WHEN c.escalates THEN i.lease_started_at ELSE now() END,
+    -- An assignment belongs to its queue: an item that moves on leaves it behind.
+    assigned_to      = CASE WHEN c.escalates THEN NULL ELSE i.assigned_to END,
+    assigned_until   = CASE WHEN c.escalates THEN NULL ELSE i.assigned_until END,
     updated_at       = now()
 FROM candidate AS c
 WHERE i.id = c.id
@@ -153,11 +239,12 @@ escalation AS (
     FROM candidate AS c
     WHERE c.escalates
 )
--- Always one row: the claimed item's columns (NULL when nothing was claimed) and whether
--- overdue exceptions wait to move in or out of this queue. Each probe walks one partial
--- index in due order (ORDER BY ... LIMIT keeps even a generic plan on the index: a table
--- scan would have to sort), and counts only exceptions the move can take: one under a live
--- lease stays with its holder.
+-- Always one row: the claimed item's columns (NULL when nothing was claimed) and what the
+-- caller must do before claiming again: move overdue exceptions or items, clear ended
+-- holds and assignments, or answer that the lease limit is reached. Each probe walks one
+-- partial index in due order (ORDER BY ... LIMIT keeps even a generic plan on the index: a
+-- table scan would have to sort), and counts only what the move can take: one under a live
+-- lease stays with its holder, one held stays until its hold ends.
 SELECT claimed.*, hint.notification,
        coalesce((SELECT true
                  FROM exceptions AS e
@@ -178,7 +265,20 @@ SELECT claimed.*, hint.notification,
                       AND e.due_at <= now()
                       AND (x.lease_expires_at IS NULL OR x.lease_expires_at <= now())
                     ORDER BY e.due_at
-                    LIMIT 1), false) AS overdue_exceptions
+                    LIMIT 1), false) AS overdue_exceptions,
+       coalesce((SELECT s.moves_overdue FROM settings AS s), false)
+       AND coalesce((SELECT true
+                     FROM review_items AS x
+                     WHERE x.queue = :queue
+                       AND x.state = 'pending'
+                       AND x.due_at <= now()
+                       AND (x.lease_expires_at IS NULL OR x.lease_expires_at <= now())
+                       AND (x.held_until IS NULL OR x.held_until <= now())
+                     ORDER BY x.due_at
+                     LIMIT 1), false) AS overdue_items,
+       claimed.id IS NULL AND EXISTS (SELECT 1 FROM ended_reservations) AS reservations_ended,
+       NOT coalesce((SELECT s.has_room FROM settings AS s), true) AS lease_limit_reached,
+       (SELECT s.lease_limit FROM settings AS s) AS lease_limit
 FROM (SELECT 1) AS one
 LEFT JOIN claimed ON true
 LEFT JOIN LATERAL (

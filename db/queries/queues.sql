@@ -3,15 +3,23 @@
 -- effect's kind and target change together (:effect_kind NULL leaves both).
 -- :effect_timeout_seconds is cast: from `coalesce(:effect_timeout_seconds, 10)` alone
 -- PostgreSQL infers an integer, and asyncpg then truncates a timeout of 0.5 s to 0.
+-- The claim controls can also be cleared: a lease limit or due time of 0 and an
+-- overdue queue of '' mean "none" (:due_seconds_by_priority '[]' clears that list).
 INSERT INTO queues AS q (name, lease_ttl_seconds, max_abandons, escalation_queue,
                          escalation_priority_boost, effect_kind, effect_target, effect_secret,
                          effect_max_attempts, effect_timeout_seconds,
-                         reviewer_minutes_per_day)
+                         reviewer_minutes_per_day, max_leases_per_reviewer, due_seconds,
+                         due_seconds_by_priority, hold_pauses_due, overdue_queue,
+                         overdue_priority_boost)
 VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :escalation_queue,
         coalesce(:escalation_priority_boost, 100), coalesce(:effect_kind, 'none'),
         :effect_target, :effect_secret, coalesce(:effect_max_attempts, 8),
         coalesce(:effect_timeout_seconds::double precision, 10),
-        :reviewer_minutes_per_day::double precision)
+        :reviewer_minutes_per_day::double precision,
+        nullif(:max_leases_per_reviewer::integer, 0), nullif(:due_seconds::integer, 0),
+        coalesce(:due_seconds_by_priority::jsonb, '[]'),
+        coalesce(:hold_pauses_due::boolean, false), nullif(:overdue_queue::text, ''),
+        coalesce(:overdue_priority_boost::integer, 100))
 ON CONFLICT (name) DO UPDATE
     SET lease_ttl_seconds = coalesce(:lease_ttl_seconds, q.lease_ttl_seconds),
         max_abandons = coalesce(:max_abandons, q.max_abandons),
@@ -24,6 +32,18 @@ ON CONFLICT (name) DO UPDATE
         effect_timeout_seconds = coalesce(:effect_timeout_seconds::double precision, q.effect_timeout_seconds),
         reviewer_minutes_per_day = coalesce(:reviewer_minutes_per_day::double precision,
                                             q.reviewer_minutes_per_day),
+        max_leases_per_reviewer = CASE WHEN :max_leases_per_reviewer::integer IS NULL
+                                       THEN q.max_leases_per_reviewer
+                                       ELSE nullif(:max_leases_per_reviewer::integer, 0) END,
+        due_seconds = CASE WHEN :due_seconds::integer IS NULL THEN q.due_seconds
+                           ELSE nullif(:due_seconds::integer, 0) END,
+        due_seconds_by_priority = coalesce(:due_seconds_by_priority::jsonb,
+                                           q.due_seconds_by_priority),
+        hold_pauses_due = coalesce(:hold_pauses_due::boolean, q.hold_pauses_due),
+        overdue_queue = CASE WHEN :overdue_queue::text IS NULL THEN q.overdue_queue
+                             ELSE nullif(:overdue_queue::text, '') END,
+        overdue_priority_boost = coalesce(:overdue_priority_boost::integer,
+                                          q.overdue_priority_boost),
         updated_at = now()
 RETURNING q.*;
 
@@ -37,17 +57,28 @@ SELECT q.* FROM queues AS q ORDER BY q.name;
 SELECT q.name, q.holder_role FROM queues AS q WHERE q.name = ANY (:names::text[]);
 
 -- name: queues_get_backlog
--- The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now),
--- leased, and the age of the oldest claimable item. Walks the claim index only.
-SELECT q.name AS queue, b.pending, b.leased, b.oldest_pending_age_seconds
+-- The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now:
+-- under no live lease and not held), leased, and the age of the oldest pending item; and,
+-- for Queue.stats, held (parked until a time), assigned (reserved for a named reviewer,
+-- leased or not) and overdue (past its due time, leased or held or not). Pending, leased
+-- and held add up to every waiting item. Walks the claim index only.
+SELECT q.name AS queue, b.pending, b.leased, b.oldest_pending_age_seconds, b.held, b.assigned,
+       b.overdue
 FROM unnest(:queues::text[]) AS q (name)
 CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+    SELECT count(*) FILTER (WHERE (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+                              AND (i.held_until IS NULL OR i.held_until <= now()))
                AS pending,
            count(*) FILTER (WHERE i.lease_expires_at > now()) AS leased,
            extract(epoch FROM now() - min(i.created_at)
-                   FILTER (WHERE i.lease_expires_at IS NULL OR i.lease_expires_at <= now()))
-               AS oldest_pending_age_seconds
+                   FILTER (WHERE (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+                             AND (i.held_until IS NULL OR i.held_until <= now())))
+               AS oldest_pending_age_seconds,
+           count(*) FILTER (WHERE i.held_until > now()) AS held,
+           count(*) FILTER (WHERE i.assigned_to IS NOT NULL
+                              AND (i.assigned_until IS NULL OR i.assigned_until > now()))
+               AS assigned,
+           count(*) FILTER (WHERE i.due_at <= now()) AS overdue
     FROM review_items AS i
     WHERE i.queue = q.name AND i.state = 'pending'
 ) AS b;

@@ -3,8 +3,8 @@
 -- every item of :item_ids (a dashboard's): what item_events stores, merged with what is
 -- read from the records that already hold it (server/domain/timeline.py names the kinds).
 --   - A claim (`claimed`, at its lease's start) is read from any record of its lease: the
---     decision made under it, a release, lapse, revocation or renewal of it in item_events,
---     or the item while it holds the lease; once per token.
+--     decision made under it, a release, lapse, revocation, renewal or hold of it in
+--     item_events, or the item while it holds the lease; once per token.
 --   - A lease that ran out and that no claim has noticed yet is a `lapsed` read from the
 --     item, at its expiry; the claim that notices it writes the row (with the same time).
 --   - Decisions: a verdict is `decided`, or `escalated` for an escalation, and an overturn
@@ -28,7 +28,7 @@ stored AS (
            -- Whose lease it was: the actor's, but for a revocation (a manager ending
            -- someone else's lease), which names the lease's owner in its detail.
            CASE WHEN e.lease_token IS NULL THEN NULL
-                WHEN e.kind = 'revoked' THEN e.detail ->> 'lease_owner'
+                WHEN e.kind = 'revoked' THEN e.detail ->> 'owner'
                 ELSE e.actor END AS lease_owner
     FROM item_events AS e
     WHERE e.item_id = ANY (:item_ids::bigint[])
@@ -52,7 +52,7 @@ lease_records AS (
                 ELSE e.actor_role END,
            e.lease_started_at, e.queue, 2
     FROM stored AS e
-    WHERE e.kind IN ('released', 'lapsed', 'revoked', 'renewed')
+    WHERE e.kind IN ('released', 'lapsed', 'revoked', 'renewed', 'held')
       AND e.lease_token IS NOT NULL AND e.lease_started_at IS NOT NULL
     UNION ALL
     SELECT i.id, i.lease_token, i.lease_owner, i.holder_role, i.lease_started_at, i.queue, 3
@@ -123,7 +123,9 @@ SELECT p.item_id, p.kind, p.at, p.rank, p.ref, p.queue, p.actor, p.actor_role, p
        CASE WHEN p.kind = 'escalated' AND p.decision_id IS NOT NULL
             THEN coalesce(p.next_queue, i.queue)
             ELSE p.detail ->> 'to_queue' END AS to_queue,
-       (p.detail ->> 'until')::timestamptz AS until
+       (p.detail ->> 'until')::timestamptz AS until,
+       p.detail ->> 'reason' AS hold_reason,
+       p.detail ->> 'reviewer' AS assignee
 FROM page AS p
 JOIN items AS i ON i.id = p.item_id
 WHERE p.n <= :page_size

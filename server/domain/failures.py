@@ -7,6 +7,8 @@ from typing import Any
 
 from typing_extensions import TypeIs
 
+from server.domain.model import Claim
+
 
 @dataclass(frozen=True)
 class NotPermitted:
@@ -106,6 +108,72 @@ class AlreadyQueued:
     message: str = "a redrive of this correction version was requested already; nothing new"
 
 
+@dataclass(frozen=True)
+class LeaseLimitReached:
+    """The caller holds as many live leases in the queue as its limit allows. `held` are
+    those leases, tokens included (they are the caller's own), so that a console that lost
+    a claim's answer, or a reloaded tab, takes its work up again."""
+
+    queue: str
+    limit: int
+    held: tuple[Claim, ...]
+
+    @property
+    def message(self) -> str:
+        return (
+            f"you hold {len(self.held)} live leases in queue {self.queue!r}, its limit per "
+            "reviewer: decide or release one of them (listed in `held`) first; nothing was "
+            "claimed"
+        )
+
+
+@dataclass(frozen=True)
+class InvalidHoldReason:
+    queue: str
+    code: str
+
+    @property
+    def message(self) -> str:
+        return (
+            f"hold reason {self.code[:100]!r} is not in the catalogue of queue {self.queue!r}; "
+            "nothing was written"
+        )
+
+
+@dataclass(frozen=True)
+class NotLeased:
+    """A revocation found no live lease to end."""
+
+    item_id: int
+    message: str = "nobody holds a live lease on this item; nothing was written"
+
+
+@dataclass(frozen=True)
+class NotHeld:
+    item_id: int
+    message: str = (
+        "this item is not held (its hold ended, or it never had one); nothing was written"
+    )
+
+
+@dataclass(frozen=True)
+class NotAssigned:
+    item_id: int
+    message: str = "this item is not assigned to anyone now; nothing was written"
+
+
+@dataclass(frozen=True)
+class ItemNotWaiting:
+    """The item is decided, or an exception's item that nobody can act on now (parked)."""
+
+    item_id: int
+    state: str
+
+    @property
+    def message(self) -> str:
+        return f"item {self.item_id} is {self.state}, not waiting for review; nothing was written"
+
+
 Failure = (
     NotPermitted
     | InvalidInput
@@ -117,6 +185,12 @@ Failure = (
     | AlreadySuperseded
     | InvalidTransition
     | AlreadyQueued
+    | LeaseLimitReached
+    | InvalidHoldReason
+    | NotLeased
+    | NotHeld
+    | NotAssigned
+    | ItemNotWaiting
 )
 
 
@@ -131,6 +205,12 @@ _FAILURE_CLASSES = (
     AlreadySuperseded,
     InvalidTransition,
     AlreadyQueued,
+    LeaseLimitReached,
+    InvalidHoldReason,
+    NotLeased,
+    NotHeld,
+    NotAssigned,
+    ItemNotWaiting,
 )
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from server.domain.evidence import MAX_PAYLOAD_BYTES, canonical_json, evidence_hash
 from server.domain.failures import InvalidInput, NotPermitted
-from server.domain.model import EnqueuedItem, Item, Principal, Role
-from server.domain.parsing import MAX_VALUE_DEPTH, nested_deeper_than
+from server.domain.model import PRIORITY_LIMIT, EnqueuedItem, Item, Principal, Role
+from server.domain.parsing import MAX_VALUE_DEPTH, check_instant, nested_deeper_than
 from server.domain.queues import require_queue
 from server.store import sql
 from server.store.database import Database
@@ -19,7 +20,6 @@ MAX_BATCH = 1000
 # how), and MAX_BATCH payloads of 64 KiB each (64 MiB) would not.
 MAX_BATCH_PAYLOAD_BYTES = 64 * MAX_PAYLOAD_BYTES
 MAX_EXTERNAL_KEY = 200
-PRIORITY_LIMIT = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,9 @@ class NewItem:
     external_key: str
     payload: Any
     priority: int = 0
+    # Its own due time; None: the queue's (server/domain/due.py). One in the past is
+    # allowed: a deadline the sender knows has passed is still the deadline.
+    due_at: datetime | None = None
 
 
 def _check_item(index: int, item: NewItem) -> tuple[str, int, InvalidInput | None]:
@@ -50,6 +53,8 @@ def _check_item(index: int, item: NewItem) -> tuple[str, int, InvalidInput | Non
                 f"{where}.priority",
             ),
         )
+    if problem := check_instant(item.due_at, f"{where}.dueAt"):
+        return "", 0, problem
     if not isinstance(item.payload, dict):
         return "", 0, InvalidInput(f"{where}.payload must be a JSON object", f"{where}.payload")
     if nested_deeper_than(item.payload, MAX_VALUE_DEPTH):
@@ -127,6 +132,7 @@ async def enqueue_items(
             # Who enqueued, for the items' timelines.
             actor=principal.user,
             actor_role=principal.role.value,
+            due_ats=[item.due_at for item in items],
         )
         rows = await tx.fetch(
             sql.items.ITEMS_GET_BY_EXTERNAL_KEYS, origin_queue=queue, external_keys=keys

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from server.domain.due import escalate_overdue_items
 from server.domain.exceptions.overdue import escalate_overdue_exceptions
-from server.domain.failures import InvalidInput, NotPermitted, QueueEmpty, StaleLease
+from server.domain.failures import (
+    InvalidInput,
+    LeaseLimitReached,
+    NotPermitted,
+    QueueEmpty,
+    StaleLease,
+)
 from server.domain.model import Claim, Item, Principal, Role
 from server.domain.parsing import parse_id, parse_lease_token
 from server.domain.queues import require_queue
@@ -11,9 +18,13 @@ from server.store import sql
 from server.store.database import Database
 from server.store.queries import Query
 
-# Each pass of the claim leases an item, escalates an abandoned one, or moves overdue
-# exceptions; the bound only guards against a pathological backlog of abandoned items.
+# Each pass of the claim leases an item, escalates an abandoned one, moves overdue
+# exceptions or items, or clears ended holds and assignments; the bound only guards against
+# a pathological backlog of abandoned items.
 MAX_ESCALATIONS_PER_CLAIM = 100
+# Ended holds and assignments cleared per statement; the claim clears batches until none
+# is left (a large hold ending at one moment is cleared in a few round trips, once).
+RESERVATIONS_PER_BATCH = 500
 
 
 def _may_hold_leases(principal: Principal) -> NotPermitted | None:
@@ -25,7 +36,7 @@ def _may_hold_leases(principal: Principal) -> NotPermitted | None:
 
 async def claim_next(
     db: Database, principal: Principal, queue: str
-) -> Claim | QueueEmpty | NotPermitted | InvalidInput:
+) -> Claim | QueueEmpty | LeaseLimitReached | NotPermitted | InvalidInput:
     refusal = _may_hold_leases(principal)
     if refusal:
         return refusal
@@ -39,9 +50,20 @@ async def claim_next(
             actor_role=principal.role.value,
         )
         assert row is not None, "the claim always answers with one row"
-        # Overdue exceptions change owner at claim time; the claim says when some wait.
+        # Overdue work changes queue at claim time; the claim says when some waits.
         moved = await escalate_overdue_exceptions(db, queue) if row["overdue_exceptions"] else 0
+        moved += await escalate_overdue_items(db, queue) if row["overdue_items"] else 0
+        if row["lease_limit_reached"]:
+            held = await held_leases(db, principal, queue)
+            if len(held) < row["lease_limit"]:
+                continue  # one ran out since the claim counted: there is room again
+            return LeaseLimitReached(queue, row["lease_limit"], tuple(held))
         if row["id"] is None:
+            if row["reservations_ended"]:
+                # Nothing was claimed so that an item whose hold or assignment ended comes
+                # back with its priority: clear them, then claim again.
+                await end_reservations(db, queue)
+                continue
             if moved:
                 continue  # one may have moved into this queue
             break
@@ -58,6 +80,41 @@ async def claim_next(
     if known.holder_role is not principal.role:
         return NotPermitted(f"queue {queue!r} is worked by {known.holder_role.value}s")
     return QueueEmpty(queue)
+
+
+async def end_reservations(db: Database, queue: str) -> int:
+    """Clears the queue's holds and assignments whose time has run out; returns how many."""
+    cleared = 0
+    while True:
+        row = await db.fetchrow(
+            sql.controls.ITEMS_END_RESERVATIONS, queue=queue, batch=RESERVATIONS_PER_BATCH
+        )
+        assert row is not None, "an aggregate always returns a row"
+        batch = int(row["cleared"])
+        cleared += batch
+        if batch < RESERVATIONS_PER_BATCH:
+            return cleared
+
+
+async def held_leases(db: Database, principal: Principal, queue: str | None = None) -> list[Claim]:
+    """The caller's live leases (in one queue, or in every queue its token covers), with
+    their tokens: what a console needs to take its work up again after losing track of it."""
+    if _may_hold_leases(principal):
+        return []
+    rows = await db.fetch(
+        sql.leases.LEASES_GET_HELD,
+        actor=principal.user,
+        queue=queue,
+        queue_scope=principal.queue_scope(),
+    )
+    return [
+        Claim(
+            item=Item.from_row(row),
+            lease_token=row["lease_token"],
+            lease_expires_at=row["lease_expires_at"],
+        )
+        for row in rows
+    ]
 
 
 async def renew_lease(

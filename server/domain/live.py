@@ -15,9 +15,16 @@ from server.store.database import Database
 @dataclass(frozen=True)
 class Backlog:
     queue: str
+    # Claimable now: under no live lease, and not held.
     pending: int
     leased: int
     oldest_pending_age_seconds: float | None
+    # For Queue.stats (queueBacklog shows the three above): parked until a time; reserved
+    # for a named reviewer; past the due time. Pending, leased and held add up to every
+    # waiting item; assigned and overdue items are counted among those too.
+    held: int = 0
+    assigned: int = 0
+    overdue: int = 0
 
 
 async def queue_backlog(db: Database, queue: str) -> Backlog:
@@ -35,6 +42,9 @@ async def queue_backlogs(db: Database, queues: list[str]) -> dict[str, Backlog]:
             None
             if row["oldest_pending_age_seconds"] is None
             else float(row["oldest_pending_age_seconds"]),
+            held=row["held"],
+            assigned=row["assigned"],
+            overdue=row["overdue"],
         )
         for row in rows
     }
@@ -48,9 +58,38 @@ class ExpiredLease:
     expired_at: datetime
 
 
-async def next_lease_expiry(db: Database, queues: list[str], after: datetime) -> datetime | None:
-    row = await db.fetchrow(sql.leases.LEASES_GET_NEXT_EXPIRY, queues=queues, after=after)
-    return None if row is None else row["next_expiry"]
+@dataclass(frozen=True)
+class ItemDue:
+    item_id: int
+    queue: str
+    # Who holds the item under a lease now, if anyone.
+    owner: str | None
+    due_at: datetime
+
+
+@dataclass(frozen=True)
+class NextDeadlines:
+    """What the process timer waits for: a lease running out, or an item falling due."""
+
+    lease_expiry: datetime | None
+    due: datetime | None
+
+    @property
+    def earliest(self) -> datetime | None:
+        return min((t for t in (self.lease_expiry, self.due) if t is not None), default=None)
+
+
+async def next_deadlines(db: Database, queues: list[str], after: datetime) -> NextDeadlines:
+    row = await db.fetchrow(sql.leases.DEADLINES_GET_NEXT, queues=queues, after=after)
+    assert row is not None, "scalar subqueries always return a row"
+    return NextDeadlines(row["next_expiry"], row["next_due"])
+
+
+async def items_due_between(
+    db: Database, queues: list[str], after: datetime, until: datetime
+) -> list[ItemDue]:
+    rows = await db.fetch(sql.due.ITEMS_GET_DUE_BETWEEN, queues=queues, after=after, until=until)
+    return [ItemDue(row["id"], row["queue"], row["lease_owner"], row["due_at"]) for row in rows]
 
 
 async def leases_expired_between(

@@ -10,6 +10,9 @@ from uuid import UUID
 
 from server.store.database import Row
 
+# How far an item's priority reaches either way (enqueue, and the due-time thresholds).
+PRIORITY_LIMIT = 1_000_000
+
 
 class Role(enum.Enum):
     REVIEWER = "reviewer"
@@ -68,6 +71,14 @@ class Principal:
 
 
 @dataclass(frozen=True)
+class DueByPriority:
+    """Items of at least this priority are due this many seconds after their enqueue."""
+
+    min_priority: int
+    due_seconds: int
+
+
+@dataclass(frozen=True)
 class Queue:
     name: str
     lease_ttl_seconds: int
@@ -84,6 +95,13 @@ class Queue:
     holder_role: Role
     # The hands-on minutes its reviewers have a day (None: not said).
     reviewer_minutes_per_day: float | None
+    # Claim controls (server/domain/due.py and leases.py read them); None: no limit, no due time.
+    max_leases_per_reviewer: int | None = None
+    due_seconds: int | None = None
+    due_seconds_by_priority: tuple[DueByPriority, ...] = ()
+    hold_pauses_due: bool = False
+    overdue_queue: str | None = None
+    overdue_priority_boost: int = 100
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:
@@ -100,6 +118,15 @@ class Queue:
             effect_timeout_seconds=row["effect_timeout_seconds"],
             holder_role=Role(row["holder_role"]),
             reviewer_minutes_per_day=row["reviewer_minutes_per_day"],
+            max_leases_per_reviewer=row["max_leases_per_reviewer"],
+            due_seconds=row["due_seconds"],
+            due_seconds_by_priority=tuple(
+                DueByPriority(entry["min_priority"], entry["due_seconds"])
+                for entry in row["due_seconds_by_priority"]
+            ),
+            hold_pauses_due=row["hold_pauses_due"],
+            overdue_queue=row["overdue_queue"],
+            overdue_priority_boost=row["overdue_priority_boost"],
         )
 
 
@@ -124,6 +151,17 @@ class ReasonCode:
 
 
 @dataclass(frozen=True)
+class HoldReason:
+    queue: str
+    code: str
+    label: str
+
+    @classmethod
+    def from_row(cls, row: Row) -> HoldReason:
+        return cls(queue=row["queue"], code=row["code"], label=row["label"])
+
+
+@dataclass(frozen=True)
 class Item:
     id: int
     queue: str
@@ -142,6 +180,13 @@ class Item:
     escalation_count: int
     created_at: datetime
     decided_at: datetime | None
+    # Claim controls (migration 0014). A hold or an assignment whose time has passed may
+    # still be stored until a claim clears it: `held` and `assignee` say what holds now.
+    assigned_to: str | None = None
+    assigned_until: datetime | None = None
+    held_until: datetime | None = None
+    hold_reason: str | None = None
+    due_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Item:
@@ -163,7 +208,31 @@ class Item:
             escalation_count=row["escalation_count"],
             created_at=row["created_at"],
             decided_at=row["decided_at"],
+            assigned_to=row["assigned_to"],
+            assigned_until=row["assigned_until"],
+            held_until=row["held_until"],
+            hold_reason=row["hold_reason"],
+            due_at=row["due_at"],
         )
+
+    @property
+    def waiting(self) -> bool:
+        """Pending: neither decided nor parked."""
+        return not self.decided and not self.parked
+
+    def held(self, now: datetime) -> bool:
+        return self.waiting and self.held_until is not None and self.held_until > now
+
+    def assignee(self, now: datetime) -> str | None:
+        """Who the item is reserved for now, if anyone."""
+        if not self.waiting or self.assigned_to is None:
+            return None
+        if self.assigned_until is not None and self.assigned_until <= now:
+            return None
+        return self.assigned_to
+
+    def overdue(self, now: datetime) -> bool:
+        return self.waiting and self.due_at is not None and self.due_at <= now
 
     def state(self, now: datetime) -> ItemState:
         if self.decided:

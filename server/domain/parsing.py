@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -60,3 +61,11 @@ def nested_deeper_than(value: Any, limit: int) -> bool:
             children = current.values() if isinstance(current, dict) else current
             stack.extend((child, depth + 1) for child in children)
     return False
+
+
+def check_instant(value: datetime | None, field: str) -> InvalidInput | None:
+    """A moment a client names (an end, a due time) must say its time zone: a bare local
+    time means a different instant on every machine that reads it."""
+    if value is not None and value.utcoffset() is None:
+        return InvalidInput(f"{field} must carry a time zone offset (or Z)", field)
+    return None

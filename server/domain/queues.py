@@ -6,8 +6,17 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from server.domain import due
 from server.domain.failures import InvalidInput, NotPermitted
-from server.domain.model import EffectKind, Principal, Queue, ReasonCode, Role, Verdict
+from server.domain.model import (
+    DueByPriority,
+    EffectKind,
+    Principal,
+    Queue,
+    ReasonCode,
+    Role,
+    Verdict,
+)
 from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database
@@ -30,6 +39,14 @@ class QueueSettings:
     effect_timeout_seconds: float | None = None
     # The hands-on minutes the queue's reviewers have a day, for the capacity measure.
     reviewer_minutes_per_day: float | None = None
+    # Claim controls (migration 0014). None leaves a setting as it is; a limit or due time
+    # of 0, an empty rule list and an overdue queue of "" clear it.
+    max_leases_per_reviewer: int | None = None
+    due_seconds: int | None = None
+    due_seconds_by_priority: tuple[DueByPriority, ...] | None = None
+    hold_pauses_due: bool | None = None
+    overdue_queue: str | None = None
+    overdue_priority_boost: int | None = None
 
 
 # A day's hands-on minutes of a very large team (about 20,000 people at 8 hours).
@@ -80,6 +97,34 @@ def _check_settings(settings: QueueSettings, allowed_hosts: frozenset[str]) -> I
     if boost is not None and not 0 <= boost <= 1_000_000:
         return InvalidInput(
             "escalationPriorityBoost must be between 0 and 1000000", "escalationPriorityBoost"
+        )
+    return _check_claim_controls(settings)
+
+
+MAX_LEASES_PER_REVIEWER = 1000
+
+
+def _check_claim_controls(settings: QueueSettings) -> InvalidInput | None:
+    limit = settings.max_leases_per_reviewer
+    if limit is not None and not 0 <= limit <= MAX_LEASES_PER_REVIEWER:
+        return InvalidInput(
+            f"maxLeasesPerReviewer must be between 1 and {MAX_LEASES_PER_REVIEWER} (0: no limit)",
+            "maxLeasesPerReviewer",
+        )
+    if problem := due.check_due_seconds(settings.due_seconds, "dueSeconds"):
+        return problem
+    if problem := due.check_due_rules(settings.due_seconds_by_priority):
+        return problem
+    overdue_queue = settings.overdue_queue
+    if overdue_queue:
+        if not QUEUE_NAME.fullmatch(overdue_queue):
+            return InvalidInput('overdueQueue is a queue name ("" clears it)', "overdueQueue")
+        if overdue_queue == settings.name:
+            return InvalidInput("overdueQueue must name another queue", "overdueQueue")
+    boost = settings.overdue_priority_boost
+    if boost is not None and not 0 <= boost <= 1_000_000:
+        return InvalidInput(
+            "overduePriorityBoost must be between 0 and 1000000", "overduePriorityBoost"
         )
     return None
 
@@ -160,10 +205,10 @@ async def configure_queue(
     """allowed_hosts: where webhook effects may point (empty: anywhere)."""
     if principal.role is not Role.ADMIN:
         return NotPermitted("only an admin may configure queues")
-    # The queue and the queue it escalates to are both the admin's to change: an escalation
+    # The queue and the queues it escalates to are all the admin's to change: an escalation
     # into another team's queue hands that team work, so it must be in the token's scope.
-    for name in (settings.name, settings.escalation_queue):
-        if name is not None and not principal.works_in(name):
+    for name in (settings.name, settings.escalation_queue, settings.overdue_queue):
+        if name and not principal.works_in(name):
             return not_covered(name)
     problem = _check_settings(settings, allowed_hosts)
     if problem:
@@ -182,17 +227,37 @@ async def configure_queue(
             effect_max_attempts=settings.effect_max_attempts,
             effect_timeout_seconds=settings.effect_timeout_seconds,
             reviewer_minutes_per_day=settings.reviewer_minutes_per_day,
+            max_leases_per_reviewer=settings.max_leases_per_reviewer,
+            due_seconds=settings.due_seconds,
+            due_seconds_by_priority=None
+            if settings.due_seconds_by_priority is None
+            else due.stored_rules(settings.due_seconds_by_priority),
+            hold_pauses_due=settings.hold_pauses_due,
+            overdue_queue=settings.overdue_queue,
+            overdue_priority_boost=settings.overdue_priority_boost,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":
-            return InvalidInput(
-                f"escalation queue {settings.escalation_queue!r} does not exist; "
-                "configure it first",
-                "escalationQueue",
-            )
+            return await _missing_queue_named(db, settings)
         raise
     assert row is not None
     return Queue.from_row(row)
+
+
+async def _missing_queue_named(db: Database, settings: QueueSettings) -> InvalidInput:
+    """Which of the queues the settings name does not exist: read only on that failure."""
+    known = await get_queues(
+        db, [name for name in (settings.escalation_queue, settings.overdue_queue) if name]
+    )
+    if settings.overdue_queue and settings.overdue_queue not in known:
+        return InvalidInput(
+            f"overdue queue {settings.overdue_queue!r} does not exist; configure it first",
+            "overdueQueue",
+        )
+    return InvalidInput(
+        f"escalation queue {settings.escalation_queue!r} does not exist; configure it first",
+        "escalationQueue",
+    )
 
 
 async def define_reason_code(

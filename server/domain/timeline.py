@@ -110,6 +110,9 @@ class TimelineEvent:
     to_queue: str | None = None
     until: datetime | None = None
     decision_id: int | None = None
+    # A hold's reason code; the reviewer an assignment named.
+    hold_reason: str | None = None
+    assignee: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> TimelineEvent:
@@ -134,6 +137,8 @@ class TimelineEvent:
             to_queue=row.get("to_queue"),
             until=row.get("until"),
             decision_id=row.get("decision_id"),
+            hold_reason=row.get("hold_reason"),
+            assignee=row.get("assignee"),
         )
 
 

@@ -31,12 +31,21 @@ class EventKind(enum.StrEnum):
     EXCEPTION = "exception"
     # A note was added to the item's timeline.
     NOTED = "noted"
+    # Claim controls (migration 0014).
+    REVOKED = "revoked"
+    HELD = "held"
+    RESUMED = "resumed"
+    ASSIGNED = "assigned"
+    UNASSIGNED = "unassigned"
     # Made by this process only, never by the database: see server/events/expiry.py.
     EXPIRED = "expired"
+    OVERDUE = "overdue"
 
 
+# What only a process's own timer says; a payload from the database saying it is not trusted.
+TIMER_KINDS = frozenset({EventKind.EXPIRED, EventKind.OVERDUE})
 # What a payload from the database may say; any other kind is not trusted.
-DATABASE_KINDS = frozenset(EventKind) - {EventKind.EXPIRED}
+DATABASE_KINDS = frozenset(EventKind) - TIMER_KINDS
 
 
 @dataclass(frozen=True)
@@ -53,8 +62,9 @@ class Event:
     evidence_changed: tuple[int, ...] = field(default=())
     more: bool = False
     owner: str | None = None
-    # For EventKind.EXPIRED: when the lease ran out.
-    expired_at: datetime | None = None
+    # For the timer's kinds, when the deadline it announces passed: the lease ran out
+    # (EXPIRED), the item fell due (OVERDUE).
+    passed_at: datetime | None = None
     # For EventKind.EXCEPTION: the workflows concerned, and other queues the change touched.
     workflows: tuple[str, ...] = field(default=())
     other_queues: tuple[str, ...] = field(default=())

@@ -1,8 +1,9 @@
-"""Lease expiry, announced without a database event.
+"""Lease expiry and due times, announced without a database event.
 
-Nothing is written when a lease runs out, so nothing is notified. Each process keeps one
-timer for the next expiry in the queues its own subscribers watch, and at that moment
-reads which leases ran out and tells its own subscribers. It mutates nothing.
+Nothing is written when a lease runs out or an item falls due, so nothing is notified.
+Each process keeps one timer for the next such moment in the queues its own subscribers
+watch, and at that moment reads which leases ran out (EXPIRED) and which items fell due
+(OVERDUE), and tells its own subscribers. It mutates nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +21,19 @@ from server.store.database import Database
 
 log = logging.getLogger("casework.events.expiry")
 
-LEASE_EVENTS = frozenset({EventKind.CLAIMED, EventKind.RENEWED})
+# Hints after which the next deadline may be sooner than the one waited for: a new or longer
+# lease, a new item with a due time, a hold or its end (which move a due time), an item
+# escalated into a queue (with a due time of that queue).
+DEADLINE_EVENTS = frozenset(
+    {
+        EventKind.CLAIMED,
+        EventKind.RENEWED,
+        EventKind.ENQUEUED,
+        EventKind.HELD,
+        EventKind.RESUMED,
+        EventKind.ESCALATED,
+    }
+)
 RETRY_SECONDS = 1.0
 
 
@@ -46,8 +59,9 @@ class LeaseExpiryTimer:
                 await self._task
 
     def notice(self, event: Event) -> None:
-        """A new or longer lease, or new watchers: the next expiry may have moved."""
-        if event.kind in LEASE_EVENTS and event.queue in self._hub.watched_queues():
+        """A new or longer lease, a new due time, or new watchers: the next deadline may
+        have moved."""
+        if event.kind in DEADLINE_EVENTS and event.queue in self._hub.watched_queues():
             self._changed.set()
 
     def watchers_changed(self) -> None:
@@ -67,8 +81,8 @@ class LeaseExpiryTimer:
         while True:
             queues = sorted(self._hub.watched_queues())
             try:
-                next_expiry = (
-                    await live.next_lease_expiry(self._db, queues, checked_until)
+                next_deadline = (
+                    (await live.next_deadlines(self._db, queues, checked_until)).earliest
                     if queues
                     else None
                 )
@@ -77,18 +91,20 @@ class LeaseExpiryTimer:
                 continue
             retrying.succeeded()
             timeout = None
-            if next_expiry is not None:
-                timeout = max(0.0, (next_expiry - _now()).total_seconds())
+            if next_deadline is not None:
+                timeout = max(0.0, (next_deadline - _now()).total_seconds())
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout)
                 # A claim or renewal can only add later expiries, unless a queue has a
-                # shorter TTL than the one we wait for: recompute, but never postpone.
-                if next_expiry is None or next_expiry > _now() + timedelta(milliseconds=5):
+                # shorter TTL than the one we wait for (or an item's due time comes
+                # sooner): recompute, but never postpone.
+                if next_deadline is None or next_deadline > _now() + timedelta(milliseconds=5):
                     continue
             until = _now()
             try:
                 expired = await live.leases_expired_between(self._db, queues, checked_until, until)
+                due = await live.items_due_between(self._db, queues, checked_until, until)
             except Exception as error:
                 await self._failed(retrying, error)
                 continue
@@ -100,7 +116,17 @@ class LeaseExpiryTimer:
                         lease.queue,
                         lease.item_id,
                         owner=lease.owner,
-                        expired_at=lease.expired_at,
+                        passed_at=lease.expired_at,
+                    )
+                )
+            for item in due:
+                self._hub.dispatch(
+                    Event(
+                        EventKind.OVERDUE,
+                        item.queue,
+                        item.item_id,
+                        owner=item.owner,
+                        passed_at=item.due_at,
                     )
                 )
             checked_until = until

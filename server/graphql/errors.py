@@ -6,10 +6,11 @@ from typing import overload
 
 import strawberry
 
-from server.domain import failures
+from server.domain import failures, model
 from server.domain.exceptions import records
 from server.graphql.exceptions.types import ExceptionAction, ExceptionState
 from server.graphql.observe import note_error_member
+from server.graphql.types import HeldLease, ItemState
 
 
 @strawberry.interface(description="An expected failure. Nothing was written.")
@@ -87,6 +88,45 @@ class AlreadyQueued(Error):
     redrive_key: str
 
 
+@strawberry.type(
+    description="You hold as many live leases in the queue as its maxLeasesPerReviewer "
+    "allows. Nothing was claimed."
+)
+class LeaseLimitReached(Error):
+    limit: int
+    held: list[HeldLease] = strawberry.field(
+        description="Those leases, your own, with their tokens: take the work up again "
+        "(decide, renew or release) instead of waiting for them to lapse."
+    )
+
+
+@strawberry.type(description="The code is not in the queue's hold-reason catalogue.")
+class InvalidHoldReason(Error):
+    queue: str
+    code: str
+
+
+@strawberry.type(description="Nobody holds a live lease on the item.")
+class NotLeased(Error):
+    item_id: strawberry.ID
+
+
+@strawberry.type(description="The item is not held now.")
+class NotHeld(Error):
+    item_id: strawberry.ID
+
+
+@strawberry.type(description="The item is not assigned to anyone now.")
+class NotAssigned(Error):
+    item_id: strawberry.ID
+
+
+@strawberry.type(description="The item is decided, or parked: nothing waits to be done.")
+class ItemNotWaiting(Error):
+    item_id: strawberry.ID
+    state: ItemState
+
+
 ErrorType = (
     NotPermitted
     | InvalidInput
@@ -98,6 +138,12 @@ ErrorType = (
     | AlreadySuperseded
     | InvalidTransition
     | AlreadyQueued
+    | LeaseLimitReached
+    | InvalidHoldReason
+    | NotLeased
+    | NotHeld
+    | NotAssigned
+    | ItemNotWaiting
 )
 
 
@@ -127,6 +173,18 @@ def from_failure(failure: failures.AlreadySuperseded) -> AlreadySuperseded: ...
 def from_failure(failure: failures.InvalidTransition) -> InvalidTransition: ...
 @overload
 def from_failure(failure: failures.AlreadyQueued) -> AlreadyQueued: ...
+@overload
+def from_failure(failure: failures.LeaseLimitReached) -> LeaseLimitReached: ...
+@overload
+def from_failure(failure: failures.InvalidHoldReason) -> InvalidHoldReason: ...
+@overload
+def from_failure(failure: failures.NotLeased) -> NotLeased: ...
+@overload
+def from_failure(failure: failures.NotHeld) -> NotHeld: ...
+@overload
+def from_failure(failure: failures.NotAssigned) -> NotAssigned: ...
+@overload
+def from_failure(failure: failures.ItemNotWaiting) -> ItemNotWaiting: ...
 
 
 def from_failure(failure: failures.Failure) -> ErrorType:
@@ -180,5 +238,27 @@ def from_failure(failure: failures.Failure) -> ErrorType:
                 message=failure.message,
                 exception_id=strawberry.ID(failure.exception_id),
                 redrive_key=failure.redrive_key,
+            )
+        case failures.LeaseLimitReached():
+            return LeaseLimitReached(
+                message=failure.message,
+                limit=failure.limit,
+                held=[HeldLease.from_domain(claim) for claim in failure.held],
+            )
+        case failures.InvalidHoldReason():
+            return InvalidHoldReason(
+                message=failure.message, queue=failure.queue, code=failure.code
+            )
+        case failures.NotLeased(item_id=item_id, message=message):
+            return NotLeased(message=message, item_id=strawberry.ID(str(item_id)))
+        case failures.NotHeld(item_id=item_id, message=message):
+            return NotHeld(message=message, item_id=strawberry.ID(str(item_id)))
+        case failures.NotAssigned(item_id=item_id, message=message):
+            return NotAssigned(message=message, item_id=strawberry.ID(str(item_id)))
+        case failures.ItemNotWaiting(item_id=item_id):
+            return ItemNotWaiting(
+                message=failure.message,
+                item_id=strawberry.ID(str(item_id)),
+                state=model.ItemState(failure.state),
             )
     raise AssertionError(f"unmapped failure {failure!r}")

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from server.domain import apply, live, queues, reads, timeline
+from server.domain import apply, holds, live, queues, reads, timeline
 from server.domain.exceptions import measures as workflow_measures
 from server.domain.exceptions import reads as exception_reads
 from server.domain.exceptions import workflows
@@ -22,7 +22,7 @@ from server.domain.exceptions.records import (
 )
 from server.domain.measures import queues as queue_measures
 from server.domain.measures.queues import MeasureKey
-from server.domain.model import Decision, Item, ItemState, Queue, ReasonCode
+from server.domain.model import Decision, HoldReason, Item, ItemState, Queue, ReasonCode
 from server.store.database import Database
 
 K = TypeVar("K", bound=Hashable)
@@ -129,6 +129,14 @@ class Loaders:
     @cached_property
     def reason_codes(self) -> DataLoader[str, list[ReasonCode]]:
         return _loader(self._db, queues.get_reason_codes, [])
+
+    @cached_property
+    def hold_reasons(self) -> DataLoader[str, list[HoldReason]]:
+        return _loader(self._db, holds.get_hold_reasons, [])
+
+    @cached_property
+    def queue_holds(self) -> DataLoader[str, list[queue_measures.HoldCount]]:
+        return _loader(self._db, queue_measures.holds, [])
 
     @cached_property
     def exception(self) -> DataLoader[str, ExceptionRecord | None]:

@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import decisions, failures, leases, notes, queues
+from server.domain import decisions, failures, leases, model, notes, queues
 from server.domain import items as enqueueing
 from server.domain.failures import is_failure
 from server.domain.model import Decision as DomainDecision
@@ -19,6 +19,7 @@ from server.graphql.errors import (
     EvidenceChanged,
     InvalidInput,
     InvalidReasonCode,
+    LeaseLimitReached,
     NotFound,
     NotPermitted,
     QueueEmpty,
@@ -97,7 +98,8 @@ EnqueueItemsResult = Annotated[
     EnqueuedItems | NotPermitted | InvalidInput, strawberry.union("EnqueueItemsResult")
 ]
 ClaimResult = Annotated[
-    Claim | QueueEmpty | NotPermitted | InvalidInput, strawberry.union("ClaimResult")
+    Claim | QueueEmpty | LeaseLimitReached | NotPermitted | InvalidInput,
+    strawberry.union("ClaimResult"),
 ]
 RenewLeaseResult = Annotated[
     LeaseRenewed | StaleLease | NotPermitted | InvalidInput, strawberry.union("RenewLeaseResult")
@@ -139,9 +141,25 @@ class NewItemInput:
     )
     priority: int | None = None
     payload: JSON = strawberry.field(description="A JSON object, at most 64 KiB canonical.")
+    due_at: datetime | None = strawberry.field(
+        default=None,
+        description="When the item is due; else the queue's dueSeconds for its priority. "
+        "A known key keeps the due time it has.",
+    )
 
     def to_domain(self) -> enqueueing.NewItem:
-        return enqueueing.NewItem(self.external_key, self.payload, self.priority or 0)
+        return enqueueing.NewItem(
+            self.external_key, self.payload, self.priority or 0, due_at=self.due_at
+        )
+
+
+@strawberry.input(description="Items of at least minPriority are due dueSeconds after enqueue.")
+class DueByPriorityInput:
+    min_priority: int
+    due_seconds: int
+
+    def to_domain(self) -> model.DueByPriority:
+        return model.DueByPriority(self.min_priority, self.due_seconds)
 
 
 @strawberry.input
@@ -203,6 +221,27 @@ class ConfigureQueueInput:
         description="The hands-on minutes the queue's reviewers have a day, together: what "
         "Queue.measures.capacity counts as available unless its argument says otherwise.",
     )
+    max_leases_per_reviewer: int | None = strawberry.field(
+        default=None,
+        description="The live leases one reviewer may hold here at once (1 to 1000); 0: no "
+        "limit (the default).",
+    )
+    due_seconds: int | None = strawberry.field(
+        default=None, description="Seconds from enqueue to an item's due time; 0: none."
+    )
+    due_seconds_by_priority: list[DueByPriorityInput] | None = strawberry.field(
+        default=None,
+        description="Due times by priority (the entry with the highest minPriority at or "
+        "below an item's priority wins over dueSeconds); [] clears them.",
+    )
+    hold_pauses_due: bool | None = strawberry.field(
+        default=None, description="Whether a hold moves the due time on by its length."
+    )
+    overdue_queue: str | None = strawberry.field(
+        default=None,
+        description='Where overdue items move at claim time, priority raised; "" clears it.',
+    )
+    overdue_priority_boost: int | None = None
 
     def to_domain(self) -> queues.QueueSettings:
         return queues.QueueSettings(
@@ -215,6 +254,14 @@ class ConfigureQueueInput:
             effect_max_attempts=self.effect_max_attempts,
             effect_timeout_seconds=self.effect_timeout_seconds,
             reviewer_minutes_per_day=self.reviewer_minutes_per_day,
+            max_leases_per_reviewer=self.max_leases_per_reviewer,
+            due_seconds=self.due_seconds,
+            due_seconds_by_priority=None
+            if self.due_seconds_by_priority is None
+            else tuple(rule.to_domain() for rule in self.due_seconds_by_priority),
+            hold_pauses_due=self.hold_pauses_due,
+            overdue_queue=self.overdue_queue,
+            overdue_priority_boost=self.overdue_priority_boost,
         )
 
 
@@ -280,7 +327,10 @@ class Mutation:
             ]
         )
 
-    @strawberry.mutation(description="Leases the next item of a queue to the caller.")
+    @strawberry.mutation(
+        description="Leases the next item of a queue to the caller: items assigned to the "
+        "caller first, then the rest by priority; held items wait."
+    )
     async def claim_next(self, info: Info[Context, None], queue: str) -> ClaimResult:
         result = await leases.claim_next(info.context.db, info.context.principal, queue)
         if is_failure(result):

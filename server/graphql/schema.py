@@ -22,6 +22,7 @@ from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
 from server.graphql.codes import RETRY_AFTER_SECONDS, ClientError, ErrorCode
+from server.graphql.controls import ControlMutation
 from server.graphql.cost import CostLimit
 from server.graphql.error_coding import code_errors
 from server.graphql.errors import Error
@@ -173,7 +174,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
         extensions.append(_tracing_extension())
     schema = CaseworkSchema(
         query=merge_types("Query", (Query, ExceptionQuery)),
-        mutation=merge_types("Mutation", (Mutation, ExceptionMutation)),
+        mutation=merge_types("Mutation", (Mutation, ControlMutation, ExceptionMutation)),
         subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),
         types=[Error],
         extensions=extensions,

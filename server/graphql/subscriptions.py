@@ -17,7 +17,7 @@ from server.domain.failures import InvalidInput
 from server.domain.model import Decision as DomainDecision
 from server.domain.model import Item
 from server.domain.parsing import parse_id
-from server.events.channels import Event, EventKind
+from server.events.channels import TIMER_KINDS, Event, EventKind
 from server.events.subscriber import Inbox, Resync
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
@@ -45,6 +45,18 @@ class LeaseEventKind(enum.Enum):
     ESCALATED = "escalated"
     EXPIRED = "expired"
     EXCEPTION = "exception"
+    REVOKED = strawberry.enum_value("revoked", description="A manager ended the lease.")
+    HELD = strawberry.enum_value(
+        "held", description="The holder parked the item until a time; its lease ended."
+    )
+    RESUMED = strawberry.enum_value("resumed", description="A hold ended early.")
+    ASSIGNED = strawberry.enum_value(
+        "assigned", description="The item was reserved for a named reviewer."
+    )
+    UNASSIGNED = strawberry.enum_value("unassigned", description="An assignment ended early.")
+    OVERDUE = strawberry.enum_value(
+        "overdue", description="A waiting item passed its due time (nothing was written)."
+    )
     RESYNC = "resync"
 
 
@@ -53,20 +65,30 @@ class LeaseEvent:
     kind: LeaseEventKind
     queue: str
     item_id: strawberry.ID | None
-    owner: str | None = strawberry.field(description="For EXPIRED: who held the lease.")
+    owner: str | None = strawberry.field(
+        description="For EXPIRED: who held the lease; for OVERDUE: who holds it now, if anyone."
+    )
     at: datetime
 
 
 @strawberry.enum
 class ItemUpdateKind(enum.Enum):
-    LEASE_LOST = "lease_lost"
+    LEASE_LOST = strawberry.enum_value(
+        "lease_lost",
+        description="The lease ran out, someone else claimed, or a manager revoked it.",
+    )
     EVIDENCE_CHANGED = "evidence_changed"
     DECIDED = "decided"
     DECISION_CHANGED = "decision_changed"
     ESCALATED = "escalated"
-    RELEASED = "released"
+    RELEASED = strawberry.enum_value(
+        "released", description="The holder gave the item back: a release, or a hold."
+    )
     EXCEPTION_CHANGED = "exception_changed"
     NOTED = "noted"
+    OVERDUE = strawberry.enum_value(
+        "overdue", description="The item passed its due time (nothing was written)."
+    )
     RESYNC = "resync"
 
 
@@ -81,14 +103,11 @@ def _require_queue(info: Info[Context, None], queue: str) -> None:
         raise ClientError(f"your token does not cover queue {queue!r}")
 
 
-def _expired_before(event: Event, since: datetime) -> bool:
-    """A lease that ran out before the subscription began. The expiry timer may look back
-    further than that (to its last check), but it is not news to this subscriber."""
-    return (
-        event.kind == EventKind.EXPIRED
-        and event.expired_at is not None
-        and event.expired_at <= since
-    )
+def _passed_before(event: Event, since: datetime) -> bool:
+    """A lease that ran out, or an item that fell due, before the subscription began. The
+    timer may look back further than that (to its last check), but it is not news to this
+    subscriber."""
+    return event.kind in TIMER_KINDS and event.passed_at is not None and event.passed_at <= since
 
 
 # Hints a lease watcher is told of; the others (enqueued, overturned, noted) are not news
@@ -101,9 +120,16 @@ LEASE_EVENT_KINDS = {
     EventKind.ESCALATED: LeaseEventKind.ESCALATED,
     EventKind.EXPIRED: LeaseEventKind.EXPIRED,
     EventKind.EXCEPTION: LeaseEventKind.EXCEPTION,
+    EventKind.REVOKED: LeaseEventKind.REVOKED,
+    EventKind.HELD: LeaseEventKind.HELD,
+    EventKind.RESUMED: LeaseEventKind.RESUMED,
+    EventKind.ASSIGNED: LeaseEventKind.ASSIGNED,
+    EventKind.UNASSIGNED: LeaseEventKind.UNASSIGNED,
+    EventKind.OVERDUE: LeaseEventKind.OVERDUE,
 }
 
 # What each hint means to an open console; a claim is decided in _item_kind, by whose it is.
+# A resume or an assignment does not touch a lease: an open console is not told.
 ITEM_UPDATE_KINDS = {
     EventKind.EXPIRED: ItemUpdateKind.LEASE_LOST,
     EventKind.ENQUEUED: ItemUpdateKind.EVIDENCE_CHANGED,
@@ -113,6 +139,9 @@ ITEM_UPDATE_KINDS = {
     EventKind.ESCALATED: ItemUpdateKind.ESCALATED,
     EventKind.RELEASED: ItemUpdateKind.RELEASED,
     EventKind.NOTED: ItemUpdateKind.NOTED,
+    EventKind.REVOKED: ItemUpdateKind.LEASE_LOST,
+    EventKind.HELD: ItemUpdateKind.RELEASED,
+    EventKind.OVERDUE: ItemUpdateKind.OVERDUE,
 }
 
 # What decisionEvents re-reads for: a new row in review_decisions.
@@ -156,7 +185,8 @@ class Subscription:
 
     @strawberry.subscription(
         description="Claimed, renewed, released, decided, expired; EXCEPTION: an exception "
-        "action moved or changed the item (its lease, if any, ended)."
+        "action moved or changed the item (its lease, if any, ended); the claim controls "
+        "(revoked, held, resumed, assigned, unassigned); OVERDUE: an item fell due."
     )
     async def lease_events(
         self, info: Info[Context, None], queue: str
@@ -166,7 +196,7 @@ class Subscription:
         since = datetime.now(UTC)
         inbox = Inbox(
             accepts=lambda event: (
-                event.kind != EventKind.ENQUEUED and not _expired_before(event, since)
+                event.kind != EventKind.ENQUEUED and not _passed_before(event, since)
             )
         )
         with live_updates.hub.subscribe(queues=(queue,), inbox=inbox):
@@ -190,8 +220,9 @@ class Subscription:
                 )
 
     @strawberry.subscription(
-        description="For an open console: its lease was lost, the evidence changed, the "
-        "item was decided, or someone noted it (NOTED: read its events)."
+        description="For an open console: its lease was lost (or revoked), the evidence "
+        "changed, the item was decided, someone noted it (NOTED: read its events), or it "
+        "fell due (OVERDUE)."
     )
     async def item_updates(
         self, info: Info[Context, None], item_id: strawberry.ID
@@ -209,7 +240,7 @@ class Subscription:
             # The queue subscription is only there so the expiry timer watches the queue;
             # the queue's other traffic never enters this inbox.
             mentioned = parsed in (event.item_id, *event.evidence_changed) or event.more
-            return mentioned and not _expired_before(event, since)
+            return mentioned and not _passed_before(event, since)
 
         inbox = Inbox(accepts=concerns_this_item)
         with ctx.live.hub.subscribe(items=(parsed,), queues=(first.queue,), inbox=inbox):

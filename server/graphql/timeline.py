@@ -75,7 +75,14 @@ class ItemEvent:
         description="ESCALATED, MOVED: the queue the item went to."
     )
     until: datetime | None = strawberry.field(
-        description="RENEWED: when the renewed lease runs out."
+        description="RENEWED: when the renewed lease runs out. HELD: when the hold ends. "
+        "ASSIGNED: when the assignment ends (null: until unassigned or decided)."
+    )
+    hold_reason: str | None = strawberry.field(
+        description="HELD, RESUMED: the code of the hold's reason (Queue.holdReasons)."
+    )
+    assignee: str | None = strawberry.field(
+        description="ASSIGNED, UNASSIGNED: the reviewer the item was reserved for."
     )
 
     @classmethod
@@ -101,6 +108,8 @@ class ItemEvent:
             from_queue=event.from_queue,
             to_queue=event.to_queue,
             until=event.until,
+            hold_reason=event.hold_reason,
+            assignee=event.assignee,
         )
 
     @strawberry.field(

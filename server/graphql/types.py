@@ -12,7 +12,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import apply, model, queues, reads
+from server.domain import apply, leases, model, queues, reads
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
@@ -111,6 +111,34 @@ class ReasonCode:
 class Lease:
     owner: str
     expires_at: datetime
+
+
+@strawberry.type(description="An item parked until a time (holdItem).")
+class Hold:
+    until: datetime
+    reason: str = strawberry.field(description="A code of the queue's holdReasons.")
+
+
+@strawberry.type(description="An item reserved for one reviewer (assignItem).")
+class Assignment:
+    reviewer: str
+    until: datetime | None = strawberry.field(description="Null: until unassigned or decided.")
+
+
+@strawberry.type(description="A hold reason of a queue's catalogue.")
+class HoldReason:
+    code: str
+    label: str
+
+    @classmethod
+    def from_domain(cls, reason: model.HoldReason) -> HoldReason:
+        return cls(code=reason.code, label=reason.label)
+
+
+@strawberry.type
+class DueByPriority:
+    min_priority: int
+    due_seconds: int
 
 
 @strawberry.enum
@@ -239,6 +267,10 @@ class ReviewItem:
     escalation_count: int
     created_at: datetime
     decided_at: datetime | None
+    due_at: datetime | None = strawberry.field(
+        description="When the item should be decided: its enqueue's dueAt, else its queue's "
+        "dueSeconds for its priority; null: no due time."
+    )
 
     @classmethod
     def from_domain(
@@ -258,11 +290,32 @@ class ReviewItem:
             escalation_count=item.escalation_count,
             created_at=item.created_at,
             decided_at=item.decided_at,
+            due_at=item.due_at,
         )
 
     @strawberry.field
     def state(self, info: Info[Context, None]) -> ItemState:
         return self._item.state(info.context.now)
+
+    @strawberry.field(description="Waiting past its dueAt.")
+    def overdue(self, info: Info[Context, None]) -> bool:
+        return self._item.overdue(info.context.now)
+
+    @strawberry.field(description="The hold in force, if any: not claimable until it ends.")
+    def hold(self, info: Info[Context, None]) -> Hold | None:
+        item = self._item
+        if not item.held(info.context.now):
+            return None
+        assert item.held_until is not None
+        assert item.hold_reason is not None
+        return Hold(until=item.held_until, reason=item.hold_reason)
+
+    @strawberry.field(description="The assignment in force, if any: only its reviewer claims.")
+    def assignment(self, info: Info[Context, None]) -> Assignment | None:
+        reviewer = self._item.assignee(info.context.now)
+        if reviewer is None:
+            return None
+        return Assignment(reviewer=reviewer, until=self._item.assigned_until)
 
     @strawberry.field(description="The live lease, if any. Its token is never shown here.")
     def lease(self, info: Info[Context, None]) -> Lease | None:
@@ -375,6 +428,15 @@ class QueueStats:
     failed_applications: int = strawberry.field(
         description="Decisions whose effect failed for good: a person must look."
     )
+    held: int = strawberry.field(
+        description="Waiting items parked until a time (not in pending: not claimable)."
+    )
+    assigned: int = strawberry.field(
+        description="Waiting items reserved for a named reviewer, leased or not."
+    )
+    overdue: int = strawberry.field(
+        description="Waiting items past their due time, leased, held or not."
+    )
 
 
 @strawberry.type
@@ -395,6 +457,23 @@ class Queue:
     reviewer_minutes_per_day: float | None = strawberry.field(
         description="The hands-on minutes the queue's reviewers have a day, together."
     )
+    max_leases_per_reviewer: int | None = strawberry.field(
+        description="The live leases one reviewer may hold here at once; null: no limit."
+    )
+    due_seconds: int | None = strawberry.field(
+        description="Seconds from enqueue to an item's due time; null: none."
+    )
+    due_seconds_by_priority: list[DueByPriority] = strawberry.field(
+        description="Due times by priority: an item takes the entry with the highest "
+        "minPriority at or below its priority, else dueSeconds."
+    )
+    hold_pauses_due: bool = strawberry.field(
+        description="A hold moves the due time on by its length."
+    )
+    overdue_queue: str | None = strawberry.field(
+        description="Where overdue items move at claim time; null: they stay."
+    )
+    overdue_priority_boost: int
 
     @strawberry.field(description="Backlog and application lag, read now.")
     async def stats(self, info: Info[Context, None], lag_threshold_seconds: int = 60) -> QueueStats:
@@ -418,6 +497,9 @@ class Queue:
             unapplied_older_than_threshold=lag.unapplied_late,
             oldest_unapplied_age_seconds=lag.oldest_unapplied_age_seconds,
             failed_applications=lag.failed,
+            held=backlog.held,
+            assigned=backlog.assigned,
+            overdue=backlog.overdue,
         )
 
     @classmethod
@@ -435,6 +517,15 @@ class Queue:
             effect_timeout_seconds=queue.effect_timeout_seconds,
             holder_role=queue.holder_role.value,
             reviewer_minutes_per_day=queue.reviewer_minutes_per_day,
+            max_leases_per_reviewer=queue.max_leases_per_reviewer,
+            due_seconds=queue.due_seconds,
+            due_seconds_by_priority=[
+                DueByPriority(min_priority=rule.min_priority, due_seconds=rule.due_seconds)
+                for rule in queue.due_seconds_by_priority
+            ],
+            hold_pauses_due=queue.hold_pauses_due,
+            overdue_queue=queue.overdue_queue,
+            overdue_priority_boost=queue.overdue_priority_boost,
         )
 
     @strawberry.field(
@@ -452,6 +543,11 @@ class Queue:
     async def reason_codes(self, info: Info[Context, None]) -> list[ReasonCode]:
         found = await info.context.loaders.reason_codes.load(self.name)
         return [ReasonCode.from_domain(r) for r in found]
+
+    @strawberry.field(description="The reasons an item may be held for here (holdItem).")
+    async def hold_reasons(self, info: Info[Context, None]) -> list[HoldReason]:
+        found = await info.context.loaders.hold_reasons.load(self.name)
+        return [HoldReason.from_domain(r) for r in found]
 
     @strawberry.field(description="The queue's items, oldest first.")
     async def items(
@@ -508,8 +604,31 @@ class Queue:
         )
 
 
+@strawberry.type(description="A live lease of the caller's own, with its token.")
+class HeldLease:
+    item: ReviewItem
+    lease_token: str
+    lease_expires_at: datetime
+
+    @classmethod
+    def from_domain(cls, claim: model.Claim) -> HeldLease:
+        return cls(
+            item=ReviewItem.from_domain(claim.item),
+            lease_token=str(claim.lease_token),
+            lease_expires_at=claim.lease_expires_at,
+        )
+
+
 @strawberry.type
 class Me:
     user: str
     role: str
     queues: list[str]
+
+    @strawberry.field(
+        description="Your live leases, soonest to run out first, with their tokens: a "
+        "reloaded console takes its work up again from here."
+    )
+    async def leases(self, info: Info[Context, None]) -> list[HeldLease]:
+        found = await leases.held_leases(info.context.db, info.context.principal)
+        return [HeldLease.from_domain(claim) for claim in found]

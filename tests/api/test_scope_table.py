@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -79,6 +80,9 @@ mutation($t: String!, $senior: String!, $ops: String!, $leads: String!, $approva
   bad: defineReasonCode(input: {queue: $t, code: "bad", label: "No", verdicts: [REJECT]}) {
     __typename
   }
+  hold: defineHoldReason(input: {queue: $t, code: "waiting", label: "Waiting"}) {
+    __typename
+  }
   workflow: configureWorkflow(input: {name: $workflow, approvalQueue: $approvals}) {
     __typename
   }
@@ -135,6 +139,14 @@ mutation($input: RequestRedriveInput!) {
 """
 
 STALE = "... on StaleLease { itemId }"
+ASSIGN = """
+mutation($input: AssignItemInput!) { assignItem(input: $input) { __typename } }
+"""
+HOLD = """
+mutation($input: HoldItemInput!) { holdItem(input: $input) { __typename } }
+"""
+# Far enough ahead for the whole table, within the 366 days a hold or assignment may last.
+UNTIL = (datetime.now(UTC) + timedelta(days=30)).isoformat()
 
 
 @dataclass
@@ -412,6 +424,72 @@ async def submit_decision(w: World, role: str, scope: str) -> Prepared:
     )
 
 
+async def assign_item(w: World, role: str, scope: str) -> Prepared:
+    await w.call(w.integration, ENQUEUE, queue="alpha", key=f"assignable-{w.next()}")
+    item_id = await newest_item(w)
+    # reviewer-1's in-scope token covers team a's queues: the assignee is one of theirs.
+    assignment = {"reviewer": "reviewer-1", "until": UNTIL}
+    return Prepared(
+        {"input": {"itemId": item_id, **assignment}},
+        {"input": {"itemId": NO_ITEM, **assignment}},
+        (item_id, NO_ITEM),
+    )
+
+
+async def unassign_item(w: World, role: str, scope: str) -> Prepared:
+    await w.call(w.integration, ENQUEUE, queue="alpha", key=f"assigned-{w.next()}")
+    item_id = await newest_item(w)
+    assigned = await w.call(
+        w.tokens["in"]["manager"], ASSIGN, input={"itemId": item_id, "reviewer": "reviewer-1"}
+    )
+    assert assigned["assignItem"]["__typename"] == "ItemAssigned", assigned
+    return on_item(item_id)
+
+
+async def revoke_lease(w: World, role: str, scope: str) -> Prepared:
+    claim = await w.claimed_item("nobody")
+    item_id = claim["item"]["id"]
+    return on_item(item_id, reason="Handed to another desk.")
+
+
+async def hold_item(w: World, role: str, scope: str) -> Prepared:
+    claim = await w.claimed_item(role)
+    item_id = claim["item"]["id"]
+    hold = {"leaseToken": claim["leaseToken"], "until": UNTIL, "reason": "waiting"}
+    return on_item(item_id, **hold)
+
+
+async def resume_item(w: World, role: str, scope: str) -> Prepared:
+    claim = await w.claimed_item("nobody")
+    item_id = claim["item"]["id"]
+    hold = {"itemId": item_id, "leaseToken": claim["leaseToken"], "until": UNTIL}
+    held = await w.call(w.reviewer, HOLD, input={**hold, "reason": "waiting"})
+    assert held["holdItem"]["__typename"] == "ItemHeld", held
+    return on_item(item_id)
+
+
+async def define_hold_reason(w: World, role: str, scope: str) -> Prepared:
+    reason = {"code": f"h{w.next()}", "label": "Waiting for a document"}
+    return Prepared(
+        {"input": {"queue": "alpha", **reason}},
+        {"input": {"queue": "alpha-nope", **reason}},
+        ("alpha", "alpha-nope"),
+    )
+
+
+def on_item(item_id: str, **rest: Any) -> Prepared:
+    return Prepared(
+        {"input": {"itemId": item_id, **rest}},
+        {"input": {"itemId": NO_ITEM, **rest}},
+        (item_id, NO_ITEM),
+    )
+
+
+async def newest_item(w: World) -> str:
+    newest = await w.owner.fetchval("SELECT max(id) FROM review_items WHERE queue = 'alpha'")
+    return str(newest)
+
+
 async def overturn_decision(w: World, role: str, scope: str) -> Prepared:
     decision_id = await w.decision()
     return Prepared(
@@ -514,6 +592,7 @@ ADMIN, INTEGRATION = frozenset({"admin"}), frozenset({"integration"})
 EVERY_ROLE = frozenset(ROLES)
 REVIEWER, APPROVER = frozenset({"reviewer"}), frozenset({"approver"})
 REVIEWER_OR_APPROVER = REVIEWER | APPROVER
+MANAGER = frozenset({"manager"})
 
 CASES = [
     Case(
@@ -606,6 +685,48 @@ CASES = [
         REVIEWER,
         "DecisionRecorded",
         submit_decision,
+    ),
+    Case(
+        "assignItem",
+        with_input("assignItem", "AssignItemInput"),
+        MANAGER,
+        "ItemAssigned",
+        assign_item,
+    ),
+    Case(
+        "unassignItem",
+        with_input("unassignItem", "UnassignItemInput"),
+        MANAGER,
+        "ItemUnassigned",
+        unassign_item,
+    ),
+    Case(
+        "revokeLease",
+        with_input("revokeLease", "RevokeLeaseInput"),
+        MANAGER,
+        "LeaseRevoked",
+        revoke_lease,
+    ),
+    Case(
+        "holdItem",
+        with_input("holdItem", "HoldItemInput", STALE),
+        REVIEWER,
+        "ItemHeld",
+        hold_item,
+    ),
+    Case(
+        "resumeItem",
+        with_input("resumeItem", "ResumeItemInput"),
+        MANAGER | REVIEWER,
+        "ItemResumed",
+        resume_item,
+    ),
+    Case(
+        "defineHoldReason",
+        with_input("defineHoldReason", "DefineHoldReasonInput"),
+        ADMIN,
+        "HoldReasonDefined",
+        define_hold_reason,
     ),
     Case(
         "overturnDecision",

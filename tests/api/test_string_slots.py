@@ -11,6 +11,7 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -49,6 +50,8 @@ FILLERS: dict[str, Any] = {
     "Float": 1.0,
     "Boolean": True,
     "JSON": {},
+    # Ahead of any test run, within any bound on how far ahead a time may lie.
+    "DateTime": (datetime.now(UTC) + timedelta(days=1)).isoformat(),
 }
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -10,10 +13,70 @@ from server.domain.decisions import DecisionInput, submit_decision
 from server.domain.items import NewItem, enqueue_items
 from server.domain.leases import claim_next
 from server.domain.model import Claim, Decision, Item, Principal, Verdict
+from server.domain.timeline import TimelineKind
+from server.events.channels import CHANNEL
 from server.store.database import Database
-from tests.conftest import INTEGRATION
+from tests.conftest import INTEGRATION, TestDatabase
 
 Snapshot = dict[str, list[tuple[Any, ...]]]
+
+MARKER = "end-of-step"
+WAIT_SECONDS = 10
+
+
+class Listener:
+    """Collects notifications; a marker sent after a step bounds what the step sent."""
+
+    def __init__(self, conn: asyncpg.Connection, marker_conn: asyncpg.Connection) -> None:
+        self._conn = conn
+        self._marker_conn = marker_conn
+        self._received: asyncio.Queue[str] = asyncio.Queue()
+
+    def on_notify(self, conn: asyncpg.Connection, pid: int, channel: str, payload: str) -> None:
+        self._received.put_nowait(payload)
+
+    async def events_of(self, step: Awaitable[object]) -> list[str]:
+        await self._until_marker()
+        await step
+        return await self._until_marker()
+
+    async def _until_marker(self) -> list[str]:
+        # Notifications arrive in commit order: a marker committed now comes after
+        # everything committed before it.
+        await self._marker_conn.execute("SELECT pg_notify($1, $2)", CHANNEL, MARKER)
+        payloads = []
+        while (payload := await asyncio.wait_for(self._received.get(), WAIT_SECONDS)) != MARKER:
+            payloads.append(payload)
+        return payloads
+
+
+@asynccontextmanager
+async def listening(test_database: TestDatabase) -> AsyncIterator[Listener]:
+    """A Listener on the database's hint channel, for as long as the block runs."""
+    conn = await asyncpg.connect(test_database.app_dsn)
+    marker_conn = await asyncpg.connect(test_database.app_dsn)
+    collector = Listener(conn, marker_conn)
+    await conn.add_listener(CHANNEL, collector.on_notify)
+    try:
+        yield collector
+    finally:
+        await conn.close()
+        await marker_conn.close()
+
+
+async def timeline(owner: asyncpg.Connection, item_id: int) -> list[asyncpg.Record]:
+    """The rows item_events holds for the item, oldest first."""
+    rows: list[asyncpg.Record] = await owner.fetch(
+        "SELECT * FROM item_events WHERE item_id = $1 ORDER BY id", item_id
+    )
+    return rows
+
+
+async def timeline_after_enqueue(owner: asyncpg.Connection, item_id: int) -> list[asyncpg.Record]:
+    """The item's item_events rows after the `enqueued` row its enqueue wrote (checked)."""
+    first, *rest = await timeline(owner, item_id)
+    assert first["kind"] == TimelineKind.ENQUEUED, first
+    return rest
 
 
 async def enqueue_one(
@@ -86,6 +149,7 @@ async def snapshot(owner: asyncpg.Connection) -> Snapshot:
     tables = {
         "queues": "name",
         "reason_codes": "queue, code",
+        "hold_reasons": "queue, code",
         "review_items": "id",
         "review_decisions": "id",
         "item_events": "id",

@@ -69,6 +69,7 @@ async def test_a_rolled_back_write_publishes_nothing(routed: tuple[Database, Pub
                 evidence_hashes=["0" * 64],
                 actor="kyc-provider",
                 actor_role="integration",
+                due_ats=[None],
             )
             assert published == [], "a hint left before its transaction committed"
             raise Abandon

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 
-import asyncpg
 import pytest
 
 from server.domain.decisions import OverturnInput, overturn_decision
@@ -13,52 +11,16 @@ from server.domain.items import NewItem, enqueue_items
 from server.domain.leases import release_lease, renew_lease
 from server.domain.model import Decision, Item, Verdict
 from server.domain.queues import QueueSettings, configure_queue, define_reason_code
-from server.events.channels import CHANNEL, MAX_PAYLOAD_BYTES, Event, parse_event
+from server.events.channels import MAX_PAYLOAD_BYTES, Event, parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, APPROVER, INTEGRATION, TestDatabase, reviewer
-from tests.integration.helpers import claim, decide, enqueue_one
-
-MARKER = "end-of-step"
-WAIT_SECONDS = 10
-
-
-class Listener:
-    """Collects notifications; a marker sent after a step bounds what the step sent."""
-
-    def __init__(self, conn: asyncpg.Connection, marker_conn: asyncpg.Connection) -> None:
-        self._conn = conn
-        self._marker_conn = marker_conn
-        self._received: asyncio.Queue[str] = asyncio.Queue()
-
-    def on_notify(self, conn: asyncpg.Connection, pid: int, channel: str, payload: str) -> None:
-        self._received.put_nowait(payload)
-
-    async def events_of(self, step: Awaitable[object]) -> list[str]:
-        await self._until_marker()
-        await step
-        return await self._until_marker()
-
-    async def _until_marker(self) -> list[str]:
-        # Notifications arrive in commit order: a marker committed now comes after
-        # everything committed before it.
-        await self._marker_conn.execute("SELECT pg_notify($1, $2)", CHANNEL, MARKER)
-        payloads = []
-        while (payload := await asyncio.wait_for(self._received.get(), WAIT_SECONDS)) != MARKER:
-            payloads.append(payload)
-        return payloads
+from tests.integration.helpers import Listener, claim, decide, enqueue_one, listening
 
 
 @pytest.fixture
 async def listener(test_database: TestDatabase) -> AsyncIterator[Listener]:
-    conn = await asyncpg.connect(test_database.app_dsn)
-    marker_conn = await asyncpg.connect(test_database.app_dsn)
-    collector = Listener(conn, marker_conn)
-    await conn.add_listener(CHANNEL, collector.on_notify)
-    try:
+    async with listening(test_database) as collector:
         yield collector
-    finally:
-        await conn.close()
-        await marker_conn.close()
 
 
 def only_event(payloads: list[str]) -> Event:

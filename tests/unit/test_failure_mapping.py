@@ -24,6 +24,12 @@ SAMPLES: list[failures.Failure] = [
         "not from here",
     ),
     failures.AlreadyQueued("exc_00000000000000000000", "key"),
+    failures.LeaseLimitReached("kyc", 2, ()),
+    failures.InvalidHoldReason("kyc", "code"),
+    failures.NotLeased(1),
+    failures.NotHeld(1),
+    failures.NotAssigned(1),
+    failures.ItemNotWaiting(1, "decided"),
 ]
 
 

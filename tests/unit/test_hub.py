@@ -115,7 +115,15 @@ class HeldBacklogRead:
             self.snapshot_read.set()
             await self.go_on.wait()
         return [
-            {"queue": queue, "pending": figure, "leased": 0, "oldest_pending_age_seconds": None}
+            {
+                "queue": queue,
+                "pending": figure,
+                "leased": 0,
+                "oldest_pending_age_seconds": None,
+                "held": 0,
+                "assigned": 0,
+                "overdue": 0,
+            }
             for queue in queues
         ]
 

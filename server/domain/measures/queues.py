@@ -10,6 +10,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar
 
 from server.domain.failures import InvalidInput, NotPermitted
@@ -230,6 +231,28 @@ class ReviewerMeasures:
     handling: Percentiles
     overturned: int
     lapsed_leases: int
+
+
+@dataclass(frozen=True)
+class HoldCount:
+    """Items held now for one reason of the queue's catalogue."""
+
+    code: str
+    label: str
+    items: int
+    # The soonest of their holds to end.
+    next_ends_at: datetime
+
+
+async def holds(db: Database, queues: list[str]) -> dict[str, list[HoldCount]]:
+    """Held items by reason, per queue: now, not over a window, and whole for every reader
+    of the measures (what waits belongs to nobody)."""
+    by_queue: dict[str, list[HoldCount]] = {queue: [] for queue in queues}
+    for row in await db.fetch(sql.controls.HOLD_COUNTS_GET_BY_QUEUES, queues=queues):
+        by_queue[row["queue"]].append(
+            HoldCount(row["code"], row["label"], row["items"], row["next_ends_at"])
+        )
+    return by_queue
 
 
 # --- batched reads: one statement per (window, reviewer) among the keys ---------------------

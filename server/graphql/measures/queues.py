@@ -3,6 +3,8 @@ a dashboard of many queues costs the same few statements as one."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import strawberry
 from strawberry.types import Info
 
@@ -60,6 +62,20 @@ class ReviewerMeasures:
         )
 
 
+@strawberry.type(description="Items held now for one reason of the queue's catalogue.")
+class HoldCount:
+    reason: str = strawberry.field(description="A code of the queue's holdReasons.")
+    label: str
+    items: int
+    next_ends_at: datetime = strawberry.field(description="The soonest of their holds to end.")
+
+    @classmethod
+    def of(cls, found: measures.HoldCount) -> HoldCount:
+        return cls(
+            reason=found.code, label=found.label, items=found.items, next_ends_at=found.next_ends_at
+        )
+
+
 @strawberry.type(
     description=(
         "A review queue's figures over the last `sinceSeconds`, computed from the tables. "
@@ -76,6 +92,7 @@ class QueueMeasures:
     _lease_counts_found: strawberry.Private[measures.LeaseCounts | None]
     _reasons_found: strawberry.Private[list[measures.ReasonCount] | None]
     _reviewers_found: strawberry.Private[list[measures.ReviewerMeasures] | None]
+    _holds_found: strawberry.Private[list[measures.HoldCount] | None]
     since_seconds: int
 
     def _summary(self) -> measures.QueueSummary:
@@ -179,6 +196,14 @@ class QueueMeasures:
         return [ReviewerMeasures.of(r) for r in self._reviewers_found]
 
     @strawberry.field(
+        description="Items held now (holdItem), by reason, largest first: counted now, not "
+        "over the window, and whole for every reader (what waits belongs to nobody)."
+    )
+    def holds(self) -> list[HoldCount]:
+        assert self._holds_found is not None, "loaded when holds are selected"
+        return [HoldCount.of(h) for h in self._holds_found]
+
+    @strawberry.field(
         description="Demand (arrivals per day x mean hands-on minutes) plus the backlog's "
         "share (backlog x mean hands-on minutes / clearBacklogInDays) against the minutes "
         "available: the argument, else the queue's reviewerMinutesPerDay."
@@ -200,8 +225,11 @@ class QueueMeasures:
 LEASE_COUNT_FIELDS = frozenset({"leaseCountAtDecision", "leaseCountPending"})
 REASONS_FIELD = "reasons"
 REVIEWERS_FIELD = "reviewers"
+HOLDS_FIELD = "holds"
 READS_NOTHING = frozenset({"sinceSeconds", "__typename"})
-NOT_SUMMARY_FIELDS = LEASE_COUNT_FIELDS | {REASONS_FIELD, REVIEWERS_FIELD} | READS_NOTHING
+NOT_SUMMARY_FIELDS = (
+    LEASE_COUNT_FIELDS | {REASONS_FIELD, REVIEWERS_FIELD, HOLDS_FIELD} | READS_NOTHING
+)
 
 
 async def queue_measures(
@@ -223,11 +251,13 @@ async def queue_measures(
     lease_counts = loaders.queue_lease_counts.load(key) if selected & LEASE_COUNT_FIELDS else None
     reasons = loaders.queue_reasons.load(key) if REASONS_FIELD in selected else None
     reviewers = loaders.queue_reviewers.load(key) if REVIEWERS_FIELD in selected else None
+    held = loaders.queue_holds.load(queue.name) if HOLDS_FIELD in selected else None
     return QueueMeasures(
         _queue=queue,
         _summary_found=None if summary is None else await summary,
         _lease_counts_found=None if lease_counts is None else await lease_counts,
         _reasons_found=None if reasons is None else await reasons,
         _reviewers_found=None if reviewers is None else await reviewers,
+        _holds_found=None if held is None else await held,
         since_seconds=since_seconds,
     )

@@ -5,8 +5,10 @@ Generated from db/queries/*.sql by `python -m server.store.sqlgen`: do not edit.
 
 from server.store.sql import (
     applications,
+    controls,
     decisions,
     decisions_read,
+    due,
     exception_reasons,
     exceptions,
     exceptions_read,
@@ -26,8 +28,10 @@ from server.store.sql import (
 
 __all__ = [
     "applications",
+    "controls",
     "decisions",
     "decisions_read",
+    "due",
     "exception_reasons",
     "exceptions",
     "exceptions_read",

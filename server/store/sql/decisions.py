@@ -51,7 +51,7 @@ def _decision_submit_diagnose(
 
 
 DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
-"""db/queries/decisions.sql:63
+"""db/queries/decisions.sql:65
 
 Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
@@ -72,7 +72,7 @@ def _decision_overturn(
 
 
 DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
-"""db/queries/decisions.sql:80
+"""db/queries/decisions.sql:82
 
 Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, and
@@ -91,7 +91,7 @@ def _decision_overturn_diagnose(
 
 
 DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", _decision_overturn_diagnose)
-"""db/queries/decisions.sql:111
+"""db/queries/decisions.sql:113
 
 Read-only: why did decision_overturn write nothing? Runs only on that failure path.
 `superseded_by`: a concurrent overturn won; `reason_allowed`: the catalogue allows the

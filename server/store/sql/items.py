@@ -17,6 +17,7 @@ def _items_upsert(
     priorities: Any,
     payloads: Any,
     evidence_hashes: Any,
+    due_ats: Any,
     actor: Any,
     actor_role: Any,
 ) -> None: ...
@@ -31,6 +32,8 @@ any decision under the current lease will be refused with EvidenceChanged.
 Each item created or re-uploaded is written to its timeline (`item_events`, kind
 `enqueued` or `reuploaded`, with the evidence hash), by the enqueuing token's user and
 role; an enqueue that changes nothing writes nothing.
+A new item is due at its own :due_ats entry, else when the queue's due time for its
+priority says (review_due_seconds), else never; a known key keeps its due time.
 """
 
 
@@ -42,7 +45,7 @@ def _items_get_by_external_keys(
 
 
 ITEMS_GET_BY_EXTERNAL_KEYS = Query("items_get_by_external_keys", _items_get_by_external_keys)
-"""db/queries/items.sql:46"""
+"""db/queries/items.sql:51"""
 
 
 def _items_get_by_ids(
@@ -52,7 +55,7 @@ def _items_get_by_ids(
 
 
 ITEMS_GET_BY_IDS = Query("items_get_by_ids", _items_get_by_ids)
-"""db/queries/items.sql:51"""
+"""db/queries/items.sql:56"""
 
 
 def _items_get_pages(
@@ -65,7 +68,7 @@ def _items_get_pages(
 
 
 ITEMS_GET_PAGES = Query("items_get_pages", _items_get_pages)
-"""db/queries/items.sql:54
+"""db/queries/items.sql:59
 
 One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
 derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
@@ -75,13 +78,13 @@ derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
 def _item_claim_next(
     *,
     queue: Any,
-    actor_role: Any,
     actor: Any,
+    actor_role: Any,
 ) -> None: ...
 
 
 ITEM_CLAIM_NEXT = Query("item_claim_next", _item_claim_next)
-"""db/queries/items.sql:78
+"""db/queries/items.sql:83
 
 Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 as an abandonment; the abandonment that reaches max_abandons escalates the item instead
@@ -94,4 +97,25 @@ such exceptions (exceptions_escalate_overdue), so no cron job is needed, and a q
 without overdue exceptions pays for none of it.
 A lapsed lease the claim takes over is written to the timeline (`item_events`, kind
 `lapsed`, at the moment it ran out, with its owner); a claim of a fresh item writes none.
+
+Claim controls (migration 0014):
+- Assigned items come first for their assignee: `mine` walks the caller's own live
+assignments in the queue (review_items_assigned), and only when it finds none does
+`general` walk the claim index over the items set aside for nobody (`reserved` false:
+neither held nor assigned). Neither probe passes a held item or someone else's
+assignment, however many there are.
+- A hold or an assignment whose time has run out stays set aside until the claim path
+clears it (items_end_reservations). While one waits, `general` takes nothing and
+`reservations_ended` tells the caller to clear them and claim again, so the item comes
+back with its priority on this same claim. The probe skips an ended one that another
+statement has locked (one clearing it, most likely): a claim never waits for it, and
+never refuses to claim because of one it cannot clear.
+- Lease limit: in a queue with max_leases_per_reviewer, `settings` counts the caller's live
+leases through casework_live_leases, which serialises one reviewer's claims in the queue
+(see migration 0014): of concurrent claims by one reviewer, exactly as many succeed as
+the limit leaves room for. At the limit nothing is claimed and `lease_limit_reached`
+says so. A queue without a limit never calls it.
+- Overdue items, in a queue that names an overdue_queue, belong there: they are never
+handed out here, and `overdue_items` tells the caller to move them
+(items_escalate_overdue), as with exceptions.
 """

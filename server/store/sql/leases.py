@@ -50,17 +50,18 @@ caller's token covers.
 """
 
 
-def _leases_get_next_expiry(
+def _deadlines_get_next(
     *,
     queues: Any,
     after: Any,
 ) -> None: ...
 
 
-LEASES_GET_NEXT_EXPIRY = Query("leases_get_next_expiry", _leases_get_next_expiry)
+DEADLINES_GET_NEXT = Query("deadlines_get_next", _deadlines_get_next)
 """db/queries/leases.sql:62
 
-The next moment a live lease in these queues runs out, after :after.
+What the process timer waits for, after :after: the next moment a live lease in these
+queues runs out, and the next moment a waiting item in them falls due. Reads only.
 """
 
 
@@ -73,7 +74,45 @@ def _leases_get_expired_between(
 
 
 LEASES_GET_EXPIRED_BETWEEN = Query("leases_get_expired_between", _leases_get_expired_between)
-"""db/queries/leases.sql:71
+"""db/queries/leases.sql:77
 
 Leases that ran out in (after, until]: what the expiry timer announces. Reads only.
+"""
+
+
+def _lease_revoke(
+    *,
+    item_id: Any,
+    queue_scope: Any,
+    actor: Any,
+    actor_role: Any,
+    reason: Any,
+) -> None: ...
+
+
+LEASE_REVOKE = Query("lease_revoke", _lease_revoke)
+"""db/queries/leases.sql:88
+
+A manager ends someone else's live lease: the holder's token is stale at once (its next
+renew, release or decision is refused), the item is claimable again, and the revocation
+is not an abandonment. The timeline row (`revoked`) carries the revoked lease's token,
+start and owner, the manager and the reason.
+Fence: a live lease on a pending item, in a queue the caller's token covers. `target`
+reads the lease from the row it locks, so the row written is the lease that ended.
+"""
+
+
+def _leases_get_held(
+    *,
+    actor: Any,
+    queue: Any,
+    queue_scope: Any,
+) -> None: ...
+
+
+LEASES_GET_HELD = Query("leases_get_held", _leases_get_held)
+"""db/queries/leases.sql:128
+
+The caller's live leases, soonest to run out first: in :queue (NULL: every queue the
+token covers, :queue_scope NULL: all). Reads review_items_lease_owner.
 """

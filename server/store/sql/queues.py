@@ -23,6 +23,12 @@ def _queue_upsert(
     effect_max_attempts: Any,
     effect_timeout_seconds: Any,
     reviewer_minutes_per_day: Any,
+    max_leases_per_reviewer: Any,
+    due_seconds: Any,
+    due_seconds_by_priority: Any,
+    hold_pauses_due: Any,
+    overdue_queue: Any,
+    overdue_priority_boost: Any,
 ) -> None: ...
 
 
@@ -33,6 +39,8 @@ Creates a queue, or changes the settings given (a NULL leaves a setting as it is
 effect's kind and target change together (:effect_kind NULL leaves both).
 :effect_timeout_seconds is cast: from `coalesce(:effect_timeout_seconds, 10)` alone
 PostgreSQL infers an integer, and asyncpg then truncates a timeout of 0.5 s to 0.
+The claim controls can also be cleared: a lease limit or due time of 0 and an
+overdue queue of '' mean "none" (:due_seconds_by_priority '[]' clears that list).
 """
 
 
@@ -43,14 +51,14 @@ def _queues_get_by_names(
 
 
 QUEUES_GET_BY_NAMES = Query("queues_get_by_names", _queues_get_by_names)
-"""db/queries/queues.sql:30"""
+"""db/queries/queues.sql:50"""
 
 
 def _queues_list() -> None: ...
 
 
 QUEUES_LIST = Query("queues_list", _queues_list)
-"""db/queries/queues.sql:33"""
+"""db/queries/queues.sql:53"""
 
 
 def _queues_get_holder_roles(
@@ -60,7 +68,7 @@ def _queues_get_holder_roles(
 
 
 QUEUES_GET_HOLDER_ROLES = Query("queues_get_holder_roles", _queues_get_holder_roles)
-"""db/queries/queues.sql:36"""
+"""db/queries/queues.sql:56"""
 
 
 def _queues_get_backlog(
@@ -70,8 +78,11 @@ def _queues_get_backlog(
 
 
 QUEUES_GET_BACKLOG = Query("queues_get_backlog", _queues_get_backlog)
-"""db/queries/queues.sql:39
+"""db/queries/queues.sql:59
 
-The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now),
-leased, and the age of the oldest claimable item. Walks the claim index only.
+The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now:
+under no live lease and not held), leased, and the age of the oldest pending item; and,
+for Queue.stats, held (parked until a time), assigned (reserved for a named reviewer,
+leased or not) and overdue (past its due time, leased or held or not). Pending, leased
+and held add up to every waiting item. Walks the claim index only.
 """

@@ -27,8 +27,8 @@ One page of each item's timeline (ReviewItem.events), oldest first, in one state
 every item of :item_ids (a dashboard's): what item_events stores, merged with what is
 read from the records that already hold it (server/domain/timeline.py names the kinds).
 - A claim (`claimed`, at its lease's start) is read from any record of its lease: the
-decision made under it, a release, lapse, revocation or renewal of it in item_events,
-or the item while it holds the lease; once per token.
+decision made under it, a release, lapse, revocation, renewal or hold of it in
+item_events, or the item while it holds the lease; once per token.
 - A lease that ran out and that no claim has noticed yet is a `lapsed` read from the
 item, at its expiry; the claim that notices it writes the row (with the same time).
 - Decisions: a verdict is `decided`, or `escalated` for an escalation, and an overturn
@@ -54,7 +54,7 @@ def _item_note_add(
 
 
 ITEM_NOTE_ADD = Query("item_note_add", _item_note_add)
-"""db/queries/timeline.sql:132
+"""db/queries/timeline.sql:134
 
 Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 that open consoles re-read. No lease is needed: whoever may see the item may note it.

@@ -1,0 +1,149 @@
+"""Holds: a reviewer parks a claimed item until a time, for a reason from the queue's
+catalogue (waiting for a customer's document, a provider's answer). The item is not
+claimable until then; a claim after that finds it again, with its priority, with no
+sweeper job. A hold can be ended early.
+
+- holdItem is the lease holder's: it is fenced by the lease token, and it ends the lease.
+- resumeItem has no lease to fence it (nobody holds a held item). It is for a manager, or
+  for any reviewer of the queue: the answer a hold waits for may reach any member of the
+  team, not only the one who parked the item.
+- The catalogue is an admin's, like reason codes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from server.domain import controls
+from server.domain.failures import (
+    InvalidHoldReason,
+    InvalidInput,
+    ItemNotWaiting,
+    NotHeld,
+    NotPermitted,
+    StaleLease,
+)
+from server.domain.model import HoldReason, Item, Principal, Role
+from server.domain.parsing import check_instant, parse_id, parse_lease_token
+from server.domain.queues import not_covered
+from server.domain.text import check_label
+from server.store import sql
+from server.store.database import Database
+from server.store.errors import IntegrityViolation
+
+HOLD_REASON_CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class Hold:
+    item_id: str
+    lease_token: str
+    until: datetime
+    reason: str
+
+
+async def define_hold_reason(
+    db: Database, principal: Principal, *, queue: str, code: str, label: str
+) -> HoldReason | NotPermitted | InvalidInput:
+    if principal.role is not Role.ADMIN:
+        return NotPermitted("only an admin may change a hold-reason catalogue")
+    if not principal.works_in(queue):
+        return not_covered(queue)
+    if not HOLD_REASON_CODE.fullmatch(code):
+        return InvalidInput(
+            "a hold reason is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
+        )
+    if problem := check_label(label):
+        return problem
+    try:
+        row = await db.fetchrow(
+            sql.controls.HOLD_REASON_UPSERT, queue=queue, code=code, label=label.strip()
+        )
+    except IntegrityViolation as violation:
+        if violation.kind == "foreign_key":
+            return InvalidInput(f"unknown queue {queue!r}", "queue")
+        raise
+    assert row is not None
+    return HoldReason.from_row(row)
+
+
+async def get_hold_reasons(db: Database, queues: list[str]) -> dict[str, list[HoldReason]]:
+    by_queue: dict[str, list[HoldReason]] = {name: [] for name in queues}
+    for row in await db.fetch(sql.controls.HOLD_REASONS_GET_BY_QUEUES, queues=queues):
+        by_queue[row["queue"]].append(HoldReason.from_row(row))
+    return by_queue
+
+
+async def hold_item(
+    db: Database, principal: Principal, hold: Hold
+) -> Item | StaleLease | InvalidHoldReason | NotPermitted | InvalidInput:
+    if principal.role is not Role.REVIEWER:
+        return NotPermitted("only a reviewer token may hold items (under its lease)")
+    item_id = parse_id(hold.item_id, "itemId")
+    if isinstance(item_id, InvalidInput):
+        return item_id
+    token = parse_lease_token(hold.lease_token)
+    if isinstance(token, InvalidInput):
+        return token
+    if problem := check_instant(hold.until, "until"):
+        return problem
+    # A second try only if the diagnosis finds every condition met (a reason defined in
+    # between, say): the write may pass now.
+    for _ in range(2):
+        row = await db.fetchrow(
+            sql.controls.ITEM_HOLD,
+            item_id=item_id,
+            lease_token=token,
+            actor=principal.user,
+            actor_role=principal.role.value,
+            queue_scope=sorted(principal.queues),
+            until=hold.until,
+            max_seconds=controls.MAX_RESERVATION_SECONDS,
+            reason=hold.reason,
+        )
+        if row is not None:
+            return Item.from_row(row)
+        # The fence refused: say which condition failed, the lease first (as a decision).
+        found = await controls.diagnose(db, item_id, until=hold.until, reason=hold.reason)
+        if refusal := controls.missing(principal, item_id, found, review_only=True):
+            return refusal
+        assert found is not None
+        # A decided item's lease is over too: the answer a console's lease flow knows.
+        lease_holds = (
+            found["state"] == "pending"
+            and found["lease_live"]
+            and found["lease_token"] == token
+            and found["lease_owner"] == principal.user
+        )
+        if not lease_holds:
+            return StaleLease(item_id, queue=found["queue"])
+        if not found["reason_known"]:
+            return InvalidHoldReason(found["queue"], hold.reason)
+        if not found["until_in_range"]:
+            return controls.until_refusal("until")
+    raise AssertionError(f"item_hold refused item {item_id} twice, for no reason it can find")
+
+
+async def resume_item(
+    db: Database, principal: Principal, item_id: str
+) -> Item | NotHeld | ItemNotWaiting | NotPermitted | InvalidInput:
+    if principal.role not in (Role.MANAGER, Role.REVIEWER):
+        return NotPermitted("only a manager or a reviewer of the queue may resume a held item")
+    parsed = parse_id(item_id, "itemId")
+    if isinstance(parsed, InvalidInput):
+        return parsed
+    row = await db.fetchrow(
+        sql.controls.ITEM_RESUME,
+        item_id=parsed,
+        queue_scope=principal.queue_scope(),
+        actor=principal.user,
+        actor_role=principal.role.value,
+    )
+    if row is not None:
+        return Item.from_row(row)
+    found = await controls.diagnose(db, parsed)
+    if problem := controls.missing_or_closed(principal, parsed, found, review_only=False):
+        return problem
+    return NotHeld(parsed)
