@@ -138,6 +138,10 @@ def section(page: Page, name: str) -> Locator:
     return page.get_by_role("navigation", name="Sections").get_by_role("link", name=name)
 
 
+FADED = """() => document.getAnimations().every(
+  (a) => a.playState !== "running" || a.effect?.getTiming().iterations === Infinity)"""
+
+
 async def screenshot(page: Page, name: str) -> None:
     """A picture of what a person sees; kept under CASEWORK_SCREENSHOTS_DIR when it is set."""
     path = Path(SCREENSHOTS_DIR) / f"{name}.png" if SCREENSHOTS_DIR else None
@@ -145,6 +149,8 @@ async def screenshot(page: Page, name: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     # From the top, as the page opens: scrolled, the sticky header lands mid-picture.
     await page.evaluate("window.scrollTo(0, 0)")
+    # Once a highlight of something new has faded (spinners and pulses never end).
+    await page.wait_for_function(FADED)
     await page.screenshot(path=path, full_page=True)
 
 

@@ -1,5 +1,5 @@
 // The console's shell: sign-in, the header (who you are, the connection), the sections and
-// the hash router. Routes hold no secret: #/queue/kyc, #/exceptions/exc_…, #/manage/….
+// the hash router. Routes hold no secret: #/queue/kyc, #/item/42, #/exceptions/exc_…, #/manage/….
 
 import { ApiError, graphql } from "./api.js";
 import { forgetClaim } from "./claim.js";
@@ -10,6 +10,7 @@ import * as ops from "./operations.js";
 import * as session from "./session.js";
 import * as shortcuts from "./shortcuts.js";
 import { exceptionPage, exceptionsPage } from "./exceptions.js";
+import { itemPage } from "./item.js";
 import { managerHome, queueManagerPage, workflowManagerPage } from "./manager.js";
 import { queueListPage, queuePage } from "./reviewer.js";
 
@@ -23,6 +24,7 @@ let shellEndings = [];
 const ROUTES = [
   [/^#?\/?$/, queueListPage],
   [/^#\/queue\/([^/?]+)$/, queuePage],
+  [/^#\/item\/([^/?]+)$/, itemPage],
   [/^#\/exceptions(?:\?(.*))?$/, exceptionsPage],
   [/^#\/exceptions\/([^/?]+)$/, exceptionPage],
   [/^#\/manage$/, managerHome],

@@ -119,6 +119,9 @@ export class Claim {
       case "RELEASED":
         this.lose(taken ?? "The lease was released.");
         break;
+      case "NOTED":
+        // A note changes no lease.
+        break;
       default:
         // EXCEPTION_CHANGED, RESYNC, DECISION_CHANGED: read again and judge.
         this.recheck(item);

@@ -4,6 +4,10 @@ const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute:
 const dateTimeFormat = new Intl.DateTimeFormat(undefined, {
   day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit",
 });
+const preciseFormat = new Intl.DateTimeFormat(undefined, {
+  day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit",
+  timeZoneName: "short",
+});
 const numberFormat = new Intl.NumberFormat();
 
 export function count(value) {
@@ -70,6 +74,12 @@ export function clock(iso) {
 
 export function when(iso) {
   return iso ? dateTimeFormat.format(new Date(iso)) : "–";
+}
+
+/** As when(), to the second and with the time zone: for a title, where order within a
+ *  minute matters. */
+export function preciseWhen(iso) {
+  return iso ? preciseFormat.format(new Date(iso)) : "–";
 }
 
 /** "3 min ago", "in 2 h 10 min". */

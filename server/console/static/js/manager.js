@@ -74,12 +74,12 @@ function renderReasonCodes(body, data) {
       ? h(
           "table",
           { class: "data", "aria-label": "Reason codes" },
-          h("thead", {}, h("tr", {}, h("th", {}, "Code"), h("th", {}, "Label"), h("th", {}, "Verdicts"))),
+          h("thead", {}, h("tr", {}, h("th", {}, "Code"), h("th", {}, "Label"), h("th", {}, "Verdicts"), h("th", {}, "Note"))),
           h(
             "tbody",
             {},
             codes.map((c) =>
-              h("tr", {}, h("td", {}, h("code", { text: c.code })), h("td", { text: c.label }), h("td", {}, c.verdicts.map((v) => badge(words(v), v.toLowerCase())))),
+              h("tr", {}, h("td", {}, h("code", { text: c.code })), h("td", { text: c.label }), h("td", {}, c.verdicts.map((v) => badge(words(v), v.toLowerCase()))), h("td", { text: c.requiresNote ? "Required" : "Optional" })),
             ),
           ),
         )

@@ -17,7 +17,7 @@ query Queue($name: String!) {
   queue(name: $name) {
     name holderRole leaseTtlSeconds escalationQueue
     stats { pending leased oldestPendingAgeSeconds }
-    reasonCodes { code label verdicts }
+    reasonCodes { code label verdicts requiresNote }
   }
 }`;
 
@@ -28,6 +28,12 @@ const ITEM_FIELDS = `
   decisions { id queue verdict isOverturn reasonCode note reviewer decidedAt }
   exception { id workflow sourceRecordId reasonCode state }
 `;
+
+// One item as its own page shows it (anyone whose token covers its queue).
+export const ITEM = `
+query Item($id: ID!) {
+  item(id: $id) { ${ITEM_FIELDS} }
+}`;
 
 export const CLAIM_NEXT = `
 mutation ClaimNext($queue: String!) {
@@ -71,6 +77,35 @@ mutation SubmitDecision($input: SubmitDecisionInput!) {
     ... on StaleLease { decidedUnderThisLease decisionId }
     ... on EvidenceChanged { currentEvidenceHash }
     ... on InvalidReasonCode { code verdict }
+    ... on InvalidInput { field }
+    ... on Error { message }
+  }
+}`;
+
+// An item's timeline, oldest first, a page at a time (activity.js).
+export const ITEM_EVENTS = `
+query ItemEvents($id: ID!, $after: String) {
+  item(id: $id) {
+    id
+    events(first: 50, after: $after) {
+      edges {
+        cursor
+        node {
+          kind at queue actor actorRole body until fromQueue toQueue recordedAt
+          lease { id owner startedAt }
+          decision { id verdict isOverturn reasonCode }
+        }
+      }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}`;
+
+export const ADD_NOTE = `
+mutation AddNote($input: AddNoteInput!) {
+  addNote(input: $input) {
+    __typename
+    ... on NoteAdded { event { kind at actor body } }
     ... on InvalidInput { field }
     ... on Error { message }
   }
@@ -222,7 +257,7 @@ query QueueSettings($name: String!) {
   queue(name: $name) {
     name holderRole leaseTtlSeconds maxAbandons escalationQueue escalationPriorityBoost
     effectKind effectTarget effectMaxAttempts effectTimeoutSeconds
-    reasonCodes { code label verdicts }
+    reasonCodes { code label verdicts requiresNote }
   }
 }`;
 

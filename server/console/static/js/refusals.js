@@ -58,6 +58,12 @@ export function explain(result) {
         detail,
         next: "Correct it and submit again; nothing was written.",
       };
+    case "NotFound":
+      return {
+        title: "Not found: there is no such item that your token covers.",
+        detail,
+        next: "Nothing was written. Check the address, or ask for a token that covers its queue.",
+      };
     case "QueueEmpty":
       return { title: "Nothing to claim right now.", detail, next: "The figures update live; try again when the backlog grows." };
     case "AlreadyQueued":

@@ -2,12 +2,13 @@
 // item is claimed, read and decided.
 
 import { ApiError, call } from "./api.js";
+import { activityPanel } from "./activity.js";
 import { activeClaim, claimNext, leasePanel } from "./claim.js";
-import { badge, errorBox, facts, fill, h, spinner } from "./dom.js";
-import { count, duration, relative, shortHash, verdictDone, verdictWord, when, words } from "./format.js";
+import { errorBox, fill, h, spinner } from "./dom.js";
+import { count, duration, verdictDone, verdictWord, words } from "./format.js";
+import { itemCard } from "./item.js";
 import * as live from "./live.js";
 import * as ops from "./operations.js";
-import { renderPayload } from "./payload.js";
 import { explain } from "./refusals.js";
 import * as session from "./session.js";
 import * as shortcuts from "./shortcuts.js";
@@ -19,6 +20,8 @@ const MAX_LIVE_QUEUES = 15;
 // A decision whose answer was lost is sent again: the server answers a retry with the
 // decision it recorded (replay), never a second one.
 const RETRY_DELAYS_MS = [500, 1500, 3000, 6000];
+const NOTE_OPTIONAL = "Optional: what you saw, for whoever reads this later";
+const NOTE_REQUIRED = "A note is required for this reason.";
 
 function mayClaim(queue) {
   return session.current()?.role === queue.holderRole;
@@ -271,65 +274,6 @@ export function queuePage(main, name) {
 
 // ---- Reading and deciding one item ------------------------------------------------------
 
-function decisionsList(decisions) {
-  if (!decisions.length) return null;
-  return h(
-    "section",
-    { class: "card", "aria-label": "Earlier decisions" },
-    h("h3", { class: "card-title" }, "Earlier decisions"),
-    h(
-      "ol",
-      { class: "timeline" },
-      decisions.map((d) =>
-        h(
-          "li",
-          { class: "timeline-entry" },
-          h(
-            "div",
-            { class: "timeline-head" },
-            badge(verdictWord(d.verdict), d.verdict.toLowerCase()),
-            d.isOverturn ? badge("Overturn", "warning") : null,
-            h("code", { text: d.reasonCode }),
-            h("span", { class: "muted", text: ` by ${d.reviewer} · ${when(d.decidedAt)}${d.queue ? ` · ${d.queue}` : ""}` }),
-          ),
-          d.note ? h("p", { class: "timeline-note", text: d.note }) : null,
-        ),
-      ),
-    ),
-  );
-}
-
-function itemCard(item, evidenceHash) {
-  const seenBefore = item.leaseCount > 1;
-  return h(
-    "article",
-    { class: "card item-card", "aria-label": `Item ${item.externalKey}` },
-    h(
-      "header",
-      { class: "item-head" },
-      h("div", {}, h("p", { class: "eyebrow" }, "External key"), h("h2", { class: "item-key", text: item.externalKey })),
-      h(
-        "div",
-        { class: "item-badges" },
-        badge(`Priority ${item.priority}`, item.priority >= 50 ? "warning" : "neutral"),
-        seenBefore
-          ? badge(`Seen before: claimed ${item.leaseCount - 1} time${item.leaseCount === 2 ? "" : "s"} earlier`, "info")
-          : badge("First look", "neutral"),
-        item.escalationCount ? badge(`Escalated ${item.escalationCount}×`, "warning") : null,
-      ),
-    ),
-    facts([
-      ["Lease count", String(item.leaseCount), { "data-fact": "leaseCount" }],
-      ["Enqueued", `${when(item.createdAt)} (${relative(item.createdAt)})`],
-      ["Abandoned", String(item.abandonCount)],
-      ["Item id", item.id],
-      ["Evidence hash", h("code", { class: "hash", title: evidenceHash, text: shortHash(evidenceHash) }), { "data-fact": "evidenceHash", "data-value": evidenceHash }],
-    ]),
-    h("h3", { class: "card-title" }, "Payload"),
-    renderPayload(item.payload),
-  );
-}
-
 /** The item under a claim, and the form that decides it. */
 export function decisionWorkspace(claim, queue, { onSettled }) {
   const reasons = queue.reasonCodes;
@@ -351,9 +295,29 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     }),
   );
   const reasonSelect = h("select", { id: "reason", class: "input", name: "reason" });
-  const note = h("textarea", { id: "note", class: "input", rows: 3, maxlength: 2000, placeholder: "Optional: what you saw, for whoever reads this later" });
+  const note = h("textarea", { id: "note", class: "input", rows: 3, maxlength: 4000, placeholder: NOTE_OPTIONAL, "aria-describedby": "note-requirement" });
+  const noteRequirement = h("p", { id: "note-requirement", class: "field-requirement", hidden: true });
+  // The codes that need a note: the catalogue's, and any the server named since it was read.
+  const needsNote = new Set(reasons.filter((r) => r.requiresNote).map((r) => r.code));
   const outcome = h("div", { class: "outcome", "aria-live": "polite" });
   const prompt = h("p", { class: "hint prompt" });
+
+  function noteRequired() {
+    return needsNote.has(reasonSelect.value);
+  }
+
+  /** Says, before anything is sent, whether the chosen reason needs a note; `problem`
+   *  marks the field as the reason a submission was held back or refused. */
+  function showNoteRequirement(problem = null) {
+    const required = noteRequired();
+    note.required = required;
+    note.placeholder = required ? "Required for this reason: what you saw, for whoever reads this later" : NOTE_OPTIONAL;
+    noteRequirement.classList.toggle("is-problem", Boolean(problem));
+    if (problem) note.setAttribute("aria-invalid", "true");
+    else note.removeAttribute("aria-invalid");
+    noteRequirement.hidden = !problem && !required;
+    fill(noteRequirement, problem ?? (required ? NOTE_REQUIRED : ""));
+  }
 
   function reasonsFor(verdict) {
     return verdict ? reasons.filter((r) => r.verdicts.includes(verdict)) : reasons;
@@ -384,6 +348,7 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     chosen = verdict;
     for (const [v, button] of Object.entries(buttons)) button.setAttribute("aria-pressed", String(v === verdict));
     fillReasons();
+    showNoteRequirement();
     if (reasonSelect.value) {
       fill(prompt, "Press ", h("kbd", {}, "Enter"), ` or ${verdictWord(verdict)} to submit.`);
     } else {
@@ -406,6 +371,10 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
       }
     }
     if (chosen) fill(prompt, "Press ", h("kbd", {}, "Enter"), ` or ${verdictWord(chosen)} to submit.`);
+    showNoteRequirement();
+  });
+  note.addEventListener("input", () => {
+    if (note.getAttribute("aria-invalid") === "true" && note.value.trim()) showNoteRequirement();
   });
 
   function refresh() {
@@ -448,8 +417,14 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
       choose(verdict);
       return;
     }
+    if (noteRequired() && !note.value.trim()) {
+      showNoteRequirement(`${NOTE_REQUIRED} Say what you saw, then submit again.`);
+      note.focus();
+      return;
+    }
     submitting = true;
     claim.settling = true;
+    let focusNote = false;
     refresh();
     fill(outcome);
     try {
@@ -474,10 +449,17 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
         );
         decided = true;
       } else {
-        const { title, detail, next } = explain(result);
+        const noteRefused = result.__typename === "InvalidInput" && result.field === "note";
+        if (noteRefused) {
+          // The catalogue changed since the page read it, or the note was too long.
+          if (!note.value.trim()) needsNote.add(code);
+          showNoteRequirement(note.value.trim() ? result.message : `${NOTE_REQUIRED} Say what you saw, then submit again.`);
+        }
+        const { title, detail, next } = explain(noteRefused ? { ...result, field: "decision note" } : result);
         if (result.__typename === "StaleLease") claim.lose(title);
         if (result.__typename === "EvidenceChanged") claim.lose("The evidence changed: the item was uploaded again with new content.");
         fill(outcome, h("div", { class: "notice notice-error", role: "alert" }, h("p", { class: "notice-title", text: title }), detail ? h("p", { class: "muted", text: detail }) : null, h("p", { text: next })));
+        focusNote = noteRefused;
       }
     } catch (error) {
       fill(outcome, errorBox("The decision could not be sent.", `${error.message} Nothing is known to be recorded; try again while the lease lasts.`));
@@ -485,12 +467,16 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
       submitting = false;
       claim.settling = false;
       refresh();
+      // Only now: the field was disabled while the decision was in flight.
+      if (focusNote) note.focus();
       onSettled({ decided });
     }
   }
 
   const panel = leasePanel(claim, { onEnded: () => { refresh(); onSettled(); } });
+  const activity = activityPanel(claim.itemId, { queue: claim.queue });
   fillReasons();
+  showNoteRequirement();
   const stop = claim.onChange(refresh);
   refresh();
 
@@ -502,8 +488,9 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     h("div", { class: "verdicts", role: "group", "aria-label": "Verdict" }, Object.values(buttons)),
     h("label", { for: "reason", class: "label" }, "Reason"),
     reasonSelect,
-    h("label", { for: "note", class: "label" }, "Note"),
+    h("label", { for: "note", class: "label" }, "Decision note"),
     note,
+    noteRequirement,
     prompt,
     h("p", { class: "hint" }, h("kbd", {}, "a"), " ", h("kbd", {}, "r"), " ", h("kbd", {}, "e"), " choose the verdict · ", h("kbd", {}, "Enter"), " submits · ", h("kbd", {}, "?"), " all shortcuts"),
     outcome,
@@ -512,7 +499,7 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
   const node = h(
     "div",
     { class: "work" },
-    h("div", { class: "work-main" }, itemCard(claim.item, claim.evidenceHash), decisionsList(claim.item.decisions)),
+    h("div", { class: "work-main" }, itemCard(claim.item, claim.evidenceHash), activity.node),
     h("aside", { class: "work-side" }, form),
   );
   return {
@@ -522,6 +509,7 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     dispose: () => {
       stop();
       panel.dispose();
+      activity.dispose();
     },
   };
 }

@@ -42,7 +42,7 @@ function shortcutsDialog() {
       { class: "shortcut-list" },
       SHORTCUTS.map(([key, what]) => h("div", {}, h("dt", {}, h("kbd", { text: key })), h("dd", { text: what }))),
     ),
-    h("p", { class: "muted" }, "In the Note box, keys are text; Ctrl+Enter submits from there."),
+    h("p", { class: "muted" }, "In a text box, keys are text. Ctrl+Enter submits the decision from the Decision note, and adds the note from Activity's Note."),
     h("form", { method: "dialog" }, h("button", { class: "button", type: "submit" }, "Close")),
   );
   document.body.append(dialog);
