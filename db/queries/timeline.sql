@@ -154,3 +154,9 @@ SELECT n.*, 40 AS rank, n.id AS ref, hint.notification
 FROM noted AS n,
      casework_hint(kind => 'noted', queue => n.queue, item_id => n.item_id)
          AS hint (notification);
+
+-- name: item_events_get_latest_id
+-- The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
+-- and after it starts listening, as it compares the item's row, so that a note (which
+-- changes no column of the item) made in between is not missed.
+SELECT max(e.id) AS latest_id FROM item_events AS e WHERE e.item_id = :item_id;

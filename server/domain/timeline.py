@@ -170,3 +170,11 @@ async def events_pages(db: Database, keys: list[PageKey]) -> dict[PageKey, list[
         for item_id, events in by_item.items():
             found[PageKey(item_id, after, size)] = events
     return found
+
+
+async def latest_stored_event_id(db: Database, item_id: int) -> int | None:
+    """The id of the newest row item_events holds for the item, if any."""
+    row = await db.fetchrow(sql.timeline.ITEM_EVENTS_GET_LATEST_ID, item_id=item_id)
+    assert row is not None, "an aggregate always answers"
+    latest: int | None = row["latest_id"]
+    return latest

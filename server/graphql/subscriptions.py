@@ -3,6 +3,7 @@ where to look, and every resync re-reads."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
 import functools
@@ -12,7 +13,7 @@ from datetime import UTC, datetime
 import strawberry
 from strawberry.types import Info
 
-from server.domain import live
+from server.domain import live, timeline
 from server.domain.failures import InvalidInput
 from server.domain.model import Decision as DomainDecision
 from server.domain.model import Item
@@ -231,7 +232,11 @@ class Subscription:
         parsed = parse_id(item_id, "itemId")
         if isinstance(parsed, InvalidInput):
             raise ClientError(parsed.message)
-        first = await ctx.loaders.item.load(parsed)
+        # Both first reads in one step, so that what a client does once this subscription
+        # has read the item is caught by the comparison below, whatever it changes.
+        first, first_event = await asyncio.gather(
+            ctx.loaders.item.load(parsed), timeline.latest_stored_event_id(ctx.db, parsed)
+        )
         if first is None or not ctx.principal.works_in(first.queue):
             raise ClientError(f"no item {parsed} that your token covers")
         since = datetime.now(UTC)
@@ -245,9 +250,12 @@ class Subscription:
         inbox = Inbox(accepts=concerns_this_item)
         with ctx.live.hub.subscribe(items=(parsed,), queues=(first.queue,), inbox=inbox):
             ctx.live.timer.watchers_changed()
-            # A change between the first read and joining the hub would otherwise be missed.
+            # A change between the first read and joining the hub would otherwise be missed:
+            # of the item's row, or of its timeline (a note changes no column of the item).
             ctx.forget_reads()
-            if await ctx.loaders.item.load(parsed) != first:
+            if await ctx.loaders.item.load(parsed) != first or (
+                await timeline.latest_stored_event_id(ctx.db, parsed) != first_event
+            ):
                 inbox.offer(Resync("the item changed while the subscription started"))
             while True:
                 message = await inbox.next()

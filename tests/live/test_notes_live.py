@@ -32,7 +32,10 @@ async def test_a_note_tells_item_watchers_and_not_lease_watchers(
             await api.renew(tokens.rita, claim)
 
             update = (await socket.next(updates))["itemUpdates"]
-            assert update["kind"] == "NOTED"
+            # The barrier above follows itemUpdates' first read of the item, not its joining
+            # the hub: a note landing in between is told as a RESYNC (the item's newest
+            # timeline row changed meanwhile), never missed.
+            assert update["kind"] in {"NOTED", "RESYNC"}, update
             # A note leaves the lease alone.
             assert (update["item"]["state"], update["item"]["lease"]) == (
                 "LEASED",

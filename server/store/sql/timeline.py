@@ -61,3 +61,18 @@ that open consoles re-read. No lease is needed: whoever may see the item may not
 Fence: a review item (an exception's item has its own history) in a queue the caller's
 token covers (:queue_scope NULL: every queue).
 """
+
+
+def _item_events_get_latest_id(
+    *,
+    item_id: Any,
+) -> None: ...
+
+
+ITEM_EVENTS_GET_LATEST_ID = Query("item_events_get_latest_id", _item_events_get_latest_id)
+"""db/queries/timeline.sql:158
+
+The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
+and after it starts listening, as it compares the item's row, so that a note (which
+changes no column of the item) made in between is not missed.
+"""
