@@ -127,7 +127,8 @@ JOIN target ON target.id = revoked.id,
 
 -- name: leases_get_held
 -- The caller's live leases, soonest to run out first: in :queue (NULL: every queue the
--- token covers, :queue_scope NULL: all). Reads review_items_lease_owner.
+-- token covers, :queue_scope NULL: all). Reads the live leases of those queues
+-- (review_items_lease_expiry) and keeps the caller's.
 SELECT i.*
 FROM review_items AS i
 WHERE i.lease_owner = :actor

@@ -114,5 +114,6 @@ LEASES_GET_HELD = Query("leases_get_held", _leases_get_held)
 """db/queries/leases.sql:128
 
 The caller's live leases, soonest to run out first: in :queue (NULL: every queue the
-token covers, :queue_scope NULL: all). Reads review_items_lease_owner.
+token covers, :queue_scope NULL: all). Reads the live leases of those queues
+(review_items_lease_expiry) and keeps the caller's.
 """
