@@ -6,7 +6,7 @@ import { call } from "./api.js";
 import { activeClaim } from "./claim.js";
 import { activityPanel } from "./activity.js";
 import { badge, errorBox, facts, fill, h, spinner } from "./dom.js";
-import { clock, relative, shortHash, verdictDone, when, words } from "./format.js";
+import { clock, preciseWhen, relative, shortHash, verdictDone, when, words } from "./format.js";
 import * as ops from "./operations.js";
 import { renderPayload } from "./payload.js";
 
@@ -34,9 +34,11 @@ export function itemCard(item, evidenceHash) {
           ? badge(`Seen before: claimed ${item.leaseCount - 1} time${item.leaseCount === 2 ? "" : "s"} earlier`, "info")
           : badge("First look", "neutral"),
         item.escalationCount ? badge(`Escalated ${item.escalationCount}×`, "warning") : null,
+        item.overdue ? badge("Overdue", "alert", `It was due at ${preciseWhen(item.dueAt)}`) : null,
       ),
     ),
     facts([
+      item.dueAt ? ["Due", `${when(item.dueAt)} (${relative(item.dueAt)})`, { "data-fact": "due", "data-value": item.dueAt }] : null,
       ["Lease count", String(item.leaseCount), { "data-fact": "leaseCount" }],
       ["Enqueued", `${when(item.createdAt)} (${relative(item.createdAt)})`],
       ["Abandoned", String(item.abandonCount)],
