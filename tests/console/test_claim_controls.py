@@ -5,7 +5,7 @@ resumes from the item's page."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -23,6 +23,8 @@ from tests.console.helpers import (
 )
 from tests.live.helpers import Api, Casework
 
+# The console's possessive, as a reader sees it.
+APOSTROPHE = "\N{RIGHT SINGLE QUOTATION MARK}"
 HOLD_REASON = """
 mutation($code: String!, $label: String!) {
   defineHoldReason(input: {queue: "kyc", code: $code, label: $label}) {
@@ -57,6 +59,9 @@ query($id: ID!) {
   }
 }
 """
+HOLD = """
+mutation($input: HoldItemInput!) { holdItem(input: $input) { __typename ... on Error { message } } }
+"""
 # The hold ends now, as if its time had come, without waiting for it.
 END_HOLD_NOW = "UPDATE review_items SET held_until = now() - interval '1 second' WHERE id = $1"
 
@@ -88,6 +93,11 @@ async def claim_next(page: Page, key: str) -> None:
     await expect(page.get_by_role("article", name=f"Item {key}")).to_be_visible(
         timeout=SHOWN_WITHIN_MS
     )
+
+
+async def open_item(page: Page, origin: str, item_id: str) -> None:
+    await page.goto(f"{origin}/console/#/item/{item_id}")
+    await expect(page.get_by_role("region", name="Now")).to_be_visible(timeout=SHOWN_WITHIN_MS)
 
 
 def lease_alert(page: Page) -> Any:
@@ -211,15 +221,31 @@ async def test_a_revoked_lease_is_told_live_as_a_manager_taking_the_item_back(
     api = casework.api
     await setup_kyc(api, tokens, items=1)
     await hold_reasons(api, tokens)
-    async with console_context(browser, casework.url) as (context, _):
-        page = await sign_in(context, casework.url, tokens.rob)
+    async with (
+        console_context(browser, casework.url) as (rob_context, _),
+        console_context(browser, casework.url) as (max_context, _),
+    ):
+        page = await sign_in(rob_context, casework.url, tokens.rob)
         await open_queue(page)
         await claim_next(page, "demo-0001")
         item_id = (await item_ids(api, tokens))["demo-0001"]
-        revoked = await api.call(
-            tokens.manager, REVOKE, itemId=item_id, reason="Rob is off sick today."
+
+        manager = await sign_in(max_context, casework.url, tokens.manager)
+        await open_item(manager, casework.url, item_id)
+        now = manager.get_by_role("region", name="Now")
+        await expect(now.locator('[data-fact="holder"]')).to_contain_text("rob")
+        # A revocation needs its reason: refused in words, nothing written.
+        await now.get_by_role("button", name="Revoke lease").click()
+        await expect(now.get_by_role("alert")).to_contain_text("Check “Revocation reason”.")
+        await expect(page.get_by_role("button", name="Renew lease")).to_be_enabled()
+        await now.get_by_role("textbox", name="Revocation reason").fill("Rob is off sick today.")
+        await now.get_by_role("button", name="Revoke lease").click()
+        await expect(now.get_by_role("status").filter(has_text="lease ended")).to_contain_text(
+            f"rob{APOSTROPHE}s lease ended; the item is claimable again."
         )
-        assert revoked["revokeLease"]["__typename"] == "LeaseRevoked", revoked
+        await expect(now.get_by_role("button", name="Revoke lease")).to_have_count(0)
+
+        # Rob's page hears it over its websocket, and says who ended it and why.
         await expect(lease_alert(page)).to_contain_text(
             "A manager took this item back: Rob is off sick today.", timeout=SHOWN_WITHIN_MS
         )
@@ -228,12 +254,70 @@ async def test_a_revoked_lease_is_told_live_as_a_manager_taking_the_item_back(
         await expect(page.get_by_role("button", name="Hold", exact=True)).to_be_disabled()
         activity = page.get_by_role("region", name="Activity")
         await expect(activity.get_by_role("listitem").last).to_contain_text(
-            "max revoked rob\N{RIGHT SINGLE QUOTATION MARK}s lease: Rob is off sick today.",
-            timeout=SHOWN_WITHIN_MS,
+            f"max revoked rob{APOSTROPHE}s lease: Rob is off sick today.", timeout=SHOWN_WITHIN_MS
         )
         await screenshot(page, "lease-revoked")
     item = (await api.call(tokens.admin, ITEM_DECISIONS, id=item_id))["item"]
     assert item == {"state": "PENDING", "currentDecision": None}
+
+
+async def test_a_manager_assigns_unassigns_and_resumes_from_the_items_page(
+    browser: Browser, casework: Casework, tokens: ConsoleTokens
+) -> None:
+    api = casework.api
+    await setup_kyc(api, tokens, items=2)
+    await hold_reasons(api, tokens)
+    ids = await item_ids(api, tokens)
+    item_id = ids["demo-0001"]
+    async with console_context(browser, casework.url) as (context, _):
+        page = await sign_in(context, casework.url, tokens.manager)
+        await open_item(page, casework.url, item_id)
+        now = page.get_by_role("region", name="Now")
+        await expect(now.get_by_role("button", name="Unassign")).to_have_count(0)
+        await expect(now.get_by_role("button", name="Revoke lease")).to_have_count(0)
+        await now.get_by_role("textbox", name="Reviewer").fill("rita")
+        until = (datetime.now() + timedelta(days=1)).strftime("%Y-%m-%dT17:00")
+        await now.get_by_role("textbox", name="Assign until").fill(until)
+        await now.get_by_role("button", name="Assign", exact=True).click()
+        await expect(now.get_by_role("status")).to_contain_text("Assigned to rita, until")
+        await expect(now.locator('[data-fact="assignment"]')).to_contain_text("rita, until")
+        await expect(
+            page.get_by_role("region", name="Activity").get_by_role("listitem").last
+        ).to_contain_text("max assigned it to rita until", timeout=SHOWN_WITHIN_MS)
+        await screenshot(page, "assign")
+        assigned = await item_controls(api, tokens.admin, item_id)
+        assert assigned["assignment"]["reviewer"] == "rita"
+        assert assigned["assignment"]["until"] is not None
+
+        await now.get_by_role("button", name="Unassign").click()
+        await expect(now.get_by_role("status")).to_contain_text("Unassigned")
+        await expect(now.locator('[data-fact="assignment"]')).to_have_count(0)
+        await expect(
+            page.get_by_role("region", name="Activity").get_by_role("listitem").last
+        ).to_contain_text(f"max ended rita{APOSTROPHE}s assignment", timeout=SHOWN_WITHIN_MS)
+        assert (await item_controls(api, tokens.admin, item_id))["assignment"] is None
+
+        # A held item (rob's, through the API) is resumed from here before its time.
+        claim = await api.claim(tokens.rob, "kyc")
+        assert claim["item"]["id"] == item_id
+        held = await api.call(
+            tokens.rob,
+            HOLD,
+            input={
+                "itemId": item_id,
+                "leaseToken": claim["leaseToken"],
+                "until": (datetime.now(UTC) + timedelta(days=2)).isoformat(),
+                "reason": "awaiting_bank",
+            },
+        )
+        assert held["holdItem"]["__typename"] == "ItemHeld", held
+        await expect(now.locator('[data-fact="hold"]')).to_contain_text(
+            "awaiting_bank", timeout=SHOWN_WITHIN_MS
+        )
+        await now.get_by_role("button", name="Resume").click()
+        await expect(now.get_by_role("status")).to_contain_text("Resumed")
+        await expect(now.locator('[data-fact="hold"]')).to_have_count(0)
+    assert (await item_controls(api, tokens.admin, item_id))["hold"] is None
 
 
 async def item_ids(api: Api, tokens: ConsoleTokens) -> dict[str, str]:
