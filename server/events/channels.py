@@ -37,6 +37,9 @@ class EventKind(enum.StrEnum):
     RESUMED = "resumed"
     ASSIGNED = "assigned"
     UNASSIGNED = "unassigned"
+    # A bulk action (migration 0016) changed many items of the queue at once: `item_ids`
+    # lists them (`more`: not all).
+    BULK = "bulk"
     # Made by this process only, never by the database: see server/events/expiry.py.
     EXPIRED = "expired"
     OVERDUE = "overdue"
@@ -61,6 +64,8 @@ class Event:
     # Items whose payload changed (a re-upload); `more` means the list was cut short.
     evidence_changed: tuple[int, ...] = field(default=())
     more: bool = False
+    # The items a bulk action changed (`more` again means the list was cut short).
+    item_ids: tuple[int, ...] = field(default=())
     owner: str | None = None
     # For the timer's kinds, when the deadline it announces passed: the lease ran out
     # (EXPIRED), the item fell due (OVERDUE).
@@ -94,9 +99,16 @@ def parse_event(payload: str) -> Event | None:
         from_queue=data.get("from"),
         evidence_changed=tuple(data.get("e") or ()),
         more=bool(data.get("more")),
+        item_ids=_ids(data.get("is") or []),
         workflows=_names(data.get("ws") or ([data["w"]] if data.get("w") else [])),
         other_queues=_names(data.get("qs") or []),
     )
+
+
+def _ids(value: object) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(v for v in value if isinstance(v, int) and not isinstance(v, bool))
 
 
 def _names(value: object) -> tuple[str, ...]:

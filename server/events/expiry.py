@@ -23,7 +23,8 @@ log = logging.getLogger("casework.events.expiry")
 
 # Hints after which the next deadline may be sooner than the one waited for: a new or longer
 # lease, a new item with a due time, a hold or its end (which move a due time), an item
-# escalated into a queue (with a due time of that queue).
+# escalated into a queue (with a due time of that queue), a bulk action (which holds, releases
+# and moves items).
 DEADLINE_EVENTS = frozenset(
     {
         EventKind.CLAIMED,
@@ -32,6 +33,7 @@ DEADLINE_EVENTS = frozenset(
         EventKind.HELD,
         EventKind.RESUMED,
         EventKind.ESCALATED,
+        EventKind.BULK,
     }
 )
 RETRY_SECONDS = 1.0

@@ -144,7 +144,7 @@ class Hub:
             targets |= self._by_queue.get(queue, set())
             if queue in self._feeds:
                 self._feeds[queue].mark_dirty()
-        for item in (event.item_id, *event.evidence_changed):
+        for item in (event.item_id, *event.evidence_changed, *event.item_ids):
             if item is not None:
                 targets |= self._by_item.get(item, set())
         for workflow in event.workflows:

@@ -21,6 +21,7 @@ from strawberry.extensions import (
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
+from server.graphql.bulk import BulkMutation
 from server.graphql.codes import RETRY_AFTER_SECONDS, ClientError, ErrorCode
 from server.graphql.controls import ControlMutation
 from server.graphql.cost import CostLimit
@@ -174,7 +175,9 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
         extensions.append(_tracing_extension())
     schema = CaseworkSchema(
         query=merge_types("Query", (Query, ExceptionQuery)),
-        mutation=merge_types("Mutation", (Mutation, ControlMutation, ExceptionMutation)),
+        mutation=merge_types(
+            "Mutation", (Mutation, ControlMutation, BulkMutation, ExceptionMutation)
+        ),
         subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),
         types=[Error],
         extensions=extensions,

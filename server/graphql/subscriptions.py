@@ -58,6 +58,11 @@ class LeaseEventKind(enum.Enum):
     OVERDUE = strawberry.enum_value(
         "overdue", description="A waiting item passed its due time (nothing was written)."
     )
+    BULK = strawberry.enum_value(
+        "bulk",
+        description="A manager's bulk action changed many items of the queue at once (their "
+        "leases may have been revoked): re-read the queue.",
+    )
     RESYNC = "resync"
 
 
@@ -127,6 +132,7 @@ LEASE_EVENT_KINDS = {
     EventKind.ASSIGNED: LeaseEventKind.ASSIGNED,
     EventKind.UNASSIGNED: LeaseEventKind.UNASSIGNED,
     EventKind.OVERDUE: LeaseEventKind.OVERDUE,
+    EventKind.BULK: LeaseEventKind.BULK,
 }
 
 # What each hint means to an open console; a claim is decided in _item_kind, by whose it is.
@@ -158,7 +164,9 @@ def _lease_kind(message: Event | Resync) -> LeaseEventKind | None:
 def _item_kind(message: Event | Resync, item: Item, me: str) -> ItemUpdateKind | None:
     if isinstance(message, Resync):
         return ItemUpdateKind.RESYNC
-    if message.kind == EventKind.CLAIMED:
+    # A bulk action touches a lease only to revoke it: as after a claim, a console whose
+    # lease is still there is not concerned, and one whose lease went is told so.
+    if message.kind in (EventKind.CLAIMED, EventKind.BULK):
         return ItemUpdateKind.LEASE_LOST if item.lease_owner != me else None
     return ITEM_UPDATE_KINDS.get(message.kind)
 
@@ -244,7 +252,9 @@ class Subscription:
         def concerns_this_item(event: Event) -> bool:
             # The queue subscription is only there so the expiry timer watches the queue;
             # the queue's other traffic never enters this inbox.
-            mentioned = parsed in (event.item_id, *event.evidence_changed) or event.more
+            mentioned = (
+                parsed in (event.item_id, *event.evidence_changed, *event.item_ids) or event.more
+            )
             return mentioned and not _passed_before(event, since)
 
         inbox = Inbox(accepts=concerns_this_item)

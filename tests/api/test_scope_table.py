@@ -468,6 +468,51 @@ async def resume_item(w: World, role: str, scope: str) -> Prepared:
     return on_item(item_id)
 
 
+async def fresh_item(w: World) -> str:
+    await w.call(w.integration, ENQUEUE, queue="alpha", key=f"bulk-{w.next()}")
+    return await newest_item(w)
+
+
+def on_items(item_id: str, **rest: Any) -> Prepared:
+    return Prepared(
+        {"input": {"items": {"itemIds": [item_id]}, **rest}},
+        {"input": {"items": {"itemIds": [NO_ITEM]}, **rest}},
+        (item_id, NO_ITEM),
+    )
+
+
+async def bulk_release(w: World, role: str, scope: str) -> Prepared:
+    item_id = await fresh_item(w)
+    assigned = await w.call(
+        w.tokens["in"]["manager"], ASSIGN, input={"itemId": item_id, "reviewer": "reviewer-1"}
+    )
+    assert assigned["assignItem"]["__typename"] == "ItemAssigned", assigned
+    return on_items(item_id)
+
+
+async def bulk_assign(w: World, role: str, scope: str) -> Prepared:
+    return on_items(await fresh_item(w), reviewer="reviewer-1", until=UNTIL)
+
+
+async def bulk_move(w: World, role: str, scope: str) -> Prepared:
+    # The destination is the actor's own: out of scope, only the items are another team's.
+    return on_items(await fresh_item(w), toQueue=f"{team(scope)}-senior")
+
+
+async def bulk_hold(w: World, role: str, scope: str) -> Prepared:
+    return on_items(await fresh_item(w), until=UNTIL, reason="waiting")
+
+
+async def bulk_hold_by_filter(w: World, role: str, scope: str) -> Prepared:
+    await fresh_item(w)
+    hold = {"until": UNTIL, "reason": "waiting"}
+    return Prepared(
+        {"input": {"items": {"filter": {"queue": "alpha", "state": "PENDING"}}, **hold}},
+        {"input": {"items": {"filter": {"queue": "alpha-nope", "state": "PENDING"}}, **hold}},
+        ("alpha", "alpha-nope"),
+    )
+
+
 async def define_hold_reason(w: World, role: str, scope: str) -> Prepared:
     reason = {"code": f"h{w.next()}", "label": "Waiting for a document"}
     return Prepared(
@@ -823,6 +868,46 @@ CASES = [
         REVIEWER_OR_APPROVER,
         "ExceptionUpdated",
         reopen_exception,
+    ),
+]
+
+BULK_ERRORS = "... on NotFound { id } ... on InvalidHoldReason { queue code }"
+# Last: a filter over alpha's waiting items holds what earlier cases left waiting there.
+CASES += [
+    Case(
+        "bulkRelease",
+        with_input("bulkRelease", "BulkReleaseInput", BULK_ERRORS),
+        MANAGER,
+        "BulkApplied",
+        bulk_release,
+    ),
+    Case(
+        "bulkAssign",
+        with_input("bulkAssign", "BulkAssignInput", BULK_ERRORS),
+        MANAGER,
+        "BulkApplied",
+        bulk_assign,
+    ),
+    Case(
+        "bulkMove",
+        with_input("bulkMove", "BulkMoveInput", BULK_ERRORS),
+        MANAGER,
+        "BulkApplied",
+        bulk_move,
+    ),
+    Case(
+        "bulkHold",
+        with_input("bulkHold", "BulkHoldInput", BULK_ERRORS),
+        MANAGER,
+        "BulkApplied",
+        bulk_hold,
+    ),
+    Case(
+        "bulkHold.filter",
+        with_input("bulkHold", "BulkHoldInput", BULK_ERRORS),
+        MANAGER,
+        "BulkApplied",
+        bulk_hold_by_filter,
     ),
 ]
 

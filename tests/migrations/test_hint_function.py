@@ -41,6 +41,8 @@ KEYS = [
     Key("exception_id", "text", "exc_01", {"x": "exc_01"}, {}),
     Key("workflows", "text[]", ["a", "b"], {"ws": ["a", "b"]}, {"workflows": ("a", "b")}),
     Key("other_queues", "text[]", ["b", "c"], {"qs": ["b", "c"]}, {"other_queues": ("b", "c")}),
+    Key("item_ids", "bigint[]", [7, 8], {"is": [7, 8]}, {"item_ids": (7, 8)}),
+    Key("items_cut_short", "boolean", True, {"more": True}, {"more": True}),
 ]
 
 

@@ -145,3 +145,22 @@ async def test_a_change_committed_while_the_snapshot_is_read_still_arrives() -> 
             # Without the fix the figure stays 5 until some later change: a silent stale.
             seen.append((await asyncio.wait_for(figures.next(), 2)).backlog.pending)
     await hub.close()
+
+
+async def test_a_bulk_hint_reaches_its_queues_and_each_item_it_names(hub: Hub) -> None:
+    kyc, senior, item_7, item_9 = (Inbox(everything) for _ in range(4))
+    with (
+        hub.subscribe(queues=("kyc",), inbox=kyc),
+        hub.subscribe(queues=("senior",), inbox=senior),
+        hub.subscribe(items=(7,), inbox=item_7),
+        hub.subscribe(items=(9,), inbox=item_9),
+    ):
+        event = parse_event('{"k": "bulk", "q": "kyc", "qs": ["senior"], "is": [7, 8]}')
+        assert event is not None
+        hub.dispatch(event)
+        assert (kyc.pending(), senior.pending(), item_7.pending(), item_9.pending()) == (
+            1,
+            1,
+            1,
+            0,
+        )

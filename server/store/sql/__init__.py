@@ -5,6 +5,7 @@ Generated from db/queries/*.sql by `python -m server.store.sqlgen`: do not edit.
 
 from server.store.sql import (
     applications,
+    bulk,
     controls,
     decisions,
     decisions_read,
@@ -28,6 +29,7 @@ from server.store.sql import (
 
 __all__ = [
     "applications",
+    "bulk",
     "controls",
     "decisions",
     "decisions_read",
