@@ -374,3 +374,45 @@ query WorkflowMeasures($name: String!, $since: Int = 604800, $minutes: Float, $a
     }
   }
 }`;
+
+// ---- A queue's waiting items and a manager's bulk actions (bulk.js) -----------------------
+
+const WAITING_ITEM = `
+  id externalKey priority createdAt state dueAt overdue
+  lease { owner expiresAt } hold { until reason } assignment { reviewer until }
+`;
+
+// The oldest 200 of each: pending (held and assigned among them) and leased.
+export const QUEUE_WAITING = `
+query QueueWaiting($name: String!) {
+  queues { name }
+  queue(name: $name) {
+    name holdReasons { code label }
+    pending: items(state: PENDING, first: 200) { edges { node { ${WAITING_ITEM} } } pageInfo { hasNextPage } }
+    leased: items(state: LEASED, first: 200) { edges { node { ${WAITING_ITEM} } } pageInfo { hasNextPage } }
+  }
+}`;
+
+const BULK_RESULT = `
+    __typename
+    ... on BulkApplied {
+      more
+      changed { id externalKey }
+      skipped { reason leaseOwner item { id externalKey state } }
+    }
+    ... on InvalidHoldReason { code }
+    ... on InvalidInput { field }
+    ... on Error { message }
+`;
+
+export const BULK_RELEASE = `
+mutation BulkRelease($input: BulkReleaseInput!) { bulkRelease(input: $input) { ${BULK_RESULT} } }`;
+
+export const BULK_ASSIGN = `
+mutation BulkAssign($input: BulkAssignInput!) { bulkAssign(input: $input) { ${BULK_RESULT} } }`;
+
+export const BULK_MOVE = `
+mutation BulkMove($input: BulkMoveInput!) { bulkMove(input: $input) { ${BULK_RESULT} } }`;
+
+export const BULK_HOLD = `
+mutation BulkHold($input: BulkHoldInput!) { bulkHold(input: $input) { ${BULK_RESULT} } }`;
