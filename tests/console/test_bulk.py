@@ -61,8 +61,8 @@ async def test_a_bulk_hold_holds_the_checked_items_and_lists_the_leased_one_it_s
         await expect(panel.get_by_role("checkbox", name="Select demo-0001")).to_be_checked()
         await screenshot(page, "bulk")
 
-    for key, hold in (("demo-0001", None), ("demo-0002", "awaiting_bank"), ("demo-0004", None)):
+    for key, reason in (("demo-0001", None), ("demo-0002", "awaiting_bank"), ("demo-0004", None)):
         item = await item_controls(api, tokens.admin, ids[key])
-        assert (item["hold"] or {}).get("reason") == hold, (key, item)
+        assert (item["hold"] or {}).get("reason") == reason, (key, item)
     leased = await item_controls(api, tokens.admin, ids["demo-0001"])
     assert leased["lease"] == {"owner": "rob"}
