@@ -11,11 +11,13 @@ from tests.console.helpers import (
     SHOWN_WITHIN_MS,
     ConsoleTokens,
     console_context,
+    hold_reasons,
+    item_controls,
+    item_ids,
     screenshot,
     setup_kyc,
     sign_in,
 )
-from tests.console.test_claim_controls import hold_reasons, item_controls, item_ids
 from tests.live.helpers import Casework
 
 

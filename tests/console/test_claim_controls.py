@@ -17,21 +17,17 @@ from tests.console.helpers import (
     ConsoleTokens,
     application,
     console_context,
+    hold_reasons,
+    item_controls,
+    item_ids,
     screenshot,
     setup_kyc,
     sign_in,
 )
-from tests.live.helpers import Api, Casework
+from tests.live.helpers import Casework
 
 # The console's possessive, as a reader sees it.
 APOSTROPHE = "\N{RIGHT SINGLE QUOTATION MARK}"
-HOLD_REASON = """
-mutation($code: String!, $label: String!) {
-  defineHoldReason(input: {queue: "kyc", code: $code, label: $label}) {
-    __typename ... on Error { message }
-  }
-}
-"""
 DUE_IN_AN_HOUR = """
 mutation { configureQueue(input: {name: "kyc", dueSeconds: 3600}) { __typename } }
 """
@@ -51,34 +47,11 @@ mutation($itemId: ID!, $reason: String!) {
   }
 }
 """
-ITEM_CONTROLS = """
-query($id: ID!) {
-  item(id: $id) {
-    state lease { owner } hold { until reason } assignment { reviewer until }
-    events(first: 100) { edges { node { kind actor body holdReason assignee } } }
-  }
-}
-"""
 HOLD = """
 mutation($input: HoldItemInput!) { holdItem(input: $input) { __typename ... on Error { message } } }
 """
 # The hold ends now, as if its time had come, without waiting for it.
 END_HOLD_NOW = "UPDATE review_items SET held_until = now() - interval '1 second' WHERE id = $1"
-
-
-async def item_controls(api: Api, token: str, item_id: str) -> dict[str, Any]:
-    item: dict[str, Any] = (await api.call(token, ITEM_CONTROLS, id=item_id))["item"]
-    item["events"] = [edge["node"] for edge in item["events"]["edges"]]
-    return item
-
-
-async def hold_reasons(api: Api, tokens: ConsoleTokens) -> None:
-    for code, label in (
-        ("awaiting_customer", "Waiting for the customer"),
-        ("awaiting_bank", "Waiting for the bank's letter"),
-    ):
-        defined = await api.call(tokens.admin, HOLD_REASON, code=code, label=label)
-        assert defined["defineHoldReason"]["__typename"] == "HoldReasonDefined", defined
 
 
 async def open_queue(page: Page) -> None:
@@ -318,12 +291,3 @@ async def test_a_manager_assigns_unassigns_and_resumes_from_the_items_page(
         await expect(now.get_by_role("status")).to_contain_text("Resumed")
         await expect(now.locator('[data-fact="hold"]')).to_have_count(0)
     assert (await item_controls(api, tokens.admin, item_id))["hold"] is None
-
-
-async def item_ids(api: Api, tokens: ConsoleTokens) -> dict[str, str]:
-    data = await api.call(
-        tokens.admin, '{ queue(name: "kyc") { items { edges { node { id externalKey } } } } }'
-    )
-    return {
-        edge["node"]["externalKey"]: edge["node"]["id"] for edge in data["queue"]["items"]["edges"]
-    }
