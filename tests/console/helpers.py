@@ -601,3 +601,46 @@ async def seed_workflow_history(
             overdue,
         )
         assert moved == "UPDATE 1"
+
+
+# ---- The claim controls (issue 14) ---------------------------------------------------
+
+HOLD_REASON = """
+mutation($code: String!, $label: String!) {
+  defineHoldReason(input: {queue: "kyc", code: $code, label: $label}) {
+    __typename ... on Error { message }
+  }
+}
+"""
+ITEM_CONTROLS = """
+query($id: ID!) {
+  item(id: $id) {
+    state lease { owner } hold { until reason } assignment { reviewer until }
+    events(first: 100) { edges { node { kind actor body holdReason assignee } } }
+  }
+}
+"""
+
+
+async def item_controls(api: Api, token: str, item_id: str) -> dict[str, Any]:
+    item: dict[str, Any] = (await api.call(token, ITEM_CONTROLS, id=item_id))["item"]
+    item["events"] = [edge["node"] for edge in item["events"]["edges"]]
+    return item
+
+
+async def hold_reasons(api: Api, tokens: ConsoleTokens) -> None:
+    for code, label in (
+        ("awaiting_customer", "Waiting for the customer"),
+        ("awaiting_bank", "Waiting for the bank's letter"),
+    ):
+        defined = await api.call(tokens.admin, HOLD_REASON, code=code, label=label)
+        assert defined["defineHoldReason"]["__typename"] == "HoldReasonDefined", defined
+
+
+async def item_ids(api: Api, tokens: ConsoleTokens) -> dict[str, str]:
+    data = await api.call(
+        tokens.admin, '{ queue(name: "kyc") { items { edges { node { id externalKey } } } } }'
+    )
+    return {
+        edge["node"]["externalKey"]: edge["node"]["id"] for edge in data["queue"]["items"]["edges"]
+    }

@@ -35,20 +35,20 @@ function sentence(event) {
     case "LAPSED":
       return ["Lease ran out (", who, ")"];
     case "REVOKED":
-      return [who, event.lease ? ` ended ${event.lease.owner}’s lease` : " ended the lease"];
+      return [who, event.lease ? ` revoked ${event.lease.owner}’s lease` : " revoked the lease", event.body ? `: ${event.body}` : ""];
     case "ESCALATED":
       if (decision) return [who, ` escalated it to ${event.toQueue} — `, code];
       return [`Moved to ${event.toQueue}: its leases ran out too many times (found by `, who, ")"];
     case "MOVED":
       return [who, ` moved it from ${event.fromQueue} to ${event.toQueue}`];
     case "HELD":
-      return [who, event.until ? ` put it on hold until ${when(event.until)}` : " put it on hold"];
+      return [who, " held it", event.holdReason ? [": ", h("code", { class: "activity-code", text: event.holdReason })] : "", event.until ? `, until ${when(event.until)}` : ""];
     case "RESUMED":
-      return [who, " ended the hold"];
+      return [who, " ended the hold", event.holdReason ? [" (", h("code", { class: "activity-code", text: event.holdReason }), ")"] : ""];
     case "ASSIGNED":
-      return [who, " assigned it"];
+      return [who, event.assignee ? ` assigned it to ${event.assignee}` : " assigned it", event.until ? ` until ${when(event.until)}` : ""];
     case "UNASSIGNED":
-      return [who, " ended the assignment"];
+      return [who, event.assignee ? ` ended ${event.assignee}’s assignment` : " ended the assignment"];
     case "NOTED":
       return [who, " added a note:"];
     case "DECIDED":
@@ -62,7 +62,7 @@ function sentence(event) {
 
 function tone(event) {
   if (event.kind === "DECIDED" || event.kind === "OVERTURNED") return event.decision?.verdict.toLowerCase();
-  return { ESCALATED: "escalate", LAPSED: "lapsed", REVOKED: "lapsed", NOTED: "note" }[event.kind] ?? null;
+  return { ESCALATED: "escalate", LAPSED: "lapsed", REVOKED: "lapsed", NOTED: "note", HELD: "held" }[event.kind] ?? null;
 }
 
 function entry(edge, { queue, fresh }) {
@@ -79,7 +79,7 @@ function entry(edge, { queue, fresh }) {
       tabindex: "-1",
     },
     h("p", { class: "activity-what" }, sentence(event)),
-    event.body ? h("p", { class: ["timeline-note", event.kind === "NOTED" && "activity-note"], text: event.body }) : null,
+    event.body && event.kind !== "REVOKED" ? h("p", { class: ["timeline-note", event.kind === "NOTED" && "activity-note"], text: event.body }) : null,
     h("p", { class: "timeline-meta" }, meta.flatMap((part, index) => (index ? [" · ", part] : [part]))),
   );
 }

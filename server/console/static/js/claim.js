@@ -5,7 +5,7 @@
 
 import { call, serverNow } from "./api.js";
 import { h, fill } from "./dom.js";
-import { countdown, clock } from "./format.js";
+import { countdown, clock, when } from "./format.js";
 import * as live from "./live.js";
 import * as ops from "./operations.js";
 import * as session from "./session.js";
@@ -38,6 +38,34 @@ function whoTookIt(item, me) {
   }
   if (item.lease && item.lease.owner !== me) return `${item.lease.owner} claimed this item after your lease ran out.`;
   return null;
+}
+
+// How far back the story is read to see whether a lost lease was a manager's revocation.
+const MAX_EVENT_PAGES = 10;
+
+/** The item's newest timeline entry (the timeline pages oldest first). */
+async function newestEvent(itemId) {
+  let after = null;
+  let last = null;
+  for (let pages = 0; pages < MAX_EVENT_PAGES; pages += 1) {
+    const events = (await call(ops.ITEM_EVENTS, { id: itemId, after })).item?.events;
+    if (!events) break;
+    last = events.edges.at(-1)?.node ?? last;
+    if (!events.pageInfo.hasNextPage) break;
+    after = events.pageInfo.endCursor;
+  }
+  return last;
+}
+
+/** Words for a lease a manager revoked, or null when the newest event is no revocation. */
+async function revokedWords(itemId) {
+  try {
+    const event = await newestEvent(itemId);
+    if (event?.kind !== "REVOKED") return null;
+    return `A manager took this item back${event.body ? `: ${event.body}` : "."}`;
+  } catch {
+    return null;
+  }
 }
 
 /** A live lease: held, then ended by its holder (decided, released, acted on) or lost. */
@@ -105,7 +133,8 @@ export class Claim {
     const taken = whoTookIt(item, me);
     switch (kind) {
       case "LEASE_LOST":
-        this.lose(taken ?? "The lease expired before a decision was recorded.");
+        if (taken) this.lose(taken);
+        else this.loseUnlessRevoked("The lease expired before a decision was recorded.");
         break;
       case "EVIDENCE_CHANGED":
         this.lose("The evidence changed: the item was uploaded again with new content.");
@@ -150,8 +179,22 @@ export class Claim {
     } else if (item && whoTookIt(item, me)) {
       this.lose(whoTookIt(item, me));
     } else {
-      this.lose("The lease ended: it expired or the item moved on.");
+      this.loseUnlessRevoked("The lease ended: it expired or the item moved on.");
     }
+  }
+
+  /** A lease lost with nobody else holding the item: a manager's revocation says so, with
+   *  its reason; otherwise `fallback`. The actions stop at once, before the story is read. */
+  loseUnlessRevoked(fallback) {
+    if (!this.held) return;
+    this.lose(fallback);
+    revokedWords(this.itemId).then((words) => {
+      if (words && this.state === "lost") {
+        this.lostReason = words;
+        this.revoked = true;
+        this.changed();
+      }
+    });
   }
 
   lose(reason) {
@@ -182,6 +225,24 @@ export class Claim {
     return result;
   }
 
+  /** Parks the item until `until` for a hold reason: the lease ends as with a release. */
+  async hold({ until, reason }) {
+    this.settling = true;
+    try {
+      const input = { itemId: this.itemId, leaseToken: this.token, until, reason };
+      const result = (await call(ops.HOLD_ITEM, { input })).holdItem;
+      if (result.__typename === "ItemHeld") {
+        this.heldUntil = result.item.hold?.until ?? until;
+        this.end("held");
+      } else if (result.__typename === "StaleLease") {
+        this.lose("The lease had already ended when you put the item on hold.");
+      }
+      return result;
+    } finally {
+      this.settling = false;
+    }
+  }
+
   async release() {
     this.settling = true;
     try {
@@ -203,6 +264,27 @@ export async function claimNext(queue, ttlSeconds = null) {
   const claim = new Claim(result, { ttlSeconds });
   claim.start();
   return { claim };
+}
+
+/** Takes up a live lease of one's own again (from me.leases or LeaseLimitReached.held):
+ *  the same lease, token and all, as if this tab had claimed it. */
+export function resumeLease(held, ttlSeconds = null) {
+  if (active?.held) {
+    if (active.itemId === held.item.id) return active;
+    active.scope.dispose();
+  }
+  const claim = new Claim({ ...held, evidenceHash: held.item.evidenceHash }, { ttlSeconds });
+  claim.start();
+  return claim;
+}
+
+/** This user's live leases, soonest to run out first; [] when they cannot be read. */
+export async function myLeases() {
+  try {
+    return (await call(ops.MY_LEASES)).me?.leases ?? [];
+  } catch {
+    return [];
+  }
 }
 
 export function forgetClaim() {
@@ -269,6 +351,9 @@ export function leasePanel(claim, { onEnded = () => {} } = {}) {
     } else if (claim.state === "lost") {
       fill(clockText, "Lost");
       fill(untilText, "");
+    } else if (claim.endedHow === "held") {
+      fill(clockText, "On hold");
+      fill(untilText, claim.heldUntil ? `back in the queue at ${when(claim.heldUntil)}` : "");
     } else {
       fill(clockText, claim.endedHow === "released" ? "Released" : "Done");
       fill(untilText, claim.endedHow === "released" ? "the item is back in the queue" : "");

@@ -6,7 +6,9 @@ import { call } from "./api.js";
 import { activeClaim } from "./claim.js";
 import { activityPanel } from "./activity.js";
 import { badge, errorBox, facts, fill, h, spinner } from "./dom.js";
-import { clock, relative, shortHash, verdictDone, when, words } from "./format.js";
+import { explain } from "./refusals.js";
+import * as session from "./session.js";
+import { clock, preciseWhen, relative, shortHash, verdictDone, when, words } from "./format.js";
 import * as ops from "./operations.js";
 import { renderPayload } from "./payload.js";
 
@@ -34,9 +36,11 @@ export function itemCard(item, evidenceHash) {
           ? badge(`Seen before: claimed ${item.leaseCount - 1} time${item.leaseCount === 2 ? "" : "s"} earlier`, "info")
           : badge("First look", "neutral"),
         item.escalationCount ? badge(`Escalated ${item.escalationCount}×`, "warning") : null,
+        item.overdue ? badge("Overdue", "alert", `It was due at ${preciseWhen(item.dueAt)}`) : null,
       ),
     ),
     facts([
+      item.dueAt ? ["Due", `${when(item.dueAt)} (${relative(item.dueAt)})`, { "data-fact": "due", "data-value": item.dueAt }] : null,
       ["Lease count", String(item.leaseCount), { "data-fact": "leaseCount" }],
       ["Enqueued", `${when(item.createdAt)} (${relative(item.createdAt)})`],
       ["Abandoned", String(item.abandonCount)],
@@ -56,9 +60,128 @@ function standing(item) {
       ["State", badge(words(item.state), STATE_TONES[item.state] ?? "neutral"), { "data-fact": "state" }],
       ["Queue", item.queue],
       item.lease ? ["Held by", `${item.lease.owner}, until ${clock(item.lease.expiresAt)}`, { "data-fact": "holder" }] : null,
+      item.hold ? ["On hold", `${item.hold.reason}, until ${when(item.hold.until)}`, { "data-fact": "hold" }] : null,
+      item.assignment
+        ? ["Assigned to", item.assignment.until ? `${item.assignment.reviewer}, until ${when(item.assignment.until)}` : item.assignment.reviewer, { "data-fact": "assignment" }]
+        : null,
+      item.dueAt
+        ? ["Due", h("span", {}, `${when(item.dueAt)} (${relative(item.dueAt)})`, item.overdue ? [" ", badge("Overdue", "alert")] : null), { "data-fact": "due" }]
+        : null,
       last ? ["Decided", `${verdictDone(last.verdict)} by ${last.reviewer}`, { "data-fact": "decided" }] : null,
     ],
   );
+}
+
+/** A datetime-local input's value as an ISO time, null when empty; NaN-safe. */
+function isoFrom(input) {
+  if (!input.value) return null;
+  const moment = new Date(input.value);
+  return Number.isNaN(moment.getTime()) ? undefined : moment.toISOString();
+}
+
+function refusalBox(result) {
+  const { title, detail, next } = explain(result);
+  return h(
+    "div",
+    { class: "notice notice-error", role: "alert" },
+    h("p", { class: "notice-title", text: title }),
+    detail ? h("p", { class: "muted", text: detail }) : null,
+    next ? h("p", { text: next }) : null,
+  );
+}
+
+/**
+ * A manager's controls over one waiting item: Assign (to a reviewer, until a time or not),
+ * Unassign, Revoke lease (with a reason, only while leased), Resume (while held; a reviewer
+ * of the queue may resume too). Each shows the typed refusal in words; `onChanged` reads the
+ * item again.
+ */
+function itemControls(item, { onChanged, outcome }) {
+  const manager = session.isRole("manager");
+  const waiting = item.state === "PENDING" || item.state === "LEASED";
+  if (!waiting || (!manager && !item.hold)) return null;
+  const parts = [];
+
+  async function run(button, operation, input, field, done) {
+    button.disabled = true;
+    fill(outcome);
+    try {
+      const result = (await call(operation, { input }))[field];
+      if (done.success === result.__typename) {
+        fill(outcome, h("p", { class: "notice notice-success", role: "status", text: done.words(result) }));
+        onChanged();
+      } else {
+        const named = done.fields?.[result.field];
+        fill(outcome, refusalBox(named ? { ...result, field: named } : result));
+      }
+    } catch (error) {
+      fill(outcome, errorBox("Could not send it.", error.message));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  if (manager) {
+    const reviewer = h("input", { id: "assign-reviewer", class: "input", type: "text", name: "reviewer", autocomplete: "off", value: item.assignment?.reviewer ?? "" });
+    const until = h("input", { id: "assign-until", class: "input", type: "datetime-local", name: "assignUntil" });
+    const assign = h("button", { type: "button", class: "button" }, "Assign");
+    assign.addEventListener("click", () => {
+      const moment = isoFrom(until);
+      if (moment === undefined) {
+        fill(outcome, refusalBox({ __typename: "InvalidInput", field: "assign until", message: "Not a time." }));
+        return;
+      }
+      run(assign, ops.ASSIGN_ITEM, { itemId: item.id, reviewer: reviewer.value.trim(), until: moment }, "assignItem", {
+        success: "ItemAssigned",
+        words: (r) => `Assigned to ${r.item.assignment.reviewer}${r.item.assignment.until ? `, until ${when(r.item.assignment.until)}` : ""}.`,
+        fields: { reviewer: "reviewer", until: "assign until" },
+      });
+    });
+    parts.push(
+      h("h4", {}, item.assignment ? "Reassign" : "Assign"),
+      h("label", { for: "assign-reviewer", class: "label" }, "Reviewer"),
+      reviewer,
+      h("label", { for: "assign-until", class: "label" }, "Assign until"),
+      until,
+      h("p", { class: "hint" }, "Empty: until unassigned or decided. Only this reviewer claims it meanwhile."),
+    );
+    const row = h("div", { class: "control-row" });
+    if (item.assignment) {
+      const unassign = h("button", { type: "button", class: "button button-quiet" }, "Unassign");
+      unassign.addEventListener("click", () =>
+        run(unassign, ops.UNASSIGN_ITEM, { itemId: item.id }, "unassignItem", { success: "ItemUnassigned", words: () => "Unassigned: anyone of the queue may claim it." }),
+      );
+      row.append(unassign);
+    }
+    row.append(assign);
+    parts.push(row);
+    if (item.lease) {
+      const reason = h("input", { id: "revoke-reason", class: "input", type: "text", name: "revocationReason", autocomplete: "off", placeholder: `Why ${item.lease.owner}’s lease ends now` });
+      const revoke = h("button", { type: "button", class: "button button-danger" }, "Revoke lease");
+      revoke.addEventListener("click", () =>
+        run(revoke, ops.REVOKE_LEASE, { itemId: item.id, reason: reason.value }, "revokeLease", {
+          success: "LeaseRevoked",
+          words: (r) => `${r.owner}’s lease ended; the item is claimable again.`,
+          fields: { reason: "revocation reason" },
+        }),
+      );
+      parts.push(
+        h("h4", {}, "Revoke lease"),
+        h("label", { for: "revoke-reason", class: "label" }, "Revocation reason"),
+        reason,
+        h("p", { class: "hint" }, `${item.lease.owner} sees it at once, with this reason; nothing of theirs is submitted after it.`),
+        h("div", { class: "control-row" }, revoke),
+      );
+    }
+  }
+  if (item.hold) {
+    const resume = h("button", { type: "button", class: "button" }, "Resume");
+    resume.addEventListener("click", () =>
+      run(resume, ops.RESUME_ITEM, { itemId: item.id }, "resumeItem", { success: "ItemResumed", words: () => "Resumed: the item is claimable again." }),
+    );
+    parts.push(h("h4", {}, "Hold"), h("p", { class: "hint" }, "Resume ends the hold now, before its time."), h("div", { class: "control-row" }, resume));
+  }
+  return h("div", { class: "item-controls", role: "group", "aria-label": "Controls" }, parts);
 }
 
 export function itemPage(main, id) {
@@ -98,6 +221,24 @@ export function itemPage(main, id) {
     }
 
     const status = h("div", {}, standing(item));
+    const controlsSlot = h("div", {});
+    // Outside the controls: a success redraws them and its words stay.
+    const controlsOutcome = h("div", { class: "controls-outcome", "aria-live": "polite" });
+    const showControls = (current) => {
+      // A control being typed in is kept: live updates redraw the facts, not the fields.
+      const key = JSON.stringify([current.state, current.lease?.owner ?? null, current.hold?.until ?? null, current.assignment ?? null]);
+      if (controlsSlot.dataset.key === key) return;
+      controlsSlot.dataset.key = key;
+      fill(controlsSlot, itemControls(current, {
+          onChanged: () => {
+            readAgain();
+            // Not every control is told on itemUpdates (an assignment is not): read the story too.
+            activity?.reread();
+          },
+          outcome: controlsOutcome,
+        }));
+    };
+    showControls(item);
     const claim = activeClaim();
     const yours =
       claim?.held && claim.itemId === item.id
@@ -115,6 +256,7 @@ export function itemPage(main, id) {
         const fresh = (await call(ops.ITEM, { id })).item;
         if (!fresh) return;
         fill(status, standing(fresh));
+        showControls(fresh);
         if (fresh.evidenceHash !== item.evidenceHash) fill(cardSlot, itemCard(fresh, fresh.evidenceHash));
         item = fresh;
       } catch {
@@ -126,6 +268,7 @@ export function itemPage(main, id) {
       queue: item.queue,
       onUpdate: (update) => {
         fill(status, standing(update.item));
+        showControls({ ...item, ...update.item });
         if (update.kind === "EVIDENCE_CHANGED" || update.item.evidenceHash !== item.evidenceHash) readAgain();
       },
       onResync: readAgain,
@@ -133,7 +276,7 @@ export function itemPage(main, id) {
     fill(
       content,
       h("div", { class: "work-main" }, cardSlot, activity.node),
-      h("aside", { class: "work-side" }, h("section", { class: "card", "aria-label": "Now" }, h("h3", { class: "card-title" }, "Now"), status, yours)),
+      h("aside", { class: "work-side" }, h("section", { class: "card", "aria-label": "Now" }, h("h3", { class: "card-title" }, "Now"), status, yours, controlsSlot, controlsOutcome)),
     );
   })();
 

@@ -9,6 +9,7 @@
 // variable of its operation, and only that panel reads again.
 
 import { call } from "./api.js";
+import { startWaitingItems } from "./bulk.js";
 import { bars, liveTimeSeries, shareBar } from "./charts.js";
 import { badge, errorBox, facts, figure, fill, h, spinner } from "./dom.js";
 import { clock, count, decimal, duration, minutesPerDay, percent, preciseDuration, verdictWord, words } from "./format.js";
@@ -402,6 +403,7 @@ const REVIEWER_MINUTES = { variable: "minutes", label: "Available reviewer minut
 
 const QUEUE_PANELS = [
   { id: "now", title: "Now", operation: ops.QUEUE_STATS, render: renderQueueNow, refreshOn: "backlog" },
+  { id: "items", title: "Waiting items", live: startWaitingItems },
   { id: "backlog", title: "Backlog since this page opened", live: startBacklogChart },
   { id: "window", title: `Decisions, ${WINDOW}`, operation: ops.QUEUE_MEASURES, render: renderQueueWindow, refreshOn: "backlog" },
   { id: "leaseCounts", title: "Leases per item", operation: ops.QUEUE_MEASURES, render: renderLeaseCounts, refreshOn: "backlog", half: true },

@@ -15,16 +15,19 @@ query Queues {
 export const QUEUE = `
 query Queue($name: String!) {
   queue(name: $name) {
-    name holderRole leaseTtlSeconds escalationQueue
-    stats { pending leased oldestPendingAgeSeconds }
+    name holderRole leaseTtlSeconds escalationQueue maxLeasesPerReviewer
+    stats { pending leased oldestPendingAgeSeconds held assigned overdue }
     reasonCodes { code label verdicts requiresNote }
+    holdReasons { code label }
   }
 }`;
 
 const ITEM_FIELDS = `
   id queue externalKey priority payload evidenceHash leaseCount abandonCount escalationCount
-  createdAt decidedAt state
+  createdAt decidedAt state dueAt overdue
   lease { owner expiresAt }
+  hold { until reason }
+  assignment { reviewer until }
   decisions { id queue verdict isOverturn reasonCode note reviewer decidedAt }
   exception { id workflow sourceRecordId reasonCode state }
 `;
@@ -40,8 +43,15 @@ mutation ClaimNext($queue: String!) {
   claimNext(queue: $queue) {
     __typename
     ... on Claim { leaseToken leaseExpiresAt evidenceHash item { ${ITEM_FIELDS} } }
+    ... on LeaseLimitReached { limit held { leaseToken leaseExpiresAt item { ${ITEM_FIELDS} } } }
     ... on Error { message }
   }
+}`;
+
+// The caller's live leases with their tokens: a reloaded tab takes its work up again.
+export const MY_LEASES = `
+query MyLeases {
+  me { user leases { leaseToken leaseExpiresAt item { ${ITEM_FIELDS} } } }
 }`;
 
 // What a console re-reads after a resync or an update: is the lease still mine?
@@ -49,6 +59,60 @@ export const ITEM_STATE = `
 query ItemState($id: ID!) {
   item(id: $id) {
     id state evidenceHash lease { owner expiresAt } decisions { reviewer verdict } exception { id state }
+  }
+}`;
+
+// The claim controls (issue 14). Each answers a union whose refusals refusals.js words.
+export const HOLD_ITEM = `
+mutation HoldItem($input: HoldItemInput!) {
+  holdItem(input: $input) {
+    __typename
+    ... on ItemHeld { item { id hold { until reason } } }
+    ... on InvalidHoldReason { code }
+    ... on InvalidInput { field }
+    ... on Error { message }
+  }
+}`;
+
+export const RESUME_ITEM = `
+mutation ResumeItem($input: ResumeItemInput!) {
+  resumeItem(input: $input) {
+    __typename
+    ... on ItemNotWaiting { state }
+    ... on InvalidInput { field }
+    ... on Error { message }
+  }
+}`;
+
+export const ASSIGN_ITEM = `
+mutation AssignItem($input: AssignItemInput!) {
+  assignItem(input: $input) {
+    __typename
+    ... on ItemAssigned { item { id assignment { reviewer until } } }
+    ... on ItemNotWaiting { state }
+    ... on InvalidInput { field }
+    ... on Error { message }
+  }
+}`;
+
+export const UNASSIGN_ITEM = `
+mutation UnassignItem($input: UnassignItemInput!) {
+  unassignItem(input: $input) {
+    __typename
+    ... on ItemNotWaiting { state }
+    ... on InvalidInput { field }
+    ... on Error { message }
+  }
+}`;
+
+export const REVOKE_LEASE = `
+mutation RevokeLease($input: RevokeLeaseInput!) {
+  revokeLease(input: $input) {
+    __typename
+    ... on LeaseRevoked { owner }
+    ... on ItemNotWaiting { state }
+    ... on InvalidInput { field }
+    ... on Error { message }
   }
 }`;
 
@@ -91,7 +155,7 @@ query ItemEvents($id: ID!, $after: String) {
       edges {
         cursor
         node {
-          kind at queue actor actorRole body until fromQueue toQueue recordedAt
+          kind at queue actor actorRole body until fromQueue toQueue recordedAt holdReason assignee
           lease { id owner startedAt }
           decision { id verdict isOverturn reasonCode }
         }
@@ -120,7 +184,10 @@ export const ITEM_UPDATES = `
 subscription ItemUpdates($itemId: ID!) {
   itemUpdates(itemId: $itemId) {
     kind
-    item { id queue state evidenceHash lease { owner expiresAt } decisions { reviewer verdict } }
+    item {
+      id queue state evidenceHash dueAt overdue lease { owner expiresAt } decisions { reviewer verdict }
+      hold { until reason } assignment { reviewer until }
+    }
   }
 }`;
 
@@ -307,3 +374,45 @@ query WorkflowMeasures($name: String!, $since: Int = 604800, $minutes: Float, $a
     }
   }
 }`;
+
+// ---- A queue's waiting items and a manager's bulk actions (bulk.js) -----------------------
+
+const WAITING_ITEM = `
+  id externalKey priority createdAt state dueAt overdue
+  lease { owner expiresAt } hold { until reason } assignment { reviewer until }
+`;
+
+// The oldest 200 of each: pending (held and assigned among them) and leased.
+export const QUEUE_WAITING = `
+query QueueWaiting($name: String!) {
+  queues { name }
+  queue(name: $name) {
+    name holdReasons { code label }
+    pending: items(state: PENDING, first: 200) { edges { node { ${WAITING_ITEM} } } pageInfo { hasNextPage } }
+    leased: items(state: LEASED, first: 200) { edges { node { ${WAITING_ITEM} } } pageInfo { hasNextPage } }
+  }
+}`;
+
+const BULK_RESULT = `
+    __typename
+    ... on BulkApplied {
+      more
+      changed { id externalKey }
+      skipped { reason leaseOwner item { id externalKey state } }
+    }
+    ... on InvalidHoldReason { code }
+    ... on InvalidInput { field }
+    ... on Error { message }
+`;
+
+export const BULK_RELEASE = `
+mutation BulkRelease($input: BulkReleaseInput!) { bulkRelease(input: $input) { ${BULK_RESULT} } }`;
+
+export const BULK_ASSIGN = `
+mutation BulkAssign($input: BulkAssignInput!) { bulkAssign(input: $input) { ${BULK_RESULT} } }`;
+
+export const BULK_MOVE = `
+mutation BulkMove($input: BulkMoveInput!) { bulkMove(input: $input) { ${BULK_RESULT} } }`;
+
+export const BULK_HOLD = `
+mutation BulkHold($input: BulkHoldInput!) { bulkHold(input: $input) { ${BULK_RESULT} } }`;

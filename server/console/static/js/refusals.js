@@ -64,6 +64,30 @@ export function explain(result) {
         detail,
         next: "Nothing was written. Check the address, or ask for a token that covers its queue.",
       };
+    case "LeaseLimitReached":
+      return {
+        title: `You hold ${result.limit} lease${result.limit === 1 ? "" : "s"} here already: the most this queue allows.`,
+        detail,
+        next: "Take one of them up again below (decide, hold or release it) before claiming more.",
+      };
+    case "InvalidHoldReason":
+      return {
+        title: `“${result.code}” is not a hold reason of this queue.`,
+        detail,
+        next: "Choose one of the reasons offered, then hold again; the lease is still yours.",
+      };
+    case "ItemNotWaiting":
+      return {
+        title: `Not possible now: the item is ${words(result.state).toLowerCase()}.`,
+        detail,
+        next: "Nothing was written. The page shows where it stands now.",
+      };
+    case "NotAssigned":
+      return { title: "The item is not assigned to anyone.", detail, next: "Nothing was written; the page shows it as it is now." };
+    case "NotLeased":
+      return { title: "Nobody holds a lease on this item now.", detail, next: "Nothing was written: the lease ended before the revocation arrived." };
+    case "NotHeld":
+      return { title: "The item is not on hold.", detail, next: "Nothing was written: its hold ended already, or it was never held." };
     case "QueueEmpty":
       return { title: "Nothing to claim right now.", detail, next: "The figures update live; try again when the backlog grows." };
     case "AlreadyQueued":

@@ -1,11 +1,11 @@
 // The reviewer's pages: the queue list with live backlogs, and a queue's workspace where an
 // item is claimed, read and decided.
 
-import { ApiError, call } from "./api.js";
+import { ApiError, call, serverNow } from "./api.js";
 import { activityPanel } from "./activity.js";
-import { activeClaim, claimNext, leasePanel } from "./claim.js";
+import { activeClaim, claimNext, leasePanel, myLeases, resumeLease } from "./claim.js";
 import { errorBox, fill, h, spinner } from "./dom.js";
-import { count, duration, verdictDone, verdictWord, words } from "./format.js";
+import { clock, count, countdown, duration, verdictDone, verdictWord, when, words } from "./format.js";
 import { itemCard } from "./item.js";
 import * as live from "./live.js";
 import * as ops from "./operations.js";
@@ -77,12 +77,38 @@ function heldLeaseNotice() {
   );
 }
 
+/** Leases of one's own (with their tokens), each with a Resume button. */
+function heldLeases(leases, { onResume }) {
+  return h(
+    "ul",
+    { class: "held-leases", "aria-label": "Your leases" },
+    leases.map((lease) => {
+      const button = h("button", { type: "button", class: "button button-primary", "aria-label": `Resume ${lease.item.externalKey}` }, "Resume");
+      button.addEventListener("click", () => onResume(lease));
+      const left = Date.parse(lease.leaseExpiresAt) - serverNow();
+      return h(
+        "li",
+        { class: "held-lease" },
+        h(
+          "div",
+          {},
+          h("strong", { class: "held-lease-key", text: lease.item.externalKey }),
+          h("span", { class: "muted small", text: ` in ${lease.item.queue} · ${countdown(left)} left, until ${clock(lease.leaseExpiresAt)}` }),
+          lease.item.overdue ? h("span", { class: "badge badge-alert", text: "Overdue" }) : null,
+        ),
+        button,
+      );
+    }),
+  );
+}
+
 // ---- The queue list ---------------------------------------------------------------------
 
 export function queueListPage(main) {
   const scope = new live.Scope();
   const me = session.current();
   const list = h("ul", { class: "queue-list", "aria-label": "Queues" });
+  const earlierSlot = h("div", {});
   fill(
     main,
     h(
@@ -91,9 +117,30 @@ export function queueListPage(main) {
       h("div", {}, h("h1", {}, "Queues"), h("p", { class: "muted" }, "Backlogs update live. Open a queue to claim its next item.")),
     ),
     heldLeaseNotice(),
+    earlierSlot,
     list,
   );
   fill(list, spinner("Loading your queues"));
+  if (!activeClaim()?.held) {
+    myLeases().then((leases) => {
+      if (!leases.length || activeClaim()?.held) return;
+      fill(
+        earlierSlot,
+        h(
+          "div",
+          { class: "notice notice-info resume-offer" },
+          h("p", { class: "notice-title" }, leases.length === 1 ? "You hold a lease from earlier." : `You hold ${leases.length} leases from earlier.`),
+          h("p", {}, "Resume one to take the work up again before it runs out."),
+          heldLeases(leases, {
+            onResume: (lease) => {
+              resumeLease(lease);
+              window.location.hash = lease.item.exception ? `#/exceptions/${lease.item.exception.id}` : `#/queue/${encodeURIComponent(lease.item.queue)}`;
+            },
+          }),
+        ),
+      );
+    });
+  }
 
   (async () => {
     let queues;
@@ -184,6 +231,20 @@ export function queuePage(main, name) {
     fill(problem);
     try {
       const { claim: claimed, refusal } = await claimNext(name, queue.leaseTtlSeconds);
+      if (refusal?.__typename === "LeaseLimitReached") {
+        const words_ = explain(refusal);
+        fill(
+          workspace,
+          h(
+            "div",
+            { class: "empty lease-limit" },
+            h("h2", { text: words_.title }),
+            h("p", { class: "muted", text: words_.next }),
+            heldLeases(refusal.held, { onResume: resume }),
+          ),
+        );
+        return;
+      }
       if (refusal) {
         const words_ = explain(refusal);
         fill(
@@ -222,6 +283,22 @@ export function queuePage(main, name) {
     refreshClaimButton();
   }
 
+  /** Takes up a lease this user holds already (LeaseLimitReached, me.leases). */
+  function resume(held) {
+    if (held.item.exception) {
+      resumeLease(held, queue?.leaseTtlSeconds);
+      window.location.hash = `#/exceptions/${held.item.exception.id}`;
+      return;
+    }
+    if (held.item.queue !== name) {
+      resumeLease(held);
+      window.location.hash = `#/queue/${encodeURIComponent(held.item.queue)}`;
+      return;
+    }
+    fill(problem);
+    showWork(resumeLease(held, queue.leaseTtlSeconds));
+  }
+
   const claim_ = () => claim();
   claimButton.addEventListener("click", claim_);
 
@@ -253,6 +330,21 @@ export function queuePage(main, name) {
     } else if (!mayClaim(queue)) {
       fill(workspace, h("div", { class: "empty" }, h("h2", {}, `${words(queue.holderRole)}s claim in this queue`), h("p", { class: "muted" }, "You can watch its backlog here.")));
     } else {
+      const earlier = (await myLeases()).filter((lease) => lease.item.queue === name);
+      if (earlier.length && !activeClaim()?.held) {
+        fill(
+          workspace,
+          h(
+            "div",
+            { class: "empty resume-offer" },
+            h("h2", {}, earlier.length === 1 ? "You hold a lease here from earlier" : `You hold ${earlier.length} leases here from earlier`),
+            h("p", { class: "muted" }, "Resume to take the work up again, or press ", h("kbd", {}, "n"), " to claim the next item."),
+            heldLeases(earlier, { onResume: resume }),
+          ),
+        );
+        refreshClaimButton();
+        return;
+      }
       fill(
         workspace,
         h(
@@ -473,7 +565,8 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     }
   }
 
-  const panel = leasePanel(claim, { onEnded: () => { refresh(); onSettled(); } });
+  const hold = holdControl(claim, queue, { onHeld: () => refresh() });
+  const panel = leasePanel(claim, { onEnded: () => { refresh(); hold.refresh(); onSettled(); } });
   const activity = activityPanel(claim.itemId, { queue: claim.queue });
   fillReasons();
   showNoteRequirement();
@@ -500,7 +593,7 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     "div",
     { class: "work" },
     h("div", { class: "work-main" }, itemCard(claim.item, claim.evidenceHash), activity.node),
-    h("aside", { class: "work-side" }, form),
+    h("aside", { class: "work-side" }, form, hold.node),
   );
   return {
     node,
@@ -509,7 +602,126 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     dispose: () => {
       stop();
       panel.dispose();
+      hold.dispose();
       activity.dispose();
     },
   };
+}
+
+// ---- Putting a claimed item on hold -------------------------------------------------------
+
+/** A datetime-local input's value for a moment (the browser's own time zone). */
+function localInputValue(date) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
+
+/** Hold: the claimed item waits, for one of the queue's hold reasons, until a time; the
+ *  lease ends as with a release and the item comes back by itself when the hold ends. */
+export function holdControl(claim, queue, { onHeld = () => {} } = {}) {
+  const reasons = queue.holdReasons ?? [];
+  const reason = h(
+    "select",
+    { id: "hold-reason", class: "input", name: "holdReason" },
+    h("option", { value: "" }, "Choose why it waits"),
+    reasons.map((r) => h("option", { value: r.code }, `${r.label} (${r.code})`)),
+  );
+  // Tomorrow at this time: a day is the usual wait for an answer.
+  const until = h("input", { id: "hold-until", class: "input", type: "datetime-local", name: "holdUntil", value: localInputValue(new Date(Date.now() + 86_400_000)) });
+  const button = h("button", { type: "submit", class: "button" }, "Hold");
+  const outcome = h("div", { class: "hold-outcome", "aria-live": "polite" });
+  let sending = false;
+
+  function refresh() {
+    const usable = claim.held && !sending && reasons.length > 0;
+    reason.disabled = !usable;
+    until.disabled = !usable;
+    button.disabled = !usable;
+  }
+
+  function refuse(title, detail, next) {
+    fill(
+      outcome,
+      h(
+        "div",
+        { class: "notice notice-error", role: "alert" },
+        h("p", { class: "notice-title", text: title }),
+        detail ? h("p", { class: "muted", text: detail }) : null,
+        next ? h("p", { text: next }) : null,
+      ),
+    );
+  }
+
+  async function send() {
+    if (!claim.held || sending) return;
+    fill(outcome);
+    reason.removeAttribute("aria-invalid");
+    until.removeAttribute("aria-invalid");
+    if (!reason.value) {
+      reason.setAttribute("aria-invalid", "true");
+      refuse("Choose a hold reason first.", null, "It says, to whoever looks, why the item waits.");
+      reason.focus();
+      return;
+    }
+    const moment = until.value ? new Date(until.value) : null;
+    if (!moment || Number.isNaN(moment.getTime())) {
+      until.setAttribute("aria-invalid", "true");
+      refuse("Say until when it waits.", null, "The item comes back to the queue by itself at that time.");
+      until.focus();
+      return;
+    }
+    sending = true;
+    refresh();
+    try {
+      const result = await claim.hold({ until: moment.toISOString(), reason: reason.value });
+      if (result.__typename === "ItemHeld") {
+        const label = reasons.find((r) => r.code === reason.value)?.label ?? reason.value;
+        fill(
+          outcome,
+          h(
+            "div",
+            { class: "notice notice-success", role: "status" },
+            h("p", { class: "notice-title", text: `On hold: ${label}` }),
+            h("p", {}, `It comes back to the queue at ${when(claim.heldUntil)}. Press `, h("kbd", {}, "n"), " for the next item."),
+          ),
+        );
+        onHeld();
+      } else {
+        const field = result.__typename === "InvalidInput" ? result.field : result.__typename === "InvalidHoldReason" ? "reason" : null;
+        if (field === "until") until.setAttribute("aria-invalid", "true");
+        if (field === "reason") reason.setAttribute("aria-invalid", "true");
+        const { title, detail, next } = explain(field === "until" ? { ...result, field: "hold until" } : field === "reason" && result.__typename === "InvalidInput" ? { ...result, field: "hold reason" } : result);
+        refuse(title, detail, next);
+      }
+    } catch (error) {
+      refuse("The hold could not be sent.", error.message, "Nothing is known to be written; try again while the lease lasts.");
+    } finally {
+      sending = false;
+      refresh();
+    }
+  }
+
+  const form = h(
+    "form",
+    { class: "card hold-form", "aria-label": "Hold", novalidate: true },
+    h("h3", { class: "card-title" }, "Hold"),
+    reasons.length
+      ? [
+          h("p", { class: "hint" }, "Waiting on someone? Hold gives the item back until a time; nobody can claim it until then."),
+          h("label", { for: "hold-reason", class: "label" }, "Hold reason"),
+          reason,
+          h("label", { for: "hold-until", class: "label" }, "Hold until"),
+          until,
+          h("div", { class: "hold-actions" }, button),
+          outcome,
+        ]
+      : h("p", { class: "hint" }, "This queue has no hold reasons yet: an admin defines them."),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    send();
+  });
+  const stop = claim.onChange(refresh);
+  refresh();
+  return { node: form, refresh, dispose: stop };
 }
