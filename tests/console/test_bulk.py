@@ -61,6 +61,10 @@ async def test_a_bulk_hold_holds_the_checked_items_and_lists_the_leased_one_it_s
         await expect(rows.filter(has_text="demo-0004")).not_to_contain_text("On hold")
         # The skipped item stays checked, for a second try that revokes the lease.
         await expect(panel.get_by_role("checkbox", name="Select demo-0001")).to_be_checked()
+        # The queue's Now figures count the held items apart (they follow the backlog).
+        held = page.locator("[data-panel=now] [data-figure=held] dd")
+        await expect(held).to_have_text("2", timeout=SHOWN_WITHIN_MS)
+        await expect(page.locator("[data-panel=now] [data-figure=pending] dd")).to_have_text("1")
         await screenshot(page, "bulk")
 
     for key, reason in (("demo-0001", None), ("demo-0002", "awaiting_bank"), ("demo-0004", None)):

@@ -33,6 +33,13 @@ function renderQueueNow(body, data) {
       { class: "figures" },
       figure("Pending", count(stats.pending), { figureId: "pending", note: "claimable now" }),
       figure("Leased", count(stats.leased), { figureId: "leased", note: "under a live lease" }),
+      figure("On hold", count(stats.held), { figureId: "held", note: "parked until a time" }),
+      figure("Assigned", count(stats.assigned), { figureId: "assigned", note: "reserved for one reviewer" }),
+      figure("Overdue", count(stats.overdue), {
+        figureId: "overdue",
+        tone: stats.overdue ? "alert" : null,
+        note: "past their due time",
+      }),
       figure("Oldest pending", duration(stats.oldestPendingAgeSeconds), { figureId: "oldestPendingAgeSeconds", seconds: stats.oldestPendingAgeSeconds }),
       figure("Unapplied decisions", count(stats.unappliedDecisions), { figureId: "unappliedDecisions", note: "decided, not yet carried out" }),
       figure("Unapplied over 60 s", count(stats.unappliedOlderThanThreshold), {

@@ -313,7 +313,7 @@ query QueueStats($name: String!) {
   queue(name: $name) {
     name
     stats {
-      pending leased oldestPendingAgeSeconds unappliedDecisions
+      pending leased held assigned overdue oldestPendingAgeSeconds unappliedDecisions
       unappliedOlderThanThreshold oldestUnappliedAgeSeconds failedApplications
     }
   }
