@@ -137,3 +137,45 @@ async def test_a_dropped_socket_shows_reconnecting_then_reads_again(
         lost = page.get_by_role("alert").filter(has_text="Lease lost")
         await expect(lost).to_be_visible(timeout=SHOWN_WITHIN_MS)
         await assert_decision_disabled(page)
+
+
+async def test_a_lease_found_gone_says_who_decided_the_item_once_they_have(
+    browser: Browser, casework: Casework, tokens: ConsoleTokens, owner_conn: asyncpg.Connection
+) -> None:
+    """The page learns of a lost lease before anyone else has the item (here: after a
+    reconnect, its lease ran out meanwhile): it says so, keeps listening, and names the
+    reviewer who then decides the item."""
+    await setup_kyc(casework.api, tokens, items=1)
+    routes: list[WebSocketRoute] = []
+    down = asyncio.Event()
+
+    async def through_playwright(socket: WebSocketRoute) -> None:
+        if down.is_set():
+            await socket.close(code=1012, reason="test: server restarting")
+            return
+        socket.connect_to_server()
+        routes.append(socket)
+
+    async with console_context(browser, casework.url) as (context, _):
+        await context.route_web_socket("**/graphql", through_playwright)
+        page = await sign_in(context, casework.url, tokens.rita)
+        await claim_first(page)
+        item = (await items_by_key(casework.api, tokens.admin))["demo-0001"]
+        down.set()
+        for socket in routes:
+            await socket.close(code=1012, reason="test: server restarting")
+        await expect(
+            page.get_by_role("status").filter(has_text="Reconnecting").first
+        ).to_be_visible(timeout=SHOWN_WITHIN_MS)
+        await owner_conn.execute(EXPIRE_LEASE, int(item["id"]))
+        down.clear()
+
+        lost = page.get_by_role("alert").filter(has_text="Lease lost")
+        await expect(lost).to_contain_text("expired or the item moved on", timeout=SHOWN_WITHIN_MS)
+        await assert_decision_disabled(page)
+        claim = await casework.api.claim(tokens.rob, "kyc")
+        assert claim["item"]["id"] == item["id"]
+        await casework.api.decide(tokens.rob, claim)
+
+        await expect(lost).to_contain_text("rob", timeout=SHOWN_WITHIN_MS)
+        await assert_decision_disabled(page)

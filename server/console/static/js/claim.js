@@ -119,14 +119,26 @@ export class Claim {
     );
     this.scope.onResync(() => this.recheck());
     this.scope.every(250, () => {
-      if (this.held && this.remainingMs <= 0) this.lose("The lease expired before a decision was recorded.");
-      else this.changed();
+      if (this.held && this.remainingMs <= 0) this.lose("The lease expired before a decision was recorded.", { listen: true });
+      else if (this.held) this.changed();
     });
   }
 
   update({ kind, item }) {
-    if (!this.held) return;
     const me = session.current()?.user;
+    if (this.state === "lost") {
+      // Lost before anyone else was seen with the item (a lapse, a resync): the news that
+      // follows may say who took it; then the reason says so, and listening ends.
+      const taken = whoTookIt(item, me);
+      // A manager's revocation is the story, whoever claims the item next.
+      if (taken && !this.revoked) {
+        this.lostReason = taken;
+        this.scope.dispose();
+        this.changed();
+      }
+      return;
+    }
+    if (!this.held) return;
     const ownAction = this.settling && ["DECIDED", "ESCALATED", "RELEASED", "EXCEPTION_CHANGED"].includes(kind);
     if (ownAction) return;
     // What the item is now says best what happened: the event may be older news.
@@ -187,7 +199,7 @@ export class Claim {
    *  its reason; otherwise `fallback`. The actions stop at once, before the story is read. */
   loseUnlessRevoked(fallback) {
     if (!this.held) return;
-    this.lose(fallback);
+    this.lose(fallback, { listen: true });
     revokedWords(this.itemId).then((words) => {
       if (words && this.state === "lost") {
         this.lostReason = words;
@@ -197,11 +209,13 @@ export class Claim {
     });
   }
 
-  lose(reason) {
+  /** `listen`: the reason names nobody (the lease ran out, or a resync found it gone), so
+   *  the item's updates are still heard, to say who took it if someone did (update()). */
+  lose(reason, { listen = false } = {}) {
     if (!this.held) return;
     this.state = "lost";
     this.lostReason = reason;
-    this.scope.dispose();
+    if (!listen) this.scope.dispose();
     this.changed();
   }
 
@@ -261,6 +275,7 @@ export async function claimNext(queue, ttlSeconds = null) {
   if (active?.held) return { refusal: { __typename: "Busy", message: "You hold a lease already." } };
   const result = (await call(ops.CLAIM_NEXT, { queue })).claimNext;
   if (result.__typename !== "Claim") return { refusal: result };
+  active?.scope.dispose();
   const claim = new Claim(result, { ttlSeconds });
   claim.start();
   return { claim };
@@ -269,10 +284,8 @@ export async function claimNext(queue, ttlSeconds = null) {
 /** Takes up a live lease of one's own again (from me.leases or LeaseLimitReached.held):
  *  the same lease, token and all, as if this tab had claimed it. */
 export function resumeLease(held, ttlSeconds = null) {
-  if (active?.held) {
-    if (active.itemId === held.item.id) return active;
-    active.scope.dispose();
-  }
+  if (active?.held && active.itemId === held.item.id) return active;
+  active?.scope.dispose();
   const claim = new Claim({ ...held, evidenceHash: held.item.evidenceHash }, { ttlSeconds });
   claim.start();
   return claim;
@@ -288,7 +301,7 @@ export async function myLeases() {
 }
 
 export function forgetClaim() {
-  if (active?.held) active.scope.dispose();
+  active?.scope.dispose();
   setActive(null);
 }
 
