@@ -458,7 +458,9 @@ FROM target AS t,
 -- lease stays with its holder until the lease ends. SKIP LOCKED: a concurrent claim or
 -- action on the same exception is never waited for; the next claim looks again.
 WITH overdue AS (
-    SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, e.escalation_role
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, e.escalation_role,
+           i.queue AS item_queue, i.lease_token, i.lease_owner, i.lease_started_at,
+           i.lease_expires_at
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     WHERE (e.owner_role = :queue OR e.escalation_role = :queue)
@@ -485,6 +487,18 @@ moved AS (
         escalation_count = i.escalation_count + 1, updated_at = now()
     FROM overdue AS o
     WHERE i.id = o.item_id AND i.id = ANY (ARRAY(SELECT d.item_id FROM overdue AS d))
+),
+-- A lease that had run out on the item ends here: written to the item's timeline as the
+-- claim that notices a lapse writes it (kind `lapsed`, when it ran out, with its owner and
+-- the role that holds leases in the item's queue).
+lapse AS (
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, lease_token,
+                             lease_started_at, at)
+    SELECT o.item_id, o.item_queue, 'lapsed', o.lease_owner,
+           (SELECT q.holder_role FROM queues AS q WHERE q.name = o.item_queue),
+           o.lease_token, o.lease_started_at, o.lease_expires_at
+    FROM overdue AS o
+    WHERE o.lease_token IS NOT NULL
 ),
 logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,

@@ -271,6 +271,14 @@ async def test_lapsed_lease_no_longer_keeps_it(
     assert [e["kind"] for e in (await view(gql, people, late))["events"]] == ["raised", "escalated"]
     seen_by_sam = (await gql(people.sam, EXCEPTION, id=late))["data"]["exception"]
     assert seen_by_sam["ownerRole"] == ESCALATION_QUEUE
+    # The item's timeline says how his lease ended: it lapsed, in his team's queue.
+    lapses = await owner_conn.fetch(
+        "SELECT queue, actor, lease_token FROM item_events WHERE item_id = $1 AND kind = 'lapsed'",
+        int(sam["item"]["id"]),
+    )
+    assert [(r["queue"], r["actor"], str(r["lease_token"])) for r in lapses] == [
+        (OWNER_QUEUE, "sam", sam["leaseToken"])
+    ]
 
 
 async def test_not_yet_due_never_moves(
