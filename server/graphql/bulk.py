@@ -182,6 +182,15 @@ class BulkHoldInput:
 # --- resolvers ----------------------------------------------------------------------------
 
 
+def _answer(
+    result: bulk.Applied | bulk.BulkRefusal,
+) -> BulkApplied | NotFound | NotPermitted | InvalidInput | InvalidHoldReason:
+    """What every bulk mutation answers: the outcome, or the refusal as its member."""
+    if is_failure(result):
+        return from_failure(result)
+    return BulkApplied.from_domain(result)
+
+
 @strawberry.type
 class BulkMutation:
     @strawberry.mutation(
@@ -198,9 +207,7 @@ class BulkMutation:
             revoke_leases=input.revoke_leases,
             reason=input.reason,
         )
-        if is_failure(result):
-            return from_failure(result)
-        return BulkApplied.from_domain(result)
+        return _answer(result)
 
     @strawberry.mutation(
         description="Assigns the items to one reviewer, as assignItem does each. All or "
@@ -218,9 +225,7 @@ class BulkMutation:
             revoke_leases=input.revoke_leases,
             reason=input.reason,
         )
-        if is_failure(result):
-            return from_failure(result)
-        return BulkApplied.from_domain(result)
+        return _answer(result)
 
     @strawberry.mutation(
         description="Moves the items to another queue with their priority; their assignment "
@@ -235,9 +240,7 @@ class BulkMutation:
             revoke_leases=input.revoke_leases,
             reason=input.reason,
         )
-        if is_failure(result):
-            return from_failure(result)
-        return BulkApplied.from_domain(result)
+        return _answer(result)
 
     @strawberry.mutation(
         description="Parks the items until a time, for a hold reason of their queue. All or "
@@ -252,6 +255,4 @@ class BulkMutation:
             reason=input.reason,
             revoke_leases=input.revoke_leases,
         )
-        if is_failure(result):
-            return from_failure(result)
-        return BulkApplied.from_domain(result)
+        return _answer(result)
