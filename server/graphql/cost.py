@@ -42,7 +42,7 @@ from server.graphql.types import MAX_PAGE
 MAX_COST = 10_000
 # The rows an unpaginated list of objects stands for: a handful in practice, never bounded.
 LIST_WEIGHT = 10
-# Beyond the depth limit (MAX_DEPTH in schema.py refuses such documents anyway); bounds the
+# Beyond the depth limit (MAX_DEPTH in operation.py refuses such documents anyway); bounds the
 # walk below, which follows fragments, so a cyclic or absurd document cannot make it loop.
 MAX_WALK_DEPTH = 50
 # A connection's rows are counted on the connection field; its `edges` list is those rows.

@@ -1,6 +1,6 @@
 """`extensions.code` on every error, set while the original error is still known.
 
-MaskErrors (MaskUnexpectedErrors in server/graphql/schema.py) replaces an unexpected error
+MaskErrors (MaskUnexpectedErrors in server/graphql/operation.py) replaces an unexpected error
 by an anonymous one, in its on_operation exit and, for streams, in on_stream_result. The
 code must be on the error before that, and on every error, however it arose.
 

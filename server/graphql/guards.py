@@ -1,11 +1,10 @@
 """Guards on the document itself, before anything resolves: its length, the limiters'
-refusals coded LIMIT_EXCEEDED, and validation without schema suggestions outside --dev."""
+refusals coded LIMIT_EXCEEDED, and validation without schema suggestions outside --dev.
+server/graphql/operation.py runs them for every operation."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator
-from typing import Any, cast
+from collections import OrderedDict
 
 from graphql import (
     ASTValidationRule,
@@ -16,14 +15,13 @@ from graphql import (
     ValidationContext,
     validate,
 )
-from strawberry.extensions import ParserCache, SchemaExtension
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 
 from server.graphql.codes import ErrorCode, with_code
 
 # Characters (code points) of a query document. Documents are small (MAX_TOKENS in
-# schema.py allows 2,000 tokens); values belong in variables. graphql-core refuses a longer
+# operation.py allows 2,000 tokens); values belong in variables. graphql-core refuses a longer
 # source before lexing it, so a huge text costs neither parse time nor cache memory.
 MAX_DOCUMENT_CHARS = 50_000
 # graphql-core ends the message of every limit it enforces while parsing (source length,
@@ -33,26 +31,9 @@ _PARSER_LIMIT = "Parsing aborted."
 VALIDATION_CACHE_SIZE = 128
 
 
-class BoundedParserCache(ParserCache):
-    """Strawberry's ParserCache, with graphql-core's own source-length limit.
-
-    The cache is functools.lru_cache around `parse`, which keeps a text only once it has
-    parsed: a refused text is never kept.
-    """
-
-    def on_parse(self) -> Iterator[None]:
-        context = self.execution_context
-        # graphql-core 3.3 has the option; Strawberry's typing of parse options does not yet.
-        cast(dict[str, Any], context.parse_options)["max_source_length"] = MAX_DOCUMENT_CHARS
-        try:
-            context.graphql_document = self.cached_parse_document(
-                context.query, **context.parse_options
-            )
-        except GraphQLSyntaxError as error:
-            if error.message.endswith(_PARSER_LIMIT):
-                with_code(error, ErrorCode.LIMIT_EXCEEDED)
-            raise
-        yield
+def is_parser_limit(error: GraphQLSyntaxError) -> bool:
+    """A document refused for its size (length, tokens, nesting), not for its syntax."""
+    return error.message.endswith(_PARSER_LIMIT)
 
 
 def limit_coded(rule: type[ASTValidationRule]) -> type[ASTValidationRule]:
@@ -83,7 +64,6 @@ def limit_coded(rule: type[ASTValidationRule]) -> type[ASTValidationRule]:
     return Coded
 
 
-@functools.lru_cache(maxsize=VALIDATION_CACHE_SIZE)
 def _validate(
     schema: GraphQLSchema,
     document: DocumentNode,
@@ -99,34 +79,29 @@ def _validate(
     )
 
 
-class CachedValidation(SchemaExtension):
-    """Strawberry's ValidationCache, with graphql-core's `hide_suggestions`: outside --dev a
-    client is not told the names of fields, arguments and types it did not ask for."""
-
-    def __init__(self, *, hide_suggestions: bool) -> None:
-        self.hide_suggestions = hide_suggestions
-
-    def on_validate(self) -> Iterator[None]:
-        context = self.execution_context
-        assert context.graphql_document is not None
-        context.pre_execution_errors = _validate(
-            context.schema._schema,
-            context.graphql_document,
-            context.validation_rules,
-            self.hide_suggestions,
-        )
-        yield
+# Keyed by the document's text: an AST node is a frozen dataclass whose hash walks the
+# whole tree on every lookup, while a string's hash is computed once. The document is the
+# text's own parse (the parser's cache hands back the same one for the same text).
+_ValidationKey = tuple[GraphQLSchema, str, tuple[type[ASTValidationRule], ...], bool]
+_validated: OrderedDict[_ValidationKey, list[GraphQLError]] = OrderedDict()
 
 
-def cached_validation(*, hide_suggestions: bool) -> Callable[[], SchemaExtension]:
-    return functools.partial(CachedValidation, hide_suggestions=hide_suggestions)
-
-
-def quiet_build(build: Callable[..., Any]) -> Callable[..., Any]:
-    """An executor's `build` that hides suggestions in variable coercion errors too."""
-
-    def quiet(*args: Any, **kwargs: Any) -> Any:
-        kwargs["hide_suggestions"] = True
-        return build(*args, **kwargs)
-
-    return quiet
+def validate_cached(
+    schema: GraphQLSchema,
+    query: str | None,
+    document: DocumentNode,
+    rules: tuple[type[ASTValidationRule], ...],
+    hide_suggestions: bool,
+) -> list[GraphQLError]:
+    """Validation errors of a document, cached by its text; bounded like the parser's."""
+    if query is None:
+        return _validate(schema, document, rules, hide_suggestions)
+    key = (schema, query, rules, hide_suggestions)
+    errors = _validated.get(key)
+    if errors is None:
+        errors = _validated[key] = _validate(schema, document, rules, hide_suggestions)
+        if len(_validated) > VALIDATION_CACHE_SIZE:
+            _validated.popitem(last=False)
+    else:
+        _validated.move_to_end(key)
+    return errors

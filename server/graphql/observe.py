@@ -1,7 +1,7 @@
 """One access line and one timing per GraphQL operation, over HTTP or a websocket.
 
 The transport starts an `OperationRecord` (HTTP: the view; a socket: each operation's task)
-and finishes it with the answer; meanwhile the schema's `ObserveOperation` extension notes
+and finishes it with the answer; meanwhile the schema's extension (operation.py) notes
 the operation's type and root fields once the document is valid, `from_failure` notes
 every union error member a resolver answers with, and the schema's `process_errors` notes
 client mistakes and server faults. The line: operation type, root fields, duration,
@@ -28,7 +28,6 @@ from graphql import (
     SelectionSetNode,
 )
 from graphql.utilities import get_operation_ast
-from strawberry.extensions import SchemaExtension
 
 from server.domain.model import Principal
 from server.observability import metrics
@@ -194,29 +193,42 @@ def describe(document: DocumentNode, operation_name: str | None) -> tuple[str, t
     return operation.operation.value, tuple(dict.fromkeys(names))
 
 
-class ObserveOperation(SchemaExtension):
-    """Notes a valid operation's type and root fields, and counts running subscriptions."""
+# What `describe` found, per document text and operation name: a process sees the same
+# few documents again and again. Bounded as the parser's cache is.
+_DESCRIBED_LIMIT = 256
+_described: dict[tuple[str, str | None], tuple[str, tuple[str, ...]]] = {}
 
-    def on_execute(self) -> Iterator[None]:
-        record = _RECORD.get()
-        context = self.execution_context
-        if record is not None and context.graphql_document is not None:
-            record.operation_type, record.root_fields = describe(
-                context.graphql_document, context.operation_name
-            )
-            if record.operation_type == "subscription" and not record.subscribed:
-                record.subscribed = record.root_fields
-                for name in record.subscribed:
-                    metrics.SUBSCRIPTIONS.labels(name).inc()
-        yield
 
-    def on_operation(self) -> Iterator[None]:
-        try:
-            yield
-        finally:
-            # A subscription's operation ends with its stream.
-            record = _RECORD.get()
-            if record is not None and record.subscribed:
-                for name in record.subscribed:
-                    metrics.SUBSCRIPTIONS.labels(name).dec()
-                record.subscribed = ()
+def _described_once(
+    query: str | None, document: DocumentNode, operation_name: str | None
+) -> tuple[str, tuple[str, ...]]:
+    if query is None:
+        return describe(document, operation_name)
+    key = (query, operation_name)
+    found = _described.get(key)
+    if found is None:
+        if len(_described) >= _DESCRIBED_LIMIT:
+            _described.clear()
+        found = _described[key] = describe(document, operation_name)
+    return found
+
+
+def begin_operation(query: str | None, document: DocumentNode, operation_name: str | None) -> None:
+    """A valid operation starts: its type and root fields, and a subscription counted."""
+    record = _RECORD.get()
+    if record is None:
+        return
+    record.operation_type, record.root_fields = _described_once(query, document, operation_name)
+    if record.operation_type == "subscription" and not record.subscribed:
+        record.subscribed = record.root_fields
+        for name in record.subscribed:
+            metrics.SUBSCRIPTIONS.labels(name).inc()
+
+
+def end_subscription() -> None:
+    """An operation has ended; a subscription's ends with its stream."""
+    record = _RECORD.get()
+    if record is not None and record.subscribed:
+        for name in record.subscribed:
+            metrics.SUBSCRIPTIONS.labels(name).dec()
+        record.subscribed = ()

@@ -1,4 +1,4 @@
-"""The schema, with its guards. Extensions are passed as factories: one per request."""
+"""The schema, with its guards. Its extension is passed as a factory: one per request."""
 
 from __future__ import annotations
 
@@ -9,50 +9,29 @@ from typing import Any, cast
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import (
-    AddValidationRules,
-    DisableIntrospection,
-    MaskErrors,
-    MaxAliasesLimiter,
-    MaxTokensLimiter,
-    QueryDepthLimiter,
-    SchemaExtension,
-)
+from strawberry.extensions import SchemaExtension
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
 from server.graphql.bulk import BulkMutation
-from server.graphql.codes import RETRY_AFTER_SECONDS, ClientError, ErrorCode
+from server.graphql.codes import ErrorCode
 from server.graphql.controls import ControlMutation
-from server.graphql.cost import CostLimit
 from server.graphql.error_coding import code_errors
 from server.graphql.errors import Error
 from server.graphql.exceptions.mutations import ExceptionMutation
 from server.graphql.exceptions.queries import ExceptionQuery
 from server.graphql.exceptions.subscriptions import ExceptionSubscription
-from server.graphql.guards import BoundedParserCache, cached_validation, limit_coded
 from server.graphql.input_strings import guard_root_fields
 from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
 from server.graphql.mutations import Mutation
-from server.graphql.observe import ObserveOperation, note_failure, note_refusal
+from server.graphql.observe import note_failure, note_refusal
+from server.graphql.operation import is_unexpected, operation_extension
 from server.graphql.queries import Query
 from server.graphql.subscriptions import Subscription
 from server.observability import tracing
 
-MAX_DEPTH = 10
-MAX_ALIASES = 30
-MAX_TOKENS = 2000
-
 log = logging.getLogger("casework.graphql")
-
-UNAVAILABLE_MESSAGE = f"The database is unavailable; try again in {RETRY_AFTER_SECONDS} seconds."
-
-
-def is_unexpected(error: GraphQLError) -> bool:
-    """The server's fault, as opposed to the client's (bad syntax, values, ids)."""
-    original = error.original_error
-    return original is not None and not isinstance(original, ClientError | GraphQLError)
 
 
 class CaseworkSchema(strawberry.Schema):
@@ -72,48 +51,6 @@ class CaseworkSchema(strawberry.Schema):
                 log.error("unexpected error at %s", error.path, exc_info=error.original_error)
             else:
                 note_refusal(error.message)
-
-
-class MaskUnexpectedErrors(MaskErrors):
-    """MaskErrors that keeps `extensions` (the code): a client still learns what it can do.
-
-    CaseworkSchema.process_errors has set the code by the time this masks
-    (server/graphql/error_coding.py says why there).
-    """
-
-    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
-        unavailable = (error.extensions or {}).get("code") == ErrorCode.UNAVAILABLE.value
-        return GraphQLError(
-            message=UNAVAILABLE_MESSAGE if unavailable else self.error_message,
-            nodes=error.nodes,
-            source=error.source,
-            positions=error.positions,
-            path=error.path,
-            original_error=None,
-            extensions=error.extensions,
-        )
-
-
-def _with_shared_rules(
-    extension: type[AddValidationRules], **options: int
-) -> Callable[[], SchemaExtension]:
-    """A factory of fresh extension instances that all share one set of rule classes.
-
-    The limiters build new rule classes in every constructor, and validation is cached on
-    the rule classes among other things: a per-request class would never hit the cache.
-    Their refusals are coded LIMIT_EXCEEDED (guards.limit_coded).
-    """
-    rules = [
-        limit_coded(rule)
-        for rule in cast(Callable[..., AddValidationRules], extension)(**options).validation_rules
-    ]
-
-    def build() -> SchemaExtension:
-        fresh = extension.__new__(extension)
-        AddValidationRules.__init__(fresh, rules)
-        return fresh
-
-    return build
 
 
 class PerEventExecutionContext(LeafExecutionContext):
@@ -156,21 +93,8 @@ def _tracing_extension() -> Callable[[], SchemaExtension]:
 
 
 def build_schema(*, dev: bool = False) -> CaseworkSchema:
-    extensions: list[Callable[[], SchemaExtension]] = [
-        # Bounded caches: distinct query texts cannot grow memory without limit. The parser
-        # refuses a document over MAX_DOCUMENT_CHARS before lexing it (guards.py).
-        BoundedParserCache,
-        _with_shared_rules(QueryDepthLimiter, max_depth=MAX_DEPTH),
-        _with_shared_rules(MaxAliasesLimiter, max_alias_count=MAX_ALIASES),
-        functools.partial(MaxTokensLimiter, max_token_count=MAX_TOKENS),
-        functools.partial(AddValidationRules, [CostLimit]),
-        # Names of the schema a client did not ask for are shown in --dev only.
-        cached_validation(hide_suggestions=not dev),
-        functools.partial(MaskUnexpectedErrors, should_mask_error=is_unexpected),
-    ]
-    if not dev:
-        extensions.append(DisableIntrospection)
-    extensions.append(ObserveOperation)
+    # Guards, masking and observation, in one extension (operation.py says why one).
+    extensions: list[Callable[[], SchemaExtension]] = [operation_extension(dev=dev)]
     if tracing.enabled():
         extensions.append(_tracing_extension())
     schema = CaseworkSchema(

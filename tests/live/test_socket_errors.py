@@ -8,7 +8,7 @@ import pytest
 
 from server.app import MAX_SUBSCRIPTIONS_PER_CONNECTION
 from server.graphql.codes import ErrorCode
-from server.graphql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS
+from server.graphql.operation import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS
 from server.store.database import Database
 from tests.conftest import TestDatabase
 from tests.live.helpers import serve_kyc, subscriptions_started
