@@ -87,7 +87,7 @@ class OperationRecord:
         kind = self.operation_type
         if kind in ("query", "mutation"):
             for name in dict.fromkeys(self.root_fields):
-                metrics.GRAPHQL_OPERATION_SECONDS.labels(kind, name).observe(seconds)
+                metrics.operation_seconds(kind, name).observe(seconds)
         outcome = self.outcome
         words = [
             f"graphql {kind or '-'} {','.join(self.root_fields) or '-'}",

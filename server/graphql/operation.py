@@ -88,6 +88,13 @@ class MaskUnexpectedErrors(MaskErrors):
             extensions=error.extensions,
         )
 
+    def _process_result(self, result: object) -> None:
+        # Strawberry's checks for errors with isinstance against a runtime Protocol, which
+        # walks the Protocol's attributes on every operation; the attribute is all it needs.
+        errors = getattr(result, "errors", None)
+        if errors:
+            result.errors = self._process_errors(errors)  # type: ignore[attr-defined]
+
 
 class CaseworkOperation(MaskUnexpectedErrors):
     """Everything around one operation; see the module's docstring."""

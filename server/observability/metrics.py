@@ -10,6 +10,7 @@ fields from the schema, never from what a client typed.
 from __future__ import annotations
 
 import enum
+import functools
 
 from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 
@@ -45,6 +46,15 @@ GRAPHQL_OPERATION_SECONDS = Histogram(
     "Queries and mutations, from the request to the answer, by operation type and root field.",
     ("type", "field"),
 )
+
+
+@functools.cache
+def operation_seconds(kind: str, field: str) -> Histogram:
+    """GRAPHQL_OPERATION_SECONDS of one type and root field. `labels` takes a lock and
+    checks its arguments on every call; the pairs are bounded (names of the schema)."""
+    return GRAPHQL_OPERATION_SECONDS.labels(kind, field)
+
+
 WEBSOCKET_CONNECTIONS = Gauge("casework_websocket_connections", "Open GraphQL websockets.")
 SUBSCRIPTIONS = Gauge("casework_subscriptions", "Running subscriptions, by root field.", ("field",))
 LISTENER_CONNECTED = Gauge(
