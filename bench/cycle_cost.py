@@ -46,10 +46,43 @@ SEED_ITEMS = (
     "INSERT INTO review_items (origin_queue, queue, external_key, payload, evidence_hash) "
     "SELECT $1, $1, 'k' || g, '{}', repeat('0', 64) FROM generate_series(1, $2::int) AS g"
 )
+# A decided history under the pending items, as a queue in use has: the decision log and
+# the work list are not empty when the plans are made (on an empty table the planner
+# rightly prefers a scan, and a plan made then would be measured scanning a growing table).
+# Every application of the history has been applied, as in a queue whose worker keeps up.
+SEED_HISTORY = (
+    "INSERT INTO review_items (origin_queue, queue, external_key, payload, evidence_hash, "
+    "state, decided_at) SELECT $1, $1, 'h' || g, '{}', repeat('0', 64), 'decided', now() "
+    "FROM generate_series(1, $2::int) AS g",
+    "INSERT INTO review_decisions (item_id, queue, verdict, outcome, reason_code, reviewer, "
+    "reviewer_role, evidence_hash, lease_token) SELECT i.id, i.queue, 'approve', 'approve', "
+    f"'{benchlib.REASON_CODE}', 'bench-history', 'reviewer', i.evidence_hash, "
+    "gen_random_uuid() FROM review_items AS i WHERE i.state = 'decided'",
+    # Whether the decision or a trigger wrote the application, the history has one each.
+    "INSERT INTO decision_applications (decision_id, queue, decided_at) "
+    "SELECT d.id, d.queue, d.decided_at FROM review_decisions AS d "
+    "WHERE NOT EXISTS (SELECT 1 FROM decision_applications AS a WHERE a.decision_id = d.id)",
+    "UPDATE decision_applications SET state = 'applied'",
+    "INSERT INTO applied_decisions (decision_id) SELECT decision_id FROM decision_applications",
+)
+SEED_RAW_HISTORY = (
+    "INSERT INTO raw_items (queue, payload, evidence_hash, state, decided_at) "
+    "SELECT $1, '{}', repeat('0', 64), 'decided', now() FROM generate_series(1, $2::int) AS g",
+    "INSERT INTO raw_decisions (item_id, verdict, reviewer, lease_token) "
+    "SELECT r.id, 'approve', 'bench-history', gen_random_uuid() FROM raw_items AS r",
+)
 SEED_RAW_ITEMS = (
     "INSERT INTO raw_items (queue, payload, evidence_hash) "
     "SELECT $1, '{}', repeat('0', 64) FROM generate_series(1, $2::int) AS g"
 )
+
+
+async def seed_history(owner: asyncpg.Connection, statements: tuple[str, ...], count: int) -> None:
+    for statement in statements:
+        if "$2" in statement:
+            await owner.execute(statement, benchlib.QUEUE, count)
+        else:
+            await owner.execute(statement)
 
 
 @dataclass(frozen=True)
@@ -71,7 +104,9 @@ class Cost:
         )
 
 
-async def measure(server: str, items: int, cycles: int, warmup: int) -> dict[str, list[Cost]]:
+async def measure(
+    server: str, items: int, history: int, cycles: int, warmup: int
+) -> dict[str, list[Cost]]:
     name = benchlib.new_name("cc")
     await benchlib.create_migrated(server, name)
     try:
@@ -82,6 +117,7 @@ async def measure(server: str, items: int, cycles: int, warmup: int) -> dict[str
             await pool.close()
         owner = await asyncpg.connect(benchlib.owner_dsn(server, name))
         try:
+            await seed_history(owner, SEED_HISTORY, history)
             await owner.execute(SEED_ITEMS, benchlib.QUEUE, items)
             await owner.execute("VACUUM ANALYZE")
         finally:
@@ -231,7 +267,9 @@ class PathRun:
     statements: dict[str, dict[str, list[float]]]
 
 
-async def plain_cycles(server: str, items: int, cycles: int, rounds: int, warmup: int) -> None:
+async def plain_cycles(
+    server: str, items: int, history: int, cycles: int, rounds: int, warmup: int
+) -> None:
     name = benchlib.new_name("cc")
     await benchlib.create_migrated(server, name)
     try:
@@ -246,6 +284,8 @@ async def plain_cycles(server: str, items: int, cycles: int, rounds: int, warmup
             await owner.execute(
                 "GRANT SELECT, INSERT, UPDATE ON raw_items, raw_decisions TO casework_app"
             )
+            await seed_history(owner, SEED_HISTORY, history)
+            await seed_history(owner, SEED_RAW_HISTORY, history)
             await owner.execute(SEED_ITEMS, benchlib.QUEUE, items)
             await owner.execute(SEED_RAW_ITEMS, benchlib.QUEUE, items)
             await owner.execute("VACUUM ANALYZE")
@@ -282,35 +322,40 @@ async def alternate(
     claim_values = claim.bind(
         {"queue": benchlib.QUEUE, "actor": REVIEWER, "actor_role": Role.REVIEWER.value}
     )
+    # Each statement opens with a comment that names it, so that its pg_stat_statements row
+    # is found by its text (the comment changes neither the plan nor the query id).
+    statement_of = {
+        path: {name: f"/* cycle_cost {path} {name} */\n" for name in ("claim", "decide")}
+        for path in PATHS
+    }
+    claim_sql = statement_of["casework"]["claim"] + claim.sql
+    decide_sql = statement_of["casework"]["decide"] + decide.sql
+    raw_claim_sql = statement_of["raw"]["claim"] + RAW_CLAIM
+    raw_decide_sql = statement_of["raw"]["decide"] + RAW_DECIDE
 
     async def casework_cycle() -> None:
-        row = await app.fetchrow(claim.sql, *claim_values)
+        row = await app.fetchrow(claim_sql, *claim_values)
         if row is None or row["id"] is None:
             raise RuntimeError("the claim took nothing: raise --items")
         if (
-            await app.fetchrow(decide.sql, *decide.bind(benchlib.approve_arguments(row, REVIEWER)))
+            await app.fetchrow(decide_sql, *decide.bind(benchlib.approve_arguments(row, REVIEWER)))
             is None
         ):
             raise RuntimeError("the decision was refused")
 
     async def raw_cycle() -> None:
-        row = await app.fetchrow(RAW_CLAIM, benchlib.QUEUE, REVIEWER)
+        row = await app.fetchrow(raw_claim_sql, benchlib.QUEUE, REVIEWER)
         if row is None:
             raise RuntimeError("the raw claim took nothing: raise --items")
         if (
             await app.fetchrow(
-                RAW_DECIDE, row["id"], row["lease_token"], REVIEWER, row["evidence_hash"]
+                raw_decide_sql, row["id"], row["lease_token"], REVIEWER, row["evidence_hash"]
             )
             is None
         ):
             raise RuntimeError("the raw decision was refused")
 
     cycle_of = {"casework": casework_cycle, "raw": raw_cycle}
-    # Which statement a pg_stat_statements row is, by how its text begins.
-    statement_of = {
-        "casework": {"claim": claim.sql[:60], "decide": decide.sql[:60]},
-        "raw": {"claim": RAW_CLAIM[:60], "decide": RAW_DECIDE[:60]},
-    }
     pid = await app.fetchval("SELECT pg_backend_pid()")
     database_id = await owner.fetchval(
         "SELECT oid FROM pg_database WHERE datname = current_database()"
@@ -344,7 +389,7 @@ async def read_statements(
     for statement, prefix in prefixes.items():
         row = await owner.fetchrow(
             f"SELECT {figures} FROM pg_stat_statements "
-            "WHERE dbid = $1 AND toplevel AND left(query, 60) = $2",
+            "WHERE dbid = $1 AND toplevel AND starts_with(query, $2)",
             database_id,
             prefix,
         )
@@ -412,16 +457,21 @@ def main() -> None:
     parser.add_argument("--database-url", default=benchlib.database_url_from_env())
     parser.add_argument("--items", type=int, default=1200)
     parser.add_argument("--cycles", type=int, default=300)
+    parser.add_argument("--history", type=int, default=20000, help="decided items beforehand")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--cpu", action="store_true", help="also run the plain cycles")
     parser.add_argument("--cpu-cycles", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
     server = benchlib.require_local(args.database_url)
-    report(asyncio.run(measure(server, args.items, args.cycles, args.warmup)))
+    report(asyncio.run(measure(server, args.items, args.history, args.cycles, args.warmup)))
     if args.cpu:
         plain_items = args.cpu_cycles * args.rounds + args.warmup + 10
-        asyncio.run(plain_cycles(server, plain_items, args.cpu_cycles, args.rounds, args.warmup))
+        asyncio.run(
+            plain_cycles(
+                server, plain_items, args.history, args.cpu_cycles, args.rounds, args.warmup
+            )
+        )
 
 
 if __name__ == "__main__":
