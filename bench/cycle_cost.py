@@ -2,7 +2,8 @@
 not depend on the machine's load: buffers touched and WAL written, from
 EXPLAIN (ANALYZE, BUFFERS, WAL), with the execution time beside them.
 
-A fresh database is migrated and seeded with --items pending items of queue `bench`; then
+A fresh database is migrated and seeded with --history decided items (each with its
+decision and its applied application) and --items pending items of queue `bench`; then
 --cycles times, as one reviewer: item_claim_next, then decision_submit approving what was
 claimed, each run under EXPLAIN ANALYZE (which executes it) with the arguments the domain
 passes. The first --warmup cycles are left out; the medians of the rest are printed.
