@@ -1,19 +1,34 @@
 -- name: decision_submit
 -- Records a verdict made under a lease, in one statement. Fence: every condition of it
--- sits in the WHERE clause of `target`: a live lease of the caller with this token on a
+-- sits in the WHERE clause of the UPDATE `moved`: a live lease of the caller with this token on a
 -- pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
 -- allows for this verdict (with a note that says something, if the code requires one), in
 -- a queue the caller's token covers. If any fails, nothing is written and no row comes
--- back.
+-- back. The fence is the UPDATE's own condition, not a SELECT ... FOR UPDATE before it: an
+-- UPDATE that meets a row another transaction changed waits, and rechecks the whole
+-- condition on the row as it now is (as FOR UPDATE did), without a separate row lock to
+-- write first.
+-- The decision goes on the apply work list (decision_applications) in the same statement.
 -- An escalation returns the item to `pending` in the escalation queue, priority boosted.
 -- The row keeps when its lease began, the item's lease count and when the item was
 -- enqueued, for the queue's measures.
-WITH target AS (
-    SELECT i.id, i.queue, coalesce(q.escalation_queue, q.name) AS escalation_queue,
-           q.escalation_priority_boost, i.lease_started_at, i.lease_count, i.created_at
-    FROM review_items AS i
-    JOIN queues AS q ON q.name = i.queue
-    WHERE i.id = :item_id
+WITH moved AS (
+    UPDATE review_items AS i
+    SET state            = CASE WHEN :verdict = 'escalate' THEN 'pending' ELSE 'decided' END,
+        decided_at       = CASE WHEN :verdict = 'escalate' THEN NULL ELSE now() END,
+        queue            = CASE WHEN :verdict = 'escalate' THEN coalesce(q.escalation_queue, q.name)
+                                ELSE i.queue END,
+        priority         = CASE WHEN :verdict = 'escalate' THEN i.priority + q.escalation_priority_boost
+                                ELSE i.priority END,
+        abandon_count    = CASE WHEN :verdict = 'escalate' THEN 0 ELSE i.abandon_count END,
+        escalation_count = i.escalation_count + (:verdict = 'escalate')::int,
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+        -- Decided, or moved on to another queue: an assignment has done its work.
+        assigned_to = NULL, assigned_until = NULL,
+        updated_at = now()
+    FROM queues AS q
+    WHERE q.name = i.queue
+      AND i.id = :item_id
       AND i.lease_token = :lease_token
       AND i.lease_owner = :actor
       AND i.state = 'pending'
@@ -24,43 +39,34 @@ WITH target AS (
       AND EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts)
                     AND (NOT r.requires_note OR casework_has_text(:note)))
-    FOR UPDATE OF i
-),
-moved AS (
-    UPDATE review_items AS i
-    SET state            = CASE WHEN :verdict = 'escalate' THEN 'pending' ELSE 'decided' END,
-        decided_at       = CASE WHEN :verdict = 'escalate' THEN NULL ELSE now() END,
-        queue            = CASE WHEN :verdict = 'escalate' THEN t.escalation_queue ELSE i.queue END,
-        priority         = CASE WHEN :verdict = 'escalate' THEN i.priority + t.escalation_priority_boost
-                                ELSE i.priority END,
-        abandon_count    = CASE WHEN :verdict = 'escalate' THEN 0 ELSE i.abandon_count END,
-        escalation_count = i.escalation_count + (:verdict = 'escalate')::int,
-        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-        -- Decided, or moved on to another queue: an assignment has done its work.
-        assigned_to = NULL, assigned_until = NULL,
-        updated_at = now()
-    FROM target AS t
-    WHERE i.id = t.id
-    RETURNING i.id
+    -- `q` is the row joined to the item as it was: q.name is the queue the item left. The
+    -- decision does not change the lease's start, the lease count or the enqueue time.
+    RETURNING i.id, q.name AS decided_in, i.queue AS now_in, i.lease_started_at, i.lease_count,
+              i.created_at
 ),
 recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
          evidence_hash, lease_token, lease_started_at, lease_count, item_created_at,
          traceparent)
-    SELECT t.id, t.queue, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
-           :evidence_hash, :lease_token, t.lease_started_at, t.lease_count, t.created_at,
+    SELECT m.id, m.decided_in, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
+           :evidence_hash, :lease_token, m.lease_started_at, m.lease_count, m.created_at,
            :traceparent
-    FROM target AS t JOIN moved AS m ON m.id = t.id
+    FROM moved AS m
     RETURNING *
+),
+-- On the apply work list in the same statement (migration 0017).
+enlisted AS (
+    INSERT INTO decision_applications (decision_id, queue, decided_at)
+    SELECT r.id, r.queue, r.decided_at FROM recorded AS r
 )
 SELECT r.*, hint.notification
 FROM recorded AS r
-JOIN target AS t ON t.id = r.item_id,
+JOIN moved AS m ON m.id = r.item_id,
      casework_hint(
          kind => CASE WHEN :verdict = 'escalate' THEN 'escalated' ELSE 'decided' END,
-         queue => CASE WHEN :verdict = 'escalate' THEN t.escalation_queue ELSE r.queue END,
-         item_id => r.item_id, decision_id => r.id, from_queue => r.queue) AS hint (notification);
+         queue => m.now_in, item_id => r.item_id, decision_id => r.id, from_queue => r.queue)
+         AS hint (notification);
 
 -- name: decision_submit_diagnose
 -- Read-only: why did decision_submit write nothing? Runs only on that failure path.
@@ -104,6 +110,11 @@ recorded AS (
                   WHERE r.queue = t.queue AND r.code = :reason_code AND t.outcome = ANY (r.verdicts)
                     AND (NOT r.requires_note OR casework_has_text(:note)))
     RETURNING *
+),
+-- An overturn is applied too: on the work list in the same statement (migration 0017).
+enlisted AS (
+    INSERT INTO decision_applications (decision_id, queue, decided_at)
+    SELECT r.id, r.queue, r.decided_at FROM recorded AS r
 )
 SELECT r.*, hint.notification
 FROM recorded AS r,

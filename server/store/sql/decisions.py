@@ -12,13 +12,13 @@ from server.store.queries import Query
 
 def _decision_submit(
     *,
+    verdict: Any,
     item_id: Any,
     lease_token: Any,
     actor: Any,
     evidence_hash: Any,
     queue_scope: Any,
     reason_code: Any,
-    verdict: Any,
     note: Any,
     actor_role: Any,
     traceparent: Any,
@@ -29,11 +29,15 @@ DECISION_SUBMIT = Query("decision_submit", _decision_submit)
 """db/queries/decisions.sql:1
 
 Records a verdict made under a lease, in one statement. Fence: every condition of it
-sits in the WHERE clause of `target`: a live lease of the caller with this token on a
+sits in the WHERE clause of the UPDATE `moved`: a live lease of the caller with this token on a
 pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
 allows for this verdict (with a note that says something, if the code requires one), in
 a queue the caller's token covers. If any fails, nothing is written and no row comes
-back.
+back. The fence is the UPDATE's own condition, not a SELECT ... FOR UPDATE before it: an
+UPDATE that meets a row another transaction changed waits, and rechecks the whole
+condition on the row as it now is (as FOR UPDATE did), without a separate row lock to
+write first.
+The decision goes on the apply work list (decision_applications) in the same statement.
 An escalation returns the item to `pending` in the escalation queue, priority boosted.
 The row keeps when its lease began, the item's lease count and when the item was
 enqueued, for the queue's measures.
@@ -51,7 +55,7 @@ def _decision_submit_diagnose(
 
 
 DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
-"""db/queries/decisions.sql:65
+"""db/queries/decisions.sql:71
 
 Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
@@ -72,7 +76,7 @@ def _decision_overturn(
 
 
 DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
-"""db/queries/decisions.sql:82
+"""db/queries/decisions.sql:88
 
 Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, and
@@ -91,7 +95,7 @@ def _decision_overturn_diagnose(
 
 
 DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", _decision_overturn_diagnose)
-"""db/queries/decisions.sql:113
+"""db/queries/decisions.sql:124
 
 Read-only: why did decision_overturn write nothing? Runs only on that failure path.
 `superseded_by`: a concurrent overturn won; `reason_allowed`: the catalogue allows the
