@@ -23,7 +23,6 @@ from urllib.parse import parse_qs, urlsplit
 import asyncpg
 import httpx
 
-from server import lean_http
 from server.app import WS_PER_MESSAGE_DEFLATE
 from server.config import REPO_ROOT
 from server.domain.decisions import DecisionInput, submit_decision
@@ -263,8 +262,6 @@ async def uvicorn_server(
             str(port),
             "--ws",
             ws,
-            "--http",
-            lean_http.IMPORT_STRING,
             "--ws-per-message-deflate",
             "false" if not WS_PER_MESSAGE_DEFLATE else "true",
             "--log-level",

@@ -212,7 +212,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     # Imported here so that migrate and token create start fast and keep working even if
     # the web stack cannot be imported.
-    from server import lean_http
     from server.app import WS_PER_MESSAGE_DEFLATE, create_app
 
     dev: bool = args.dev or args.demo
@@ -234,8 +233,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 port=args.port,
                 log_level="info",
                 ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
-                # A response's head and body in one write (server/lean_http.py).
-                http=lean_http.IMPORT_STRING,
                 # Logging is configured by _observe; each GraphQL request has its access line.
                 log_config=None,
                 access_log=False,
