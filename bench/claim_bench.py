@@ -360,8 +360,10 @@ async def count_decisions(owner: asyncpg.Connection) -> int:
 def graphql_server(
     config: Config, app_dsn: str, concurrency: int, workers: int | None
 ) -> contextlib.AbstractAsyncContextManager[benchlib.Server]:
-    """One uvicorn process, or `casework serve --workers N` (each process's pool as large as
-    the concurrency: the kernel decides how many connections each process gets)."""
+    """One uvicorn process, or `casework serve --workers N`. The kernel decides how many of
+    the client's connections each process gets, so each pool may grow to the concurrency;
+    it opens its share to begin with, so that N pools together start near the concurrency
+    (N full pools at 32 would take most of PostgreSQL's 100 slots)."""
     if workers is None:
         return benchlib.uvicorn_server(
             app_dsn, pool_min=concurrency, pool_max=concurrency, env=server_env(config)
@@ -369,7 +371,7 @@ def graphql_server(
     return benchlib.casework_serve_server(
         app_dsn,
         workers=workers,
-        pool_min=concurrency,
+        pool_min=-(-concurrency // workers),
         pool_max=concurrency,
         env=server_env(config),
     )
