@@ -287,6 +287,83 @@ async def uvicorn_server(
                     await process.wait()
 
 
+SERVING_WITHIN_SECONDS = 60.0
+
+
+@contextlib.asynccontextmanager
+async def casework_serve_server(
+    app_dsn: str, *, workers: int, pool_min: int, pool_max: int, env: dict[str, str]
+) -> AsyncIterator[Server]:
+    """`casework serve --no-migrate --no-worker --workers N` on 127.0.0.1 as the service
+    role, each process with a pool of pool_min..pool_max; yields once all N processes have
+    started. Its pid is the parent's: the serving processes are its children."""
+    port = free_port()
+    environment = {key: value for key, value in os.environ.items() if "DATABASE_URL" not in key} | {
+        "CASEWORK_APP_DATABASE_URL": app_dsn,
+        "CASEWORK_POOL_MIN": str(pool_min),
+        "CASEWORK_POOL_MAX": str(pool_max),
+        **env,
+    }
+    with tempfile.TemporaryFile() as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "server.cli",
+            "serve",
+            "--no-migrate",
+            "--no-worker",
+            "--workers",
+            str(workers),
+            "--port",
+            str(port),
+            cwd=REPO_ROOT,
+            env=environment,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+        server = Server(f"http://127.0.0.1:{port}", process.pid, log)
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SERVING_WITHIN_SECONDS
+            # Every process says so on its own line; then one health check for the port.
+            while server.log_tail(10**7).count("Application startup complete") < workers:
+                if process.returncode is not None or loop.time() > deadline:
+                    raise RuntimeError(f"casework serve did not start:\n{server.log_tail()}")
+                await asyncio.sleep(HEALTH_INTERVAL_SECONDS)
+            if not await _wait_healthy(server.base_url, process):
+                raise RuntimeError(f"the server did not become healthy:\n{server.log_tail()}")
+            yield server
+        finally:
+            if process.returncode is None:
+                process.terminate()
+                try:
+                    await asyncio.wait_for(process.wait(), timeout=30)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and its descendants, from /proc (the serving processes of `serve --workers`)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+    tree, frontier = [pid], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        tree += children
+        frontier = children
+    return tree
+
+
 async def _wait_healthy(base_url: str, process: asyncio.subprocess.Process) -> bool:
     """Polls GET /healthz until it answers 200, a bounded number of times."""
     async with httpx.AsyncClient(base_url=base_url, trust_env=False) as client:

@@ -69,6 +69,22 @@ class Config:
     # transport, and the raw path publishes each hint to Redis after its commit too.
     hints: str
     redis_url: str
+    # --server-workers: the GraphQL path through `casework serve --workers N`, once per N,
+    # instead of one uvicorn process.
+    server_workers: list[int]
+
+    @property
+    def modes(self) -> list[str]:
+        served = [serve_mode(n) for n in self.server_workers] or ["graphql"]
+        return [*served, "raw"]
+
+
+def serve_mode(workers: int) -> str:
+    return f"serve-{workers}"
+
+
+def workers_of(mode: str) -> int | None:
+    return int(mode.removeprefix("serve-")) if mode.startswith("serve-") else None
 
 
 @dataclass(frozen=True)
@@ -76,7 +92,7 @@ class CpuUse:
     """CPU seconds over the timed window, and what the whole machine did meanwhile."""
 
     client: float  # this process: the workers and their client library
-    server: float  # the uvicorn process (GraphQL path only)
+    server: float  # the server's processes, summed (GraphQL path only)
     postgres: float  # the backends connected to the database under test
     machine_busy: float  # all processes, every core: user + system + irq
     machine_steal: float  # taken by the hypervisor for other guests
@@ -169,12 +185,16 @@ async def backend_pids(owner: asyncpg.Connection, database: str) -> list[int]:
 
 
 class CpuWindow:
-    """CPU seconds of this process, one server process and a database's backends."""
+    """CPU seconds of this process, a server (its process and their children: the serving
+    processes of `casework serve --workers N`) and a database's backends."""
 
     def __init__(self, owner: asyncpg.Connection, database: str, server_pid: int | None) -> None:
         self._owner = owner
         self._database = database
-        self._server_pid = server_pid
+        self._server_pids = benchlib.process_tree(server_pid) if server_pid else []
+        self._server_start: dict[int, float] = {}
+        # CPU seconds of each server process over the window, largest first.
+        self.server_split: list[float] = []
         self._start: tuple[float, float, dict[int, float], tuple[float, float]] = (
             0.0,
             0.0,
@@ -182,16 +202,23 @@ class CpuWindow:
             (0.0, 0.0),
         )
 
-    def _server(self) -> float:
-        return process_cpu(self._server_pid) if self._server_pid else 0.0
+    def _server(self) -> dict[int, float]:
+        return {pid: process_cpu(pid) for pid in self._server_pids}
 
     async def start(self) -> None:
         pids = await backend_pids(self._owner, self._database)
         backends = {pid: process_cpu(pid) for pid in pids}
-        self._start = (self_cpu(), self._server(), backends, machine_cpu())
+        self._server_start = self._server()
+        self._start = (self_cpu(), sum(self._server_start.values()), backends, machine_cpu())
 
     async def stop(self) -> CpuUse:
-        client, server, (busy, steal) = self_cpu(), self._server(), machine_cpu()
+        client, (busy, steal) = self_cpu(), machine_cpu()
+        by_process = self._server()
+        server = sum(by_process.values())
+        self.server_split = sorted(
+            (cpu - self._server_start.get(pid, 0.0) for pid, cpu in by_process.items()),
+            reverse=True,
+        )
         pids = await backend_pids(self._owner, self._database)
         start_client, start_server, start_backends, (start_busy, start_steal) = self._start
         backends = sum(process_cpu(pid) - start_backends.get(pid, 0.0) for pid in pids)
@@ -330,16 +357,34 @@ async def count_decisions(owner: asyncpg.Connection) -> int:
     return count
 
 
+def graphql_server(
+    config: Config, app_dsn: str, concurrency: int, workers: int | None
+) -> contextlib.AbstractAsyncContextManager[benchlib.Server]:
+    """One uvicorn process, or `casework serve --workers N`. The kernel decides how many of
+    the client's connections each process gets, so each pool may grow to the concurrency;
+    it opens its share to begin with, so that N pools together start near the concurrency
+    (N full pools at 32 would take most of PostgreSQL's 100 slots)."""
+    if workers is None:
+        return benchlib.uvicorn_server(
+            app_dsn, pool_min=concurrency, pool_max=concurrency, env=server_env(config)
+        )
+    return benchlib.casework_serve_server(
+        app_dsn,
+        workers=workers,
+        pool_min=-(-concurrency // workers),
+        pool_max=concurrency,
+        env=server_env(config),
+    )
+
+
 async def measure_graphql(
-    config: Config, database: str, concurrency: int, tokens: list[str]
+    config: Config, database: str, concurrency: int, tokens: list[str], workers: int | None
 ) -> Measurement:
     owner = await asyncpg.connect(benchlib.owner_dsn(config.server, database))
     try:
         app_dsn = benchlib.app_dsn(config.server, database)
         async with (
-            benchlib.uvicorn_server(
-                app_dsn, pool_min=concurrency, pool_max=concurrency, env=server_env(config)
-            ) as server,
+            graphql_server(config, app_dsn, concurrency, workers) as server,
             contextlib.AsyncExitStack() as stack,
         ):
             cpu = CpuWindow(owner, database, server.pid)
@@ -351,6 +396,10 @@ async def measure_graphql(
             warmed, done, elapsed, used = await drive(
                 graphql_worker(connections, tokens), concurrency, config.cycles, config.warmup, cpu
             )
+        if workers is not None:
+            # How the kernel spread the connections shows in each process's share of the CPU.
+            split = ", ".join(f"{seconds:.2f}" for seconds in cpu.server_split if seconds > 0.005)
+            print(f"  c={concurrency:<3} serve-{workers}: CPU s per server process: {split}")
         return Measurement(done, elapsed, warmed, await count_decisions(owner), used)
     finally:
         await owner.close()
@@ -418,10 +467,10 @@ async def one_run(
     name = benchlib.new_name(f"{mode}{concurrency}")
     await benchlib.create_database(config.server, name, template=template)
     try:
-        if mode == "graphql":
-            result = await measure_graphql(config, name, concurrency, tokens)
-        else:
+        if mode == "raw":
             result = await measure_raw(config, name, concurrency)
+        else:
+            result = await measure_graphql(config, name, concurrency, tokens, workers_of(mode))
     finally:
         await benchlib.drop_database(config.server, name)
     expected = result.warmup_cycles + result.cycles
@@ -435,7 +484,30 @@ async def one_run(
     return result
 
 
-def report(results: dict[int, dict[str, Measurement]], repeats: int) -> None:
+def report_served(results: dict[int, dict[str, Measurement]], config: Config) -> None:
+    """--server-workers: each `casework serve --workers N` beside raw SQL and N = first."""
+    served = [mode for mode in config.modes if mode != "raw"]
+    pooled = f", pooled over {config.repeats} runs per cell" if config.repeats > 1 else ""
+    print()
+    print(f"Throughput (claim+decide cycles per second{pooled})")
+    head = " | ".join(f"{mode + '/s':>9}" for mode in [*served, "raw"])
+    ratios = [f"{mode}/{served[0]}" for mode in served[1:]]
+    print(f"{'concurrency':>11} | {head} | " + " | ".join(f"{r:>15}" for r in ratios))
+    for concurrency, cells in results.items():
+        rates = " | ".join(f"{cells[mode].rate:>9.0f}" for mode in [*served, "raw"])
+        relative = " | ".join(
+            f"{cells[mode].rate / cells[served[0]].rate:>15.2f}" for mode in served[1:]
+        )
+        print(f"{concurrency:>11} | {rates} | {relative}")
+
+
+def report(
+    results: dict[int, dict[str, Measurement]], repeats: int, config: Config | None = None
+) -> None:
+    if config is not None and config.server_workers:
+        report_served(results, config)
+        report_cpu(results)
+        return
     pooled = f", pooled over {repeats} runs per cell" if repeats > 1 else ""
     print()
     print(f"Throughput (claim+decide cycles per second{pooled})")
@@ -447,13 +519,17 @@ def report(results: dict[int, dict[str, Measurement]], repeats: int) -> None:
             f"{concurrency:>11} | {graphql.rate:>9.0f} | {raw.rate:>9.0f} | "
             f"{graphql.rate / raw.rate:>11.2f}"
         )
+    report_cpu(results)
+
+
+def report_cpu(results: dict[int, dict[str, Measurement]]) -> None:
     print()
     print(
-        f"CPU ms per cycle in the timed window; machine = cores busy on average "
-        f"(all processes, of {os.cpu_count()})"
+        "CPU ms per cycle in the timed window (server: all its processes); machine = cores "
+        f"busy on average (all processes, of {os.cpu_count()})"
     )
     print(
-        f"{'concurrency':>11} | {'path':<7} | {'bench client':>12} | {'uvicorn':>7} | "
+        f"{'concurrency':>11} | {'path':<7} | {'bench client':>12} | {'server':>7} | "
         f"{'postgres':>8} | {'sum':>5} | {'machine':>7} | {'steal':>5}"
     )
     print(
@@ -464,7 +540,7 @@ def report(results: dict[int, dict[str, Measurement]], repeats: int) -> None:
         for mode, m in pair.items():
             parts = (m.cpu.client, m.cpu.server, m.cpu.postgres)
             client, server, postgres = (m.cpu_ms_per_cycle(p) for p in parts)
-            server_text = f"{server:>7.2f}" if mode == "graphql" else f"{'-':>7}"
+            server_text = f"{server:>7.2f}" if mode != "raw" else f"{'-':>7}"
             print(
                 f"{concurrency:>11} | {mode:<7} | {client:>12.2f} | {server_text} | "
                 f"{postgres:>8.2f} | {client + server + postgres:>5.2f} | "
@@ -479,7 +555,7 @@ async def main(config: Config) -> None:
         f"claim_bench: {config.items} items per database, {config.cycles} timed cycles per run "
         f"after {config.warmup} warm-up cycles per worker; concurrency {config.concurrency}; "
         f"{config.repeats} run(s) per path and concurrency; hints via {config.hints}; "
-        f"{os.cpu_count()} CPUs",
+        f"paths {config.modes}; {os.cpu_count()} CPUs",
         flush=True,
     )
     results: dict[int, dict[str, Measurement]] = {}
@@ -487,17 +563,18 @@ async def main(config: Config) -> None:
         tokens = await build_template(config, template)
         position = 0
         for concurrency in config.concurrency:
-            runs: dict[str, list[Measurement]] = {"graphql": [], "raw": []}
+            runs: dict[str, list[Measurement]] = {mode: [] for mode in config.modes}
             for _ in range(config.repeats):
-                # Alternate which path goes first, so a drift of the machine hits both.
-                modes = ("graphql", "raw") if position % 2 == 0 else ("raw", "graphql")
+                # Rotate which path goes first, so a drift of the machine hits them all.
+                shift = position % len(config.modes)
+                modes = config.modes[shift:] + config.modes[:shift]
                 position += 1
                 for mode in modes:
                     runs[mode].append(await one_run(config, template, mode, concurrency, tokens))
             results[concurrency] = {mode: sum_runs(found) for mode, found in runs.items()}
     finally:
         await benchlib.drop_database(config.server, template)
-    report(results, config.repeats)
+    report(results, config.repeats, config)
     print(f"\ntotal time {time.perf_counter() - started:.0f} s")
 
 
@@ -531,6 +608,15 @@ def parse_args(argv: list[str] | None = None) -> Config:
         "transport (no NOTIFY; published after commit, by the raw path too)",
     )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument(
+        "--server-workers",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="N",
+        help="run the GraphQL path through `casework serve --workers N` for each N, side by "
+        "side (CPU summed over the serving processes), instead of one uvicorn process",
+    )
     args = parser.parse_args(argv)
     config = Config(
         server=benchlib.require_local(args.database_url),
@@ -541,10 +627,11 @@ def parse_args(argv: list[str] | None = None) -> Config:
         repeats=args.repeats,
         hints=args.hints,
         redis_url=args.redis_url,
+        server_workers=args.server_workers,
     )
     needed = config.cycles + config.warmup * max(config.concurrency)
-    if min(config.concurrency) < 1 or config.repeats < 1:
-        parser.error("--concurrency and --repeats must be positive")
+    if min(config.concurrency) < 1 or config.repeats < 1 or min(args.server_workers, default=1) < 1:
+        parser.error("--concurrency, --repeats and --server-workers must be positive")
     if config.items < needed:
         parser.error(f"--items must be at least --cycles + --warmup * concurrency = {needed}")
     return config

@@ -8,6 +8,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 from typing import cast
 
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
@@ -364,12 +365,24 @@ def cors(allowed_origins: tuple[str, ...]) -> Middleware:
 
 
 def create_app(
-    app_dsn: str, *, dev: bool, settings: Settings | None = None, run_worker: bool = False
+    app_dsn: str,
+    *,
+    dev: bool,
+    settings: Settings | None = None,
+    run_worker: bool = False,
+    merged_metrics_dir: Path | None = None,
 ) -> Starlette:
-    """run_worker: carry decisions out in this process too (`casework serve` does)."""
+    """run_worker: carry decisions out in this process too (`casework serve` does).
+    merged_metrics_dir: /metrics serves the merge of every serving process's metric files
+    there (`casework serve --workers N`, N > 1)."""
     runtime = Runtime(app_dsn, settings or Settings.from_env(), run_worker=run_worker)
     graphql = CaseworkGraphQL(runtime, dev=dev)
-    metrics = MetricsEndpoint(runtime.settings, lambda: runtime.db, lambda: runtime.tokens)
+    metrics = MetricsEndpoint(
+        runtime.settings,
+        lambda: runtime.db,
+        lambda: runtime.tokens,
+        merged_metrics_dir=merged_metrics_dir,
+    )
     return Starlette(
         routes=[
             # Every method reaches the view, so a wrong one is refused in JSON like the rest.

@@ -11,8 +11,9 @@ import sys
 from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
@@ -49,6 +50,9 @@ from server.runtime import (
 from server.store.database import Database
 from server.store.migrate import Migration
 from server.store.queries import Queries
+
+if TYPE_CHECKING:
+    import uvicorn
 
 # What argparse returns for a bad argument: a problem the operator fixes, then retries.
 OPERATOR_ERROR = 2
@@ -97,6 +101,14 @@ def _parser() -> argparse.ArgumentParser:
         "--no-worker",
         action="store_true",
         help="do not carry decisions out in this process (run `casework worker` instead)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        default=None,
+        metavar="N",
+        help="serving processes sharing the port (default 1, or CASEWORK_WORKERS); each has "
+        "its own pool of up to CASEWORK_POOL_MAX connections",
     )
     serve.add_argument(
         "--no-migrate",
@@ -171,6 +183,12 @@ def _version() -> str:
         return "(not installed)"
 
 
+def _workers(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number, at least 1: {value!r}")
+    return int(value)
+
+
 def _token_id(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"a token id is a positive whole number: {value!r}")
@@ -211,31 +229,28 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     # Imported here so that migrate and token create start fast and keep working even if
-    # the web stack cannot be imported.
-    from server.app import WS_PER_MESSAGE_DEFLATE, create_app
+    # the web stack cannot be imported. Before any metrics directory is named: this process
+    # keeps its own metrics in memory whatever its processes do.
+    from server.app import create_app
 
     dev: bool = args.dev or args.demo
+    workers: int = settings.serve_workers if args.workers is None else args.workers
     # The port is taken first, so that one in use stops the command before it migrates or
     # seeds anything; uvicorn then serves on this very socket, so no one can take it between.
     listening = _listen(args.host, args.port)
-    _observe(settings)
+    configure_observability(settings, with_pid=workers > 1)
     try:
         databases = resolve_databases(settings)
         asyncio.run(
             _prepare_service(databases, settings, demo=args.demo, migrate_first=not args.no_migrate)
         )
-        _print_banner(databases, args.host, args.port, dev=dev)
+        _print_banner(databases, args.host, args.port, dev=dev, workers=workers, settings=settings)
+        if workers > 1:
+            return _serve_processes(args, databases, listening, dev=dev, workers=workers)
         # Same process as the embedded server's handle, so PostgreSQL lives as long as we do.
         server = uvicorn.Server(
-            uvicorn.Config(
-                create_app(databases.app_dsn, dev=dev, run_worker=not args.no_worker),
-                host=args.host,
-                port=args.port,
-                log_level="info",
-                ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
-                # Logging is configured by _observe; each GraphQL request has its access line.
-                log_config=None,
-                access_log=False,
+            _uvicorn_config(
+                args, create_app(databases.app_dsn, dev=dev, run_worker=not args.no_worker)
             )
         )
         server.run(sockets=[listening])
@@ -245,6 +260,51 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         print("casework: error: the service did not start; see the log above", file=sys.stderr)
         return 1
     return 0
+
+
+def _serve_processes(
+    args: argparse.Namespace,
+    databases: Databases,
+    listening: socket.socket,
+    *,
+    dev: bool,
+    workers: int,
+) -> int:
+    """--workers N, N > 1: N processes on `listening` (server/processes.py), which live
+    no longer than this one, and so no longer than the embedded server it holds."""
+    from server.processes import ServedApp, metrics_directory, serve_processes
+
+    with metrics_directory() as metrics_dir:
+        app = ServedApp(databases.app_dsn, dev, not args.no_worker, Path(metrics_dir))
+        if not serve_processes(_uvicorn_config(args, app, workers=workers), listening, app):
+            print(
+                "casework: error: a serving process did not start; see the log above",
+                file=sys.stderr,
+            )
+            return 1
+    return 0
+
+
+def _uvicorn_config(args: argparse.Namespace, app: Any, *, workers: int = 1) -> uvicorn.Config:
+    import uvicorn
+
+    from server.app import WS_PER_MESSAGE_DEFLATE
+
+    return uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        # Each process calls the factory (ServedApp) itself; one process is given the app.
+        factory=workers > 1,
+        # Explicit, so that WEB_CONCURRENCY in the environment does not set it.
+        workers=workers,
+        log_level="info",
+        ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
+        # Logging is configured by configure_observability; each GraphQL request has its
+        # access line.
+        log_config=None,
+        access_log=False,
+    )
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -297,7 +357,9 @@ async def _prepare_service(
         print("\n".join(seed.exports()), flush=True)
 
 
-def _print_banner(databases: Databases, host: str, port: int, *, dev: bool) -> None:
+def _print_banner(
+    databases: Databases, host: str, port: int, *, dev: bool, workers: int, settings: Settings
+) -> None:
     url = f"http://{host}:{port}"
     database = databases.describe()
     if databases.embedded_data_dir is not None:
@@ -309,8 +371,21 @@ def _print_banner(databases: Databases, host: str, port: int, *, dev: bool) -> N
         ("database", database),
         ("roles", f"service runs as {databases.app_user}, migrations as {databases.owner_user}"),
     ]
+    if workers > 1:
+        rows.append(("processes", _connection_budget(workers, settings)))
     print("Casework")
     print("\n".join(f"  {label + ':':<13} {value}" for label, value in rows), flush=True)
+
+
+def _connection_budget(workers: int, settings: Settings) -> str:
+    """What N processes may hold at once, to set against PostgreSQL's max_connections."""
+    listener = settings.events_transport == "postgres"
+    each = settings.pool_max_size + (1 if listener else 0)
+    return (
+        f"{workers} on this port, each with up to {settings.pool_max_size} pooled "
+        f"connections (CASEWORK_POOL_MAX){' and a listener' if listener else ''}: "
+        f"up to {workers * each} PostgreSQL connections in all"
+    )
 
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
@@ -320,7 +395,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         if not 1 <= args.concurrency <= 1000:
             args.parser.error("--concurrency must be between 1 and 1000")
         settings = replace(settings, worker_concurrency=args.concurrency)
-    _observe(settings)
+    configure_observability(settings)
     if args.metrics_port is not None:
         _serve_worker_metrics(args.metrics_host, args.metrics_port)
     databases = resolve_databases(settings)
@@ -331,12 +406,14 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _observe(settings: Settings) -> None:
-    """Logging (CASEWORK_LOG_*) and, when OTEL_* asks for it, tracing: before anything logs."""
+def configure_observability(settings: Settings, *, with_pid: bool = False) -> None:
+    """Logging (CASEWORK_LOG_*) and, when OTEL_* asks for it, tracing: before anything logs.
+
+    with_pid: lines name their process, for several processes writing to one stderr."""
     from server.observability.logs import LogFormat, configure_logging
     from server.observability.tracing import TracingSetupError, configure_tracing
 
-    configure_logging(LogFormat(settings.log_format), settings.log_level)
+    configure_logging(LogFormat(settings.log_format), settings.log_level, with_pid=with_pid)
     try:
         configure_tracing()
     except TracingSetupError as error:

@@ -39,6 +39,8 @@ class Settings:
     # How long a resolved bearer token is trusted before it is looked up again: a revoked
     # token keeps working on a process for at most this long. 0 looks up on every use.
     token_cache_seconds: float = DEFAULT_TOKEN_CACHE_SECONDS
+    # `casework serve` processes on one port (CASEWORK_WORKERS; --workers overrides it).
+    serve_workers: int = 1
     # The apply worker: attempts in flight per process, and the first retry's delay.
     worker_concurrency: int = 16
     apply_backoff_seconds: float = 1.0
@@ -87,6 +89,7 @@ class Settings:
                 env.get("CASEWORK_EVENTS_TRANSPORT", "postgres"),
                 ("postgres", "redis", "memory"),
             ),
+            serve_workers=_integer(env, "CASEWORK_WORKERS", 1, minimum=1),
             worker_concurrency=_integer(env, "CASEWORK_WORKER_CONCURRENCY", 16, minimum=1),
             apply_backoff_seconds=_number(env, "CASEWORK_APPLY_BACKOFF_SECONDS", 1.0),
             redis_url=env.get("CASEWORK_REDIS_URL") or "redis://127.0.0.1:6379/0",

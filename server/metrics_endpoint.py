@@ -6,6 +6,13 @@ processes cost one computation per CASEWORK_METRICS_CACHE_SECONDS. Scrapes that 
 while this process reads them share that read. If the database cannot answer, the
 process's own metrics are still served: a scrape that fails whole would hide them too.
 
+Under `casework serve --workers N` (N > 1) a scrape lands on any one of the processes, so
+it serves prometheus-client's merge of every process's files (counters and histograms
+summed over all processes that ever ran since serve started, gauges as their
+multiprocess_mode says) instead of its own registry. The database figures are added once,
+by the process that answers: they are not per process. The process_* and python_* series
+of the registry are left out then, since they would describe one random process.
+
 Access: a manager or admin bearer token for all queues (the figures cover every queue),
 unless CASEWORK_METRICS_PUBLIC=1.
 """
@@ -15,9 +22,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -82,13 +92,14 @@ def figure_families(figures: Figures) -> list[Metric]:
 
 
 class _Scrape:
-    """A collector of one scrape: the process's registry, then the database figures."""
+    """A collector of one scrape: the processes' metrics, then the database figures."""
 
-    def __init__(self, figures: Figures | None) -> None:
+    def __init__(self, processes: Collector, figures: Figures | None) -> None:
+        self._processes = processes
         self._figures = figures
 
     def collect(self) -> Iterable[Metric]:
-        yield from REGISTRY.collect()
+        yield from self._processes.collect()
         if self._figures is not None:
             yield from figure_families(self._figures)
 
@@ -99,10 +110,20 @@ class MetricsEndpoint:
         settings: Settings,
         db: Callable[[], Database],
         tokens: Callable[[], TokenResolver],
+        *,
+        merged_metrics_dir: Path | None = None,
     ) -> None:
+        """merged_metrics_dir: where every serving process keeps its metric files
+        (prometheus-client's multiprocess mode); None serves this process's registry."""
         self._settings = settings
         self._db = db
         self._tokens = tokens
+        self._processes: Collector = (
+            REGISTRY
+            if merged_metrics_dir is None
+            # registry=None: read at each scrape, registered nowhere.
+            else MultiProcessCollector(None, path=str(merged_metrics_dir))  # type: ignore[no-untyped-call]
+        )
         self._reading: asyncio.Task[Figures | None] | None = None
 
     async def scrape(self, request: Request) -> Response:
@@ -113,7 +134,9 @@ class MetricsEndpoint:
         if self._reading is None or self._reading.done():
             self._reading = asyncio.create_task(self._read_figures())
         figures = await asyncio.shield(self._reading)
-        return Response(generate_latest(_Scrape(figures)), media_type=CONTENT_TYPE_LATEST)
+        return Response(
+            generate_latest(_Scrape(self._processes, figures)), media_type=CONTENT_TYPE_LATEST
+        )
 
     async def _refusal(self, authorization: str | None) -> Response | None:
         try:

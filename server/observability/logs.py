@@ -8,7 +8,9 @@ and the worker's lines about a decision carry the decision id (see context.py).
                                     known, request_id, decision_id, and the fields below)
     CASEWORK_LOG_LEVEL=INFO         the level of Casework's own loggers and uvicorn's
 
-Other libraries log at WARNING and above. A line may carry structured fields in
+Other libraries log at WARNING and above. Under `casework serve --workers N` (N > 1) the
+processes share one stderr, so every line also carries the pid of the process that wrote it
+(`pid=…` in text, a `pid` key in JSON). A line may carry structured fields in
 `extra={"fields": {...}}`: JSON lines include them as keys, text lines as they are written
 in the message (the access line, for one, says them in words too).
 """
@@ -53,10 +55,15 @@ def _time(record: logging.LogRecord) -> str:
 class TextFormatter(logging.Formatter):
     """`2026-01-31T12:00:00.123+00:00 INFO casework.worker [request=… decision=12] text`."""
 
+    def __init__(self, *, with_pid: bool = False) -> None:
+        super().__init__()
+        self._with_pid = with_pid
+
     def format(self, record: logging.LogRecord) -> str:
         ids = [
             f"{name}={value}"
             for name, value in (
+                ("pid", record.process if self._with_pid else None),
                 ("request", getattr(record, "request_id", None)),
                 ("decision", getattr(record, "decision_id", None)),
             )
@@ -82,6 +89,10 @@ class JsonFormatter(logging.Formatter):
     away, and one more dependency to keep current.
     """
 
+    def __init__(self, *, with_pid: bool = False) -> None:
+        super().__init__()
+        self._with_pid = with_pid
+
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
             "time": _time(record),
@@ -89,6 +100,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        if self._with_pid:
+            line["pid"] = record.process
         for key in ("request_id", "decision_id"):
             value = getattr(record, key, None)
             if value is not None:
@@ -103,14 +116,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str, ensure_ascii=False)
 
 
-def logging_config(log_format: LogFormat, level: str) -> dict[str, Any]:
-    """The dictConfig of a Casework process: one handler on stderr, on the root logger."""
+def logging_config(log_format: LogFormat, level: str, *, with_pid: bool = False) -> dict[str, Any]:
+    """The dictConfig of a Casework process: one handler on stderr, on the root logger.
+
+    with_pid: each line names its process (several processes write to one stderr)."""
     formatter = TextFormatter if log_format is LogFormat.TEXT else JsonFormatter
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {"context": {"()": ContextFilter}},
-        "formatters": {"casework": {"()": formatter}},
+        "formatters": {"casework": {"()": formatter, "with_pid": with_pid}},
         "handlers": {
             "stderr": {
                 "class": "logging.StreamHandler",
@@ -124,5 +139,5 @@ def logging_config(log_format: LogFormat, level: str) -> dict[str, Any]:
     }
 
 
-def configure_logging(log_format: LogFormat, level: str) -> None:
-    logging.config.dictConfig(logging_config(log_format, level))
+def configure_logging(log_format: LogFormat, level: str, *, with_pid: bool = False) -> None:
+    logging.config.dictConfig(logging_config(log_format, level, with_pid=with_pid))

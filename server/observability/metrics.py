@@ -1,5 +1,9 @@
 """The per-process metrics, on prometheus-client's default registry.
 
+Under `casework serve --workers N` (N > 1) the values live in prometheus-client's
+per-process files instead, and a scrape of any process serves their merge
+(server/metrics_endpoint.py).
+
 Counters and histograms count what this process did; the database figures (backlogs, the
 unapplied and failed applications, open exceptions) are the same for every process and
 are read at scrape time (server/metrics_endpoint.py). Label values are bounded: queues
@@ -55,11 +59,23 @@ def operation_seconds(kind: str, field: str) -> Histogram:
     return GRAPHQL_OPERATION_SECONDS.labels(kind, field)
 
 
-WEBSOCKET_CONNECTIONS = Gauge("casework_websocket_connections", "Open GraphQL websockets.")
-SUBSCRIPTIONS = Gauge("casework_subscriptions", "Running subscriptions, by root field.", ("field",))
+# multiprocess_mode says how `casework serve --workers N` (N > 1) merges a gauge across its
+# processes (prometheus-client's multiprocess mode; one process ignores it): open sockets and
+# subscriptions add up over the live processes; the listener gauge is their minimum, so that
+# it reads 0 while any process has lost its listener, as with one process.
+WEBSOCKET_CONNECTIONS = Gauge(
+    "casework_websocket_connections", "Open GraphQL websockets.", multiprocess_mode="livesum"
+)
+SUBSCRIPTIONS = Gauge(
+    "casework_subscriptions",
+    "Running subscriptions, by root field.",
+    ("field",),
+    multiprocess_mode="livesum",
+)
 LISTENER_CONNECTED = Gauge(
     "casework_listener_connected",
     "1 while this process's hint listener (PostgreSQL LISTEN or Redis) is connected.",
+    multiprocess_mode="livemin",
 )
 LISTENER_RECONNECTS = Counter(
     "casework_listener_reconnects", "Times the hint listener came back after a loss."

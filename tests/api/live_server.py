@@ -67,8 +67,11 @@ async def casework_serve(env: dict[str, str], *extra_args: str) -> AsyncIterator
 
 
 @asynccontextmanager
-async def casework_serve_process(env: dict[str, str], *extra_args: str) -> AsyncIterator[Served]:
-    """As casework_serve, but yields the process too."""
+async def casework_serve_process(
+    env: dict[str, str], *extra_args: str, started: int = 1
+) -> AsyncIterator[Served]:
+    """As casework_serve, but yields the process too; `started`: how many serving processes
+    to wait for (serve --workers N)."""
     port = free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -87,10 +90,13 @@ async def casework_serve_process(env: dict[str, str], *extra_args: str) -> Async
 
     async def wait_until_started() -> None:
         assert process.stderr is not None
+        waiting = started
         while line := (await process.stderr.readline()).decode():
             log.append(line)
             if "Application startup complete" in line:
-                return
+                waiting -= 1
+                if waiting == 0:
+                    return
         raise RuntimeError("casework serve exited:\n" + "".join(log))
 
     async def drain() -> None:
