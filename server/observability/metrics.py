@@ -47,6 +47,17 @@ GRAPHQL_OPERATION_SECONDS = Histogram(
 )
 WEBSOCKET_CONNECTIONS = Gauge("casework_websocket_connections", "Open GraphQL websockets.")
 SUBSCRIPTIONS = Gauge("casework_subscriptions", "Running subscriptions, by root field.", ("field",))
+# Multiplexed subscriptions (server/graphql/multiplex.py): one execution per event for all
+# the subscriptions of a group, whatever their number.
+SHARED_EXECUTIONS = Counter(
+    "casework_shared_subscription_executions",
+    "Executions of a shared subscription's selection (one per event per group), by root field.",
+    ("field",),
+)
+SHARED_GROUPS = Gauge(
+    "casework_shared_subscription_groups",
+    "Groups of subscriptions executed once for all their members.",
+)
 LISTENER_CONNECTED = Gauge(
     "casework_listener_connected",
     "1 while this process's hint listener (PostgreSQL LISTEN or Redis) is connected.",
