@@ -191,14 +191,16 @@ COMPLETE = Frame(FrameKind.COMPLETE)
 class Member:
     """One operation of one socket in a group: what must differ between sockets."""
 
-    __slots__ = ("_frames", "_waiter", "awaiting_resync", "group", "prefix", "since")
+    __slots__ = ("_frames", "_waiter", "awaiting_resync", "group", "latest_only", "prefix", "since")
 
     def __init__(self, group: Group, operation_id: str) -> None:
         self.group = group
         # The `next` message up to its payload: the payload is spliced in after it.
         self.prefix = '{"id":' + json.dumps(operation_id) + ',"type":"next","payload":'
         self.since = datetime.now(UTC)
-        self._frames: deque[Frame] = deque(maxlen=1 if group.snapshot_first else None)
+        # queueBacklog's figures coalesce: only the newest unsent one is kept.
+        self.latest_only = group.snapshot_first
+        self._frames: deque[Frame] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self.awaiting_resync = False
 
@@ -217,11 +219,11 @@ class Member:
             if not frame.resync and frame.kind is FrameKind.NEXT:
                 return
             self.awaiting_resync = False
-        elif (
-            self._frames.maxlen is None
-            and len(self._frames) >= INBOX_LIMIT
-            and frame.kind is FrameKind.NEXT
-        ):
+        elif self.latest_only:
+            if frame.kind is FrameKind.NEXT and self._frames:
+                # The last frame can only be a NEXT: nothing follows an ending.
+                self._frames.pop()
+        elif len(self._frames) >= INBOX_LIMIT and frame.kind is FrameKind.NEXT:
             self._frames.clear()
             self.awaiting_resync = True
             self.group.fell_behind(self)
