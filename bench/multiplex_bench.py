@@ -55,6 +55,7 @@ from server.domain.leases import claim_next
 from server.domain.model import Claim, Principal, Role
 from server.domain.queues import QueueSettings, configure_queue
 from server.domain.tokens import create_token
+from server.lean_websocket import IMPORT_STRING as LEAN_WS
 from server.store.database import Database, create_pool
 
 PROTOCOL = Subprotocol("graphql-transport-ws")
@@ -149,7 +150,7 @@ async def client_main() -> None:
     """--client: reads its orders as JSON lines on stdin, answers on stdout."""
     raise_open_files(65536)
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
+    reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
 
     async def order() -> dict[str, Any]:
@@ -294,6 +295,7 @@ async def one_run(config: argparse.Namespace, setup: Setup, size: int, shared: b
                     "CASEWORK_EVENTS_TRANSPORT": "postgres",
                     "CASEWORK_MULTIPLEX_SUBSCRIPTIONS": "1" if shared else "0",
                 },
+                ws=config.ws,
             ) as server,
             httpx.AsyncClient(base_url=server.base_url, trust_env=False) as http,
         ):
@@ -476,7 +478,8 @@ def write_png(path: Path, runs: list[Run]) -> None:
 async def main(config: argparse.Namespace) -> None:
     soft, hard = raise_open_files(max(config.sizes) + 1024)
     print(
-        f"multiplex_bench: sizes {config.sizes}, {config.queues} queues, {config.clients} "
+        f"multiplex_bench: sizes {config.sizes}, --ws {config.ws}, {config.queues} queues, "
+        f"{config.clients} "
         f"client processes, {config.rounds} rounds {config.gap} s apart; {os.cpu_count()} "
         f"CPUs; open files {soft} (hard {hard})",
         flush=True,
@@ -488,7 +491,7 @@ async def main(config: argparse.Namespace) -> None:
         setup = await prepare(config, database)
         for size in config.sizes:
             pair = []
-            for shared in (False, True):
+            for shared in (mode == "shared" for mode in config.modes):
                 run = await one_run(config, setup, size, shared)
                 print(
                     f"  {size} {'multiplexed' if shared else 'on its own'}: p99 "
@@ -497,7 +500,8 @@ async def main(config: argparse.Namespace) -> None:
                 )
                 pair.append(run)
                 runs.append(run)
-            print_pair(config, pair[0], pair[1])
+            if len(pair) == 2:
+                print_pair(config, pair[0], pair[1])
     finally:
         await benchlib.drop_database(config.server, database)
     if config.png and runs:
@@ -516,6 +520,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--gap", type=float, default=0.3, help="seconds between rounds")
     parser.add_argument("--png", default="docs/fanout-latency.png")
+    parser.add_argument(
+        "--ws",
+        default=LEAN_WS,
+        help=f"uvicorn's websocket implementation: auto (websockets-sansio), websockets, "
+        f"wsproto, or {LEAN_WS} (what `casework serve` uses; the default)",
+    )
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=["alone", "shared"],
+        choices=["alone", "shared"],
+        help="alone: CASEWORK_MULTIPLEX_SUBSCRIPTIONS=0; shared: =1",
+    )
     parser.add_argument("--seed", type=int, default=20240601)
     args = parser.parse_args()
     args.server = benchlib.require_local(args.database_url)

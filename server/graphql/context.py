@@ -26,7 +26,8 @@ CLOSE_TOKEN_REVOKED = 4403
 CLOSE_TOKEN_REVOKED_REASON = "token revoked or expired"
 
 
-@dataclass
+# Slots: a socket keeps its context as long as it is open, thousands of them per process.
+@dataclass(slots=True)
 class Context:
     db: Database
     principal: Principal
