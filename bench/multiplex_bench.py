@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import random
@@ -176,6 +177,11 @@ async def client_main() -> None:
                 )
             )
         )
+    # The client's own collections would otherwise land in the rounds: with thousands of
+    # connections a full one takes long enough to be mistaken for the server's latency.
+    gc.collect()
+    gc.freeze()
+    gc.disable()
     answer({"ready": len(consoles)})
     report = await order()
     rounds = []
@@ -358,6 +364,11 @@ async def one_run(config: argparse.Namespace, setup: Setup, size: int, shared: b
                 run.per_socket_ms += latencies
                 complete = len(arrivals) == expected and latencies
                 run.all_ms.append(max(latencies) if complete else float("inf"))
+            slow = [
+                line for line in server.log_tail(200_000).splitlines() if "gc generation" in line
+            ]
+            if slow:
+                print(f"    server: {len(slow)} slow collections, e.g. {slow[-1][-60:]}")
             run.problems = sum(a["problem_count"] for a in answers)
             for a in answers:
                 for problem in a["problems"]:
@@ -495,9 +506,12 @@ async def main(config: argparse.Namespace) -> None:
                 run = await one_run(config, setup, size, shared)
                 print(
                     f"  {size} {'multiplexed' if shared else 'on its own'}: p99 "
-                    f"{pct(run.all_ms, 0.99):.1f} ms, {run.kb_per_socket:.1f} kB/socket",
+                    f"{pct(run.all_ms, 0.99):.1f} ms, {run.kb_per_socket:.1f} kB/socket; "
+                    f"rounds in order (ms):",
                     flush=True,
                 )
+                for start in range(0, len(run.all_ms), 20):
+                    print("   " + "".join(f"{v:6.0f}" for v in run.all_ms[start : start + 20]))
                 pair.append(run)
                 runs.append(run)
             if len(pair) == 2:
