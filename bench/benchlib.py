@@ -235,7 +235,13 @@ class Server:
 
 @contextlib.asynccontextmanager
 async def uvicorn_server(
-    app_dsn: str, *, pool_min: int, pool_max: int, env: dict[str, str], ws: str = "auto"
+    app_dsn: str,
+    *,
+    pool_min: int,
+    pool_max: int,
+    env: dict[str, str],
+    ws: str = "auto",
+    factory: str = "app_factory:create",
 ) -> AsyncIterator[Server]:
     """A uvicorn process serving bench/app_factory.py on 127.0.0.1 with the settings of
     `casework serve`, stopped on exit."""
@@ -255,7 +261,7 @@ async def uvicorn_server(
             "--factory",
             "--app-dir",
             str(BENCH_DIR),
-            "app_factory:create",
+            factory,
             "--host",
             "127.0.0.1",
             "--port",

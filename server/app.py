@@ -41,6 +41,7 @@ from server.graphql import observe, wire_json
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
 from server.graphql.context import NOBODY, Context
 from server.graphql.loaders import Loaders
+from server.graphql.multiplex import Multiplexer
 from server.graphql.schema import build_schema
 from server.graphql.websocket import TransportWSHandler, authorization_of
 from server.http_limits import body_limit
@@ -199,6 +200,8 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             allowed_origins=runtime.settings.allowed_origins,
         )
         self.runtime = runtime
+        # Subscriptions many sockets share run once per event (server/graphql/multiplex.py).
+        self.multiplexer = Multiplexer(enabled=runtime.settings.multiplex_subscriptions)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

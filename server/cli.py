@@ -288,6 +288,7 @@ def _serve_processes(
 def _uvicorn_config(args: argparse.Namespace, app: Any, *, workers: int = 1) -> uvicorn.Config:
     import uvicorn
 
+    from server import lean_websocket
     from server.app import WS_PER_MESSAGE_DEFLATE
 
     return uvicorn.Config(
@@ -300,6 +301,8 @@ def _uvicorn_config(args: argparse.Namespace, app: Any, *, workers: int = 1) -> 
         workers=workers,
         log_level="info",
         ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
+        # About 4.6 kB less per socket (server/lean_websocket.py).
+        ws=lean_websocket.IMPORT_STRING,
         # Logging is configured by configure_observability; each GraphQL request has its
         # access line.
         log_config=None,

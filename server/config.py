@@ -54,6 +54,9 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()
     # Hosts webhook targets (effects and redrives) may point at; empty means any host.
     effect_allowed_hosts: frozenset[str] = frozenset()
+    # CASEWORK_MULTIPLEX_SUBSCRIPTIONS=0: every subscription executes on its own, even
+    # when many sockets send the same one (for comparison; docs/live-updates.md).
+    multiplex_subscriptions: bool = True
 
     # --- observability (docs/observability.md) ---
     # CASEWORK_LOG_FORMAT and CASEWORK_LOG_LEVEL: lines for people ("text") or one JSON
@@ -105,6 +108,10 @@ class Settings:
                 host.strip().lower()
                 for host in (env.get("CASEWORK_EFFECT_ALLOWED_HOSTS") or "").split(",")
                 if host.strip()
+            ),
+            multiplex_subscriptions=_flag(
+                "CASEWORK_MULTIPLEX_SUBSCRIPTIONS",
+                env.get("CASEWORK_MULTIPLEX_SUBSCRIPTIONS") or "1",
             ),
             **_observability_settings(env),
         )

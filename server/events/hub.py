@@ -173,6 +173,7 @@ class Hub:
         return set(self._by_queue) | set(self._feeds)
 
     def subscriber_count(self) -> int:
+        """Subscriptions, not inboxes: a shared execution's inbox counts its audience."""
         inboxes: set[Inbox] = set()
         for group in (
             *self._by_queue.values(),
@@ -180,7 +181,8 @@ class Hub:
             *self._by_workflow.values(),
         ):
             inboxes |= group
-        return len(inboxes) + sum(len(feed.watchers) for feed in self._feeds.values())
+        watchers = sum(w.audience for feed in self._feeds.values() for w in feed.watchers)
+        return sum(inbox.audience for inbox in inboxes) + watchers
 
     async def close(self) -> None:
         for feed in list(self._feeds.values()):

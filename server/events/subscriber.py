@@ -29,6 +29,9 @@ class Inbox:
         self.accepts = accepts
         self._messages: asyncio.Queue[Message] = asyncio.Queue(maxsize=limit)
         self.overflows = 0
+        # How many subscriptions this inbox serves: more than one for a shared execution
+        # (server/graphql/multiplex.py). The hub's subscriber count adds these up.
+        self.audience = 1
 
     def offer(self, message: Message) -> bool:
         """Queues the message; True if the inbox overflowed and was replaced by a Resync."""
@@ -61,6 +64,8 @@ class LatestValue(Generic[T]):
     def __init__(self) -> None:
         self._value: T | None = None
         self._changed = asyncio.Event()
+        # As Inbox.audience.
+        self.audience = 1
 
     def set(self, value: T) -> None:
         self._value = value

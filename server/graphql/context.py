@@ -11,6 +11,7 @@ from starlette.websockets import WebSocket, WebSocketState
 
 from server.domain.model import Principal, Role
 from server.events.live import LiveUpdates
+from server.events.subscriber import Inbox, LatestValue, Message
 from server.graphql.loaders import Loaders
 from server.identity import TokenResolver
 from server.store.database import Database
@@ -25,7 +26,8 @@ CLOSE_TOKEN_REVOKED = 4403
 CLOSE_TOKEN_REVOKED_REASON = "token revoked or expired"
 
 
-@dataclass
+# Slots: a socket keeps its context as long as it is open, thousands of them per process.
+@dataclass(slots=True)
 class Context:
     db: Database
     principal: Principal
@@ -52,6 +54,13 @@ class Context:
         """A socket's context lives as long as the socket: each event reads afresh."""
         self.loaders = Loaders(self.db)
         self.now = datetime.now(UTC)
+
+    def joined(self, channel: Inbox | LatestValue[Any]) -> None:
+        """A subscription resolver says where it listens. Only a shared execution's context
+        keeps it (server/graphql/multiplex.py)."""
+
+    def delivering(self, message: Message) -> None:
+        """A subscription resolver says which message its next result answers; as joined."""
 
     async def token_valid(self) -> bool | None:
         """Re-resolves the token (cached briefly): False once it is revoked or expired, None

@@ -48,7 +48,7 @@ class Outcome(enum.StrEnum):
     ERROR = "error"
 
 
-@dataclass
+@dataclass(slots=True)
 class OperationRecord:
     transport: str
     started: float = field(default_factory=time.perf_counter)

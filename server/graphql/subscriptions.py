@@ -179,6 +179,7 @@ class Subscription:
     ) -> AsyncGenerator[QueueBacklog, None]:
         _require_queue(info, queue)
         async with info.context.live.hub.watch_backlog(queue) as figures:
+            info.context.joined(figures)
             while True:
                 update = await figures.next()
                 if not await info.context.still_authorized():
@@ -209,6 +210,7 @@ class Subscription:
             )
         )
         with live_updates.hub.subscribe(queues=(queue,), inbox=inbox):
+            info.context.joined(inbox)
             live_updates.timer.watchers_changed()
             while True:
                 message = await inbox.next()
@@ -220,6 +222,7 @@ class Subscription:
                 event = message if isinstance(message, Event) else None
                 if event is not None and event.kind == EventKind.ESCALATED and event.queue != queue:
                     kind = LeaseEventKind.ESCALATED
+                info.context.delivering(message)
                 yield LeaseEvent(
                     kind=kind,
                     queue=queue,

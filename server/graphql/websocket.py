@@ -24,7 +24,7 @@ import logging
 import random
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, cast
 
 from graphql import GraphQLError, GraphQLFormattedError, GraphQLSyntaxError
 from starlette.websockets import WebSocketDisconnect as StarletteWebSocketDisconnect
@@ -40,11 +40,14 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ErrorMessage,
     Message,
 )
-from strawberry.types.execution import PreExecutionError
+from strawberry.types.execution import ExecutionResult, PreExecutionError
+from strawberry.utils.aio import aclosing
 
 from server.graphql import observe
 from server.graphql.codes import ErrorCode, code_of, with_code
 from server.graphql.context import Context
+from server.graphql.multiplex import FrameKind, Key, Multiplexer, Scope, encode_next, key_of
+from server.graphql.multiplex import shared_field as shared_root_field
 from server.observability import metrics
 from server.observability.context import REQUEST_ID, operation_request_id
 from server.store.errors import is_unavailable
@@ -69,6 +72,14 @@ UNAUTHENTICATED_MESSAGE = "the token was revoked or has expired: sign in again"
 
 # What a send on a socket that is gone raises, from strawberry or from starlette.
 _GONE = (WebSocketDisconnected, StarletteWebSocketDisconnect, StarletteWebSocketDisconnected)
+
+
+class SharingView(Protocol):
+    """The view this handler serves (server/app.py): it holds the process's groups."""
+
+    multiplexer: Multiplexer
+
+    def encode_json(self, data: object) -> str | bytes: ...
 
 
 def authorization_of(params: Mapping[str, object]) -> str | None:
@@ -198,7 +209,119 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 await operation.send_operation_message(message)
             await self._close_unauthorized()
             return
-        await super().run_operation(operation)
+        view = cast(SharingView, self.view)
+        key = self._shared_key(operation, view.multiplexer)
+        if key is None:
+            await super().run_operation(operation)
+            return
+        try:
+            await self._run_shared(operation, key, view, record)
+        except Exception as error:
+            # As strawberry's run_operation ends an operation that failed.
+            await self.handle_task_exception(error)
+            with contextlib.suppress(Exception):
+                await operation.send_operation_message({"id": operation.id, "type": "complete"})
+            self.operations.pop(operation.id, None)
+            raise
+
+    # --- multiplexed subscriptions (server/graphql/multiplex.py) ---------------------------
+
+    def _shared_key(
+        self, operation: Operation[Context, None], multiplexer: Multiplexer
+    ) -> tuple[Key, str] | None:
+        if not multiplexer.enabled or self.context.socket is None:
+            return None
+        root_field = shared_root_field(operation.query, operation.operation_name)
+        if root_field is None:
+            return None
+        key = key_of(
+            operation.query,
+            operation.operation_name,
+            operation.variables,
+            Scope.of(self.context.principal),
+        )
+        return None if key is None else (key, root_field)
+
+    async def _run_shared(
+        self,
+        operation: Operation[Context, None],
+        shared: tuple[Key, str],
+        view: SharingView,
+        record: observe.OperationRecord,
+    ) -> None:
+        """One member of a group: the group's messages, each after this socket's own token
+        check, sent with this operation's id."""
+        key, root_field = shared
+        context = self.context
+        socket = context.socket
+        assert socket is not None
+        multiplexer = view.multiplexer
+        member = multiplexer.join(
+            key, root_field, self.schema, context, operation.id, view.encode_json
+        )
+        own_snapshot = member.group.snapshot_first and member.group.produced
+        counted = False
+        try:
+            if own_snapshot:
+                first = await self._own_first_payload(operation, view)
+                if first is None:
+                    return
+                # A figure the group sent meanwhile is as new: it goes instead (as in
+                # Hub.watch_backlog).
+                if not member.has_pending():
+                    await socket.send_text(member.prefix + first + "}")
+            record.operation_type, record.root_fields = "subscription", (root_field,)
+            record.subscribed, counted = (root_field,), True
+            metrics.SUBSCRIPTIONS.labels(root_field).inc()
+            while True:
+                frame = await member.next()
+                if frame.kind is FrameKind.NEXT:
+                    if not await context.still_authorized():
+                        break
+                    await socket.send_text(member.message(frame))
+                elif frame.kind is FrameKind.ERROR:
+                    await operation.send_initial_errors(_coded(list(frame.errors)))
+                    return
+                else:
+                    break
+            with contextlib.suppress(*_GONE):
+                await operation.send_operation_message({"id": operation.id, "type": "complete"})
+        finally:
+            if counted:
+                metrics.SUBSCRIPTIONS.labels(root_field).dec()
+                record.subscribed = ()
+            await multiplexer.leave(member)
+
+    async def _own_first_payload(
+        self, operation: Operation[Context, None], view: SharingView
+    ) -> str | None:
+        """A first snapshot of this member's own, executed as a subscription of its own
+        would; None if that ended the operation (its error or completion was sent)."""
+        source = await self.schema.stream(
+            operation.query,
+            variable_values=operation.variables,
+            context_value=self.context,
+            root_value=self.root_value,
+            operation_name=operation.operation_name,
+        )
+        async with aclosing(source):
+            try:
+                result = await anext(source)
+            except StopAsyncIteration:
+                result = None
+            except GraphQLSyntaxError as error:
+                observe.note_refusal(error.message)
+                await operation.send_initial_errors(_coded([error]))
+                return None
+        if isinstance(result, ExecutionResult) and not result.errors:
+            return encode_next(result, view.encode_json)
+        if isinstance(result, PreExecutionError):
+            await operation.send_initial_errors(_coded(list(result.errors or ())))
+            return None
+        if isinstance(result, ExecutionResult):
+            await operation.send_next(result)
+        await operation.send_operation_message({"id": operation.id, "type": "complete"})
+        return None
 
     async def _send_result_stream(
         self, operation: Operation[Context, None], result_source: StreamResult

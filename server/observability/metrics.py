@@ -72,6 +72,18 @@ SUBSCRIPTIONS = Gauge(
     ("field",),
     multiprocess_mode="livesum",
 )
+# Multiplexed subscriptions (server/graphql/multiplex.py): one execution per event for all
+# the subscriptions of a group, whatever their number.
+SHARED_EXECUTIONS = Counter(
+    "casework_shared_subscription_executions",
+    "Executions of a shared subscription's selection (one per event per group), by root field.",
+    ("field",),
+)
+SHARED_GROUPS = Gauge(
+    "casework_shared_subscription_groups",
+    "Groups of subscriptions executed once for all their members.",
+    multiprocess_mode="livesum",
+)
 LISTENER_CONNECTED = Gauge(
     "casework_listener_connected",
     "1 while this process's hint listener (PostgreSQL LISTEN or Redis) is connected.",
