@@ -6,7 +6,7 @@ the socket is open, and errors a client can act on.
 - Every operation that starts on the socket re-resolves the token first (through the
   TokenResolver, so within CASEWORK_TOKEN_CACHE_SECONDS). A revoked or expired token gets an
   `error` message coded UNAUTHENTICATED and the socket is closed with 4403; nothing runs.
-- One small task per socket (`_watch_token`) closes it with 4403 at the token's expiry and
+- A timer per socket (`_schedule_token_check`) closes it with 4403 at the token's expiry and
   when a periodic check finds it revoked, even if nothing happens on the socket. A check the
   database cannot answer is not a revocation: the token is trusted until it can be checked.
 - Every error sent carries `extensions.code` (server/graphql/codes.py). A document refused by
@@ -114,7 +114,8 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._token_watch: asyncio.Task[None] | None = None
+        self._token_timer: asyncio.TimerHandle | None = None
+        self._token_check: asyncio.Task[None] | None = None
         # The socket's request id (observability/requests.py set it for the connection).
         self._request_id = REQUEST_ID.get()
 
@@ -136,41 +137,59 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             with contextlib.suppress(*_GONE):
                 await self.websocket.close(CLOSE_TRY_AGAIN_LATER, TRY_AGAIN_LATER_REASON)
             return
-        if self.connection_acknowledged and self._token_watch is None:
-            self._token_watch = asyncio.create_task(self._watch_token(), name="casework-ws-token")
+        if self.connection_acknowledged and self._token_timer is None and self._token_check is None:
+            self._start_token_watch()
 
     async def shutdown(self) -> None:
-        watch, self._token_watch = self._token_watch, None
-        if watch is not None:
-            watch.cancel()
+        timer, self._token_timer = self._token_timer, None
+        if timer is not None:
+            timer.cancel()
+        check, self._token_check = self._token_check, None
+        if check is not None:
+            check.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await watch
+                await check
         await super().shutdown()
 
-    async def _watch_token(self) -> None:
-        """Closes the socket at the token's expiry, or when a check finds it revoked."""
-        context = self.context
-        every = min(
-            CHECK_AT_LEAST_EVERY_SECONDS, max(CHECK_AT_MOST_EVERY_SECONDS, context.tokens.ttl)
-        )
+    # The token watch: between checks a socket keeps one timer handle (about 100 bytes), not
+    # a sleeping task (about 2 kB with its coroutine), which counts with thousands of
+    # consoles; the check itself runs in a task that lives as long as the lookup.
+
+    def _start_token_watch(self) -> None:
+        every = self._check_every()
         # Sockets opened together would otherwise all check at the same instant.
-        wait = every * random.random()
-        while True:
-            expires_at = context.expires_at
-            if expires_at is not None:
-                wait = min(wait, (expires_at - datetime.now(UTC)).total_seconds())
-            await asyncio.sleep(max(0.0, wait))
-            wait = every
-            try:
-                valid = await context.token_valid()
-            except Exception:
-                # A bug, not a refusal: say so, and keep the socket and the watch.
-                log.exception("checking the token of an open socket failed")
-                continue
-            if valid is False:
-                log.info("closing a socket: its token was revoked or has expired")
-                await self._close_unauthorized()
-                return
+        self._schedule_token_check(every * random.random())
+
+    def _check_every(self) -> float:
+        ttl = self.context.tokens.ttl
+        return min(CHECK_AT_LEAST_EVERY_SECONDS, max(CHECK_AT_MOST_EVERY_SECONDS, ttl))
+
+    def _schedule_token_check(self, wait: float) -> None:
+        expires_at = self.context.expires_at
+        if expires_at is not None:
+            wait = min(wait, (expires_at - datetime.now(UTC)).total_seconds())
+        loop = asyncio.get_running_loop()
+        self._token_timer = loop.call_later(max(0.0, wait), self._begin_token_check)
+
+    def _begin_token_check(self) -> None:
+        self._token_timer = None
+        self._token_check = asyncio.create_task(self._check_token(), name="casework-ws-token")
+
+    async def _check_token(self) -> None:
+        """Closes the socket at the token's expiry, or when the check finds it revoked."""
+        try:
+            valid = await self.context.token_valid()
+        except Exception:
+            # A bug, not a refusal: say so, and keep the socket and the watch.
+            log.exception("checking the token of an open socket failed")
+            valid = None
+        if valid is False:
+            log.info("closing a socket: its token was revoked or has expired")
+            await self._close_unauthorized()
+            self._token_check = None
+            return
+        self._token_check = None
+        self._schedule_token_check(self._check_every())
 
     async def _close_unauthorized(self) -> None:
         with contextlib.suppress(*_GONE):
