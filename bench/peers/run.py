@@ -312,7 +312,12 @@ def parse_args(argv: list[str] | None = None) -> Config:
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
     parser.add_argument("--items", type=int, default=3000, help="items (jobs) per database")
     parser.add_argument("--cycles", type=int, default=2000, help="timed cycles per run")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed cycles per worker")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=20,
+        help="untimed cycles per worker (node and the JIT warm up)",
+    )
     parser.add_argument("--repeats", type=int, default=2, help="runs per path and cell, pooled")
     parser.add_argument("--plot", type=Path, help="write a PNG of the throughput table here")
     args = parser.parse_args(argv)
