@@ -57,7 +57,7 @@ from typing import IO, cast
 
 import asyncpg
 import benchlib
-from claim_bench import backend_pids, machine_cpu, process_cpu, self_cpu
+from benchlib import backend_pids, machine_cpu, process_cpu, self_cpu
 from http1 import KeepAliveConnection
 
 from server.config import REPO_ROOT

@@ -14,14 +14,17 @@ import random
 import socket
 import sys
 import tempfile
+import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 import httpx
+from http1 import KeepAliveConnection
 
 from server.app import WS_PER_MESSAGE_DEFLATE
 from server.config import REPO_ROOT
@@ -383,3 +386,191 @@ async def _wait_healthy(base_url: str, process: asyncio.subprocess.Process) -> b
                 pass
             await asyncio.sleep(HEALTH_INTERVAL_SECONDS)
     return False
+
+
+# --- timed cycles and where their CPU went ---------------------------------------------------
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """CPU seconds over the timed window, and what the whole machine did meanwhile."""
+
+    client: float  # this process: the workers and their client library
+    server: float  # the server's processes (uvicorn, node, casework serve), summed
+    postgres: float  # the backends connected to the database under test
+    machine_busy: float  # all processes, every core: user + system + irq
+    machine_steal: float  # taken by the hypervisor for other guests
+
+    def __add__(self, other: CpuUse) -> CpuUse:
+        return CpuUse(
+            self.client + other.client,
+            self.server + other.server,
+            self.postgres + other.postgres,
+            self.machine_busy + other.machine_busy,
+            self.machine_steal + other.machine_steal,
+        )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    cycles: int
+    seconds: float
+    warmup_cycles: int
+    decisions: int
+    cpu: CpuUse
+
+    @property
+    def rate(self) -> float:
+        return self.cycles / self.seconds
+
+    def cpu_ms_per_cycle(self, seconds: float) -> float:
+        return 1000 * seconds / self.cycles
+
+    def __add__(self, other: Measurement) -> Measurement:
+        """Pools repeats: total cycles over total seconds."""
+        return Measurement(
+            self.cycles + other.cycles,
+            self.seconds + other.seconds,
+            self.warmup_cycles + other.warmup_cycles,
+            self.decisions + other.decisions,
+            self.cpu + other.cpu,
+        )
+
+
+class Tickets:
+    """The timed cycles the workers share; taking one is synchronous, so no lock is needed."""
+
+    def __init__(self, count: int) -> None:
+        self.remaining = count
+
+    def take(self) -> bool:
+        if self.remaining <= 0:
+            return False
+        self.remaining -= 1
+        return True
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process, 0 if it is gone or /proc is not there."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rpartition(")")[2].split()
+    # Fields 14 and 15 of stat(5); the first two fields (pid, comm) were cut off above.
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def self_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def machine_cpu() -> tuple[float, float]:
+    """Busy and stolen CPU seconds of the whole machine, summed over cores, from /proc/stat."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
+
+
+async def backend_pids(owner: asyncpg.Connection, database: str) -> list[int]:
+    rows = await owner.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+        database,
+    )
+    return [row["pid"] for row in rows]
+
+
+class CpuWindow:
+    """CPU seconds of this process, a server (its process and their children: the serving
+    processes of `casework serve --workers N`) and a database's backends."""
+
+    def __init__(self, owner: asyncpg.Connection, database: str, server_pid: int | None) -> None:
+        self._owner = owner
+        self._database = database
+        self._server_pids = process_tree(server_pid) if server_pid else []
+        self._server_start: dict[int, float] = {}
+        # CPU seconds of each server process over the window, largest first.
+        self.server_split: list[float] = []
+        self._start: tuple[float, float, dict[int, float], tuple[float, float]] = (
+            0.0,
+            0.0,
+            {},
+            (0.0, 0.0),
+        )
+
+    def _server(self) -> dict[int, float]:
+        return {pid: process_cpu(pid) for pid in self._server_pids}
+
+    async def start(self) -> None:
+        pids = await backend_pids(self._owner, self._database)
+        backends = {pid: process_cpu(pid) for pid in pids}
+        self._server_start = self._server()
+        self._start = (self_cpu(), sum(self._server_start.values()), backends, machine_cpu())
+
+    async def stop(self) -> CpuUse:
+        client, (busy, steal) = self_cpu(), machine_cpu()
+        by_process = self._server()
+        server = sum(by_process.values())
+        self.server_split = sorted(
+            (cpu - self._server_start.get(pid, 0.0) for pid, cpu in by_process.items()),
+            reverse=True,
+        )
+        pids = await backend_pids(self._owner, self._database)
+        start_client, start_server, start_backends, (start_busy, start_steal) = self._start
+        backends = sum(process_cpu(pid) - start_backends.get(pid, 0.0) for pid in pids)
+        return CpuUse(
+            client - start_client,
+            server - start_server,
+            backends,
+            busy - start_busy,
+            steal - start_steal,
+        )
+
+
+Worker = Callable[[int, Tickets | None, int], Awaitable[int]]
+
+
+async def drive(
+    worker: Worker,
+    concurrency: int,
+    cycles: int,
+    warmup: int,
+    cpu: CpuWindow,
+) -> tuple[int, int, float, CpuUse]:
+    """Warm-up cycles per worker, then the timed budget shared by all workers."""
+    warmed = await asyncio.gather(*(worker(index, None, warmup) for index in range(concurrency)))
+    tickets = Tickets(cycles)
+    await cpu.start()
+    started = time.perf_counter()
+    done = await asyncio.gather(*(worker(index, tickets, 0) for index in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    used = await cpu.stop()
+    return sum(warmed), sum(done), elapsed, used
+
+
+async def graphql_post(
+    connection: KeepAliveConnection, token: str, query: str, variables: dict[str, Any]
+) -> dict[str, Any]:
+    body = await connection.post_json(
+        "/graphql",
+        {"query": query, "variables": variables},
+        {"authorization": f"Bearer {token}"},
+    )
+    if body.get("errors"):
+        raise RuntimeError(f"GraphQL call failed: {body}")
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+def sum_runs(runs: list[Measurement]) -> Measurement:
+    total = runs[0]
+    for run in runs[1:]:
+        total = total + run
+    return total

@@ -26,15 +26,11 @@ machine's busy and stolen CPU, to show where the time goes: everything shares 2 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import asyncpg
 import benchlib
@@ -53,7 +49,6 @@ CLAIM = (
 )
 DECIDE = "mutation($i:SubmitDecisionInput!){ submitDecision(input:$i){ __typename } }"
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 REDIS_CHANNEL = "casework-claim-bench"
 
 
@@ -87,194 +82,18 @@ def workers_of(mode: str) -> int | None:
     return int(mode.removeprefix("serve-")) if mode.startswith("serve-") else None
 
 
-@dataclass(frozen=True)
-class CpuUse:
-    """CPU seconds over the timed window, and what the whole machine did meanwhile."""
-
-    client: float  # this process: the workers and their client library
-    server: float  # the server's processes, summed (GraphQL path only)
-    postgres: float  # the backends connected to the database under test
-    machine_busy: float  # all processes, every core: user + system + irq
-    machine_steal: float  # taken by the hypervisor for other guests
-
-    def __add__(self, other: CpuUse) -> CpuUse:
-        return CpuUse(
-            self.client + other.client,
-            self.server + other.server,
-            self.postgres + other.postgres,
-            self.machine_busy + other.machine_busy,
-            self.machine_steal + other.machine_steal,
-        )
-
-
-@dataclass(frozen=True)
-class Measurement:
-    cycles: int
-    seconds: float
-    warmup_cycles: int
-    decisions: int
-    cpu: CpuUse
-
-    @property
-    def rate(self) -> float:
-        return self.cycles / self.seconds
-
-    def cpu_ms_per_cycle(self, seconds: float) -> float:
-        return 1000 * seconds / self.cycles
-
-    def __add__(self, other: Measurement) -> Measurement:
-        """Pools repeats: total cycles over total seconds."""
-        return Measurement(
-            self.cycles + other.cycles,
-            self.seconds + other.seconds,
-            self.warmup_cycles + other.warmup_cycles,
-            self.decisions + other.decisions,
-            self.cpu + other.cpu,
-        )
-
-
-class Tickets:
-    """The timed cycles the workers share; taking one is synchronous, so no lock is needed."""
-
-    def __init__(self, count: int) -> None:
-        self.remaining = count
-
-    def take(self) -> bool:
-        if self.remaining <= 0:
-            return False
-        self.remaining -= 1
-        return True
-
-
-# --- CPU accounting ------------------------------------------------------------------------
-
-
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of a process, 0 if it is gone or /proc is not there."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat.rpartition(")")[2].split()
-    # Fields 14 and 15 of stat(5); the first two fields (pid, comm) were cut off above.
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def self_cpu() -> float:
-    times = os.times()
-    return times.user + times.system
-
-
-def machine_cpu() -> tuple[float, float]:
-    """Busy and stolen CPU seconds of the whole machine, summed over cores, from /proc/stat."""
-    try:
-        with open("/proc/stat") as stat:
-            fields = [int(value) for value in stat.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return 0.0, 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
-
-
-async def backend_pids(owner: asyncpg.Connection, database: str) -> list[int]:
-    rows = await owner.fetch(
-        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-        database,
-    )
-    return [row["pid"] for row in rows]
-
-
-class CpuWindow:
-    """CPU seconds of this process, a server (its process and their children: the serving
-    processes of `casework serve --workers N`) and a database's backends."""
-
-    def __init__(self, owner: asyncpg.Connection, database: str, server_pid: int | None) -> None:
-        self._owner = owner
-        self._database = database
-        self._server_pids = benchlib.process_tree(server_pid) if server_pid else []
-        self._server_start: dict[int, float] = {}
-        # CPU seconds of each server process over the window, largest first.
-        self.server_split: list[float] = []
-        self._start: tuple[float, float, dict[int, float], tuple[float, float]] = (
-            0.0,
-            0.0,
-            {},
-            (0.0, 0.0),
-        )
-
-    def _server(self) -> dict[int, float]:
-        return {pid: process_cpu(pid) for pid in self._server_pids}
-
-    async def start(self) -> None:
-        pids = await backend_pids(self._owner, self._database)
-        backends = {pid: process_cpu(pid) for pid in pids}
-        self._server_start = self._server()
-        self._start = (self_cpu(), sum(self._server_start.values()), backends, machine_cpu())
-
-    async def stop(self) -> CpuUse:
-        client, (busy, steal) = self_cpu(), machine_cpu()
-        by_process = self._server()
-        server = sum(by_process.values())
-        self.server_split = sorted(
-            (cpu - self._server_start.get(pid, 0.0) for pid, cpu in by_process.items()),
-            reverse=True,
-        )
-        pids = await backend_pids(self._owner, self._database)
-        start_client, start_server, start_backends, (start_busy, start_steal) = self._start
-        backends = sum(process_cpu(pid) - start_backends.get(pid, 0.0) for pid in pids)
-        return CpuUse(
-            client - start_client,
-            server - start_server,
-            backends,
-            busy - start_busy,
-            steal - start_steal,
-        )
-
-
 # --- the two paths -------------------------------------------------------------------------
 
-Worker = Callable[[int, Tickets | None, int], Awaitable[int]]
 
-
-async def drive(
-    worker: Worker,
-    concurrency: int,
-    cycles: int,
-    warmup: int,
-    cpu: CpuWindow,
-) -> tuple[int, int, float, CpuUse]:
-    """Warm-up cycles per worker, then the timed budget shared by all workers."""
-    warmed = await asyncio.gather(*(worker(index, None, warmup) for index in range(concurrency)))
-    tickets = Tickets(cycles)
-    await cpu.start()
-    started = time.perf_counter()
-    done = await asyncio.gather(*(worker(index, tickets, 0) for index in range(concurrency)))
-    elapsed = time.perf_counter() - started
-    used = await cpu.stop()
-    return sum(warmed), sum(done), elapsed, used
-
-
-async def graphql_post(
-    connection: KeepAliveConnection, token: str, query: str, variables: dict[str, Any]
-) -> dict[str, Any]:
-    body = await connection.post_json(
-        "/graphql",
-        {"query": query, "variables": variables},
-        {"authorization": f"Bearer {token}"},
-    )
-    if body.get("errors"):
-        raise RuntimeError(f"GraphQL call failed: {body}")
-    data: dict[str, Any] = body["data"]
-    return data
-
-
-def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) -> Worker:
-    async def work(index: int, tickets: Tickets | None, count: int) -> int:
+def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) -> benchlib.Worker:
+    async def work(index: int, tickets: benchlib.Tickets | None, count: int) -> int:
         token = tokens[index]
         client = connections[index]
         done = 0
         while tickets.take() if tickets else done < count:
-            claim = (await graphql_post(client, token, CLAIM, {"q": benchlib.QUEUE}))["claimNext"]
+            claim = (await benchlib.graphql_post(client, token, CLAIM, {"q": benchlib.QUEUE}))[
+                "claimNext"
+            ]
             if claim["__typename"] != "Claim":
                 raise RuntimeError(f"claim returned {claim}; is --items large enough?")
             decision = {
@@ -284,7 +103,9 @@ def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) ->
                 "reasonCode": benchlib.REASON_CODE,
                 "evidenceHash": claim["evidenceHash"],
             }
-            result = (await graphql_post(client, token, DECIDE, {"i": decision}))["submitDecision"]
+            result = (await benchlib.graphql_post(client, token, DECIDE, {"i": decision}))[
+                "submitDecision"
+            ]
             if result["__typename"] != "DecisionRecorded":
                 raise RuntimeError(f"decision returned {result}")
             done += 1
@@ -293,7 +114,9 @@ def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) ->
     return work
 
 
-def raw_worker(pool: asyncpg.Pool, queries: Queries, redis: aioredis.Redis | None) -> Worker:
+def raw_worker(
+    pool: asyncpg.Pool, queries: Queries, redis: aioredis.Redis | None
+) -> benchlib.Worker:
     # The statements and names the domain uses; bound here as Database binds them.
     escalate = queries.statement(sql.exceptions.EXCEPTIONS_ESCALATE_OVERDUE.name)
     claim = queries.statement(sql.items.ITEM_CLAIM_NEXT.name)
@@ -304,7 +127,7 @@ def raw_worker(pool: asyncpg.Pool, queries: Queries, redis: aioredis.Redis | Non
         if redis is not None:
             await redis.publish(REDIS_CHANNEL, row["notification"])
 
-    async def work(index: int, tickets: Tickets | None, count: int) -> int:
+    async def work(index: int, tickets: benchlib.Tickets | None, count: int) -> int:
         user = reviewer_name(index)
         done = 0
         while tickets.take() if tickets else done < count:
@@ -379,7 +202,7 @@ def graphql_server(
 
 async def measure_graphql(
     config: Config, database: str, concurrency: int, tokens: list[str], workers: int | None
-) -> Measurement:
+) -> benchlib.Measurement:
     owner = await asyncpg.connect(benchlib.owner_dsn(config.server, database))
     try:
         app_dsn = benchlib.app_dsn(config.server, database)
@@ -387,25 +210,25 @@ async def measure_graphql(
             graphql_server(config, app_dsn, concurrency, workers) as server,
             contextlib.AsyncExitStack() as stack,
         ):
-            cpu = CpuWindow(owner, database, server.pid)
+            cpu = benchlib.CpuWindow(owner, database, server.pid)
             host, port = server.base_url.removeprefix("http://").split(":")
             connections = [
                 await stack.enter_async_context(KeepAliveConnection(host, int(port)))
                 for _ in range(concurrency)
             ]
-            warmed, done, elapsed, used = await drive(
+            warmed, done, elapsed, used = await benchlib.drive(
                 graphql_worker(connections, tokens), concurrency, config.cycles, config.warmup, cpu
             )
         if workers is not None:
             # How the kernel spread the connections shows in each process's share of the CPU.
             split = ", ".join(f"{seconds:.2f}" for seconds in cpu.server_split if seconds > 0.005)
             print(f"  c={concurrency:<3} serve-{workers}: CPU s per server process: {split}")
-        return Measurement(done, elapsed, warmed, await count_decisions(owner), used)
+        return benchlib.Measurement(done, elapsed, warmed, await count_decisions(owner), used)
     finally:
         await owner.close()
 
 
-async def measure_raw(config: Config, database: str, concurrency: int) -> Measurement:
+async def measure_raw(config: Config, database: str, concurrency: int) -> benchlib.Measurement:
     owner = await asyncpg.connect(benchlib.owner_dsn(config.server, database))
     queries = benchlib.load_queries()
     # The service's own pool factory (same JSON codecs), used without the Database wrapper.
@@ -418,13 +241,13 @@ async def measure_raw(config: Config, database: str, concurrency: int) -> Measur
     )
     redis = aioredis.from_url(config.redis_url) if via_redis else None
     try:
-        cpu = CpuWindow(owner, database, None)
+        cpu = benchlib.CpuWindow(owner, database, None)
         worker = raw_worker(pool, queries, redis)
-        warmed, done, elapsed, used = await drive(
+        warmed, done, elapsed, used = await benchlib.drive(
             worker, concurrency, config.cycles, config.warmup, cpu
         )
         await pool.close()
-        return Measurement(done, elapsed, warmed, await count_decisions(owner), used)
+        return benchlib.Measurement(done, elapsed, warmed, await count_decisions(owner), used)
     finally:
         pool.terminate()
         await owner.close()
@@ -463,7 +286,7 @@ async def build_template(config: Config, name: str) -> list[str]:
 
 async def one_run(
     config: Config, template: str, mode: str, concurrency: int, tokens: list[str]
-) -> Measurement:
+) -> benchlib.Measurement:
     name = benchlib.new_name(f"{mode}{concurrency}")
     await benchlib.create_database(config.server, name, template=template)
     try:
@@ -484,7 +307,7 @@ async def one_run(
     return result
 
 
-def report_served(results: dict[int, dict[str, Measurement]], config: Config) -> None:
+def report_served(results: dict[int, dict[str, benchlib.Measurement]], config: Config) -> None:
     """--server-workers: each `casework serve --workers N` beside raw SQL and N = first."""
     served = [mode for mode in config.modes if mode != "raw"]
     pooled = f", pooled over {config.repeats} runs per cell" if config.repeats > 1 else ""
@@ -502,7 +325,7 @@ def report_served(results: dict[int, dict[str, Measurement]], config: Config) ->
 
 
 def report(
-    results: dict[int, dict[str, Measurement]], repeats: int, config: Config | None = None
+    results: dict[int, dict[str, benchlib.Measurement]], repeats: int, config: Config | None = None
 ) -> None:
     if config is not None and config.server_workers:
         report_served(results, config)
@@ -522,7 +345,7 @@ def report(
     report_cpu(results)
 
 
-def report_cpu(results: dict[int, dict[str, Measurement]]) -> None:
+def report_cpu(results: dict[int, dict[str, benchlib.Measurement]]) -> None:
     print()
     print(
         "CPU ms per cycle in the timed window (server: all its processes); machine = cores "
@@ -558,12 +381,12 @@ async def main(config: Config) -> None:
         f"paths {config.modes}; {os.cpu_count()} CPUs",
         flush=True,
     )
-    results: dict[int, dict[str, Measurement]] = {}
+    results: dict[int, dict[str, benchlib.Measurement]] = {}
     try:
         tokens = await build_template(config, template)
         position = 0
         for concurrency in config.concurrency:
-            runs: dict[str, list[Measurement]] = {mode: [] for mode in config.modes}
+            runs: dict[str, list[benchlib.Measurement]] = {mode: [] for mode in config.modes}
             for _ in range(config.repeats):
                 # Rotate which path goes first, so a drift of the machine hits them all.
                 shift = position % len(config.modes)
@@ -571,18 +394,11 @@ async def main(config: Config) -> None:
                 position += 1
                 for mode in modes:
                     runs[mode].append(await one_run(config, template, mode, concurrency, tokens))
-            results[concurrency] = {mode: sum_runs(found) for mode, found in runs.items()}
+            results[concurrency] = {mode: benchlib.sum_runs(found) for mode, found in runs.items()}
     finally:
         await benchlib.drop_database(config.server, template)
     report(results, config.repeats, config)
     print(f"\ntotal time {time.perf_counter() - started:.0f} s")
-
-
-def sum_runs(runs: list[Measurement]) -> Measurement:
-    total = runs[0]
-    for run in runs[1:]:
-        total = total + run
-    return total
 
 
 def parse_args(argv: list[str] | None = None) -> Config:

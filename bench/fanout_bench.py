@@ -46,7 +46,7 @@ import asyncpg
 import benchlib
 import httpx
 import websockets
-from claim_bench import backend_pids, machine_cpu, process_cpu, self_cpu
+from benchlib import backend_pids, machine_cpu, process_cpu, self_cpu
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
