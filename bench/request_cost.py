@@ -11,6 +11,8 @@ the instrument for the server half of a cycle; claim_bench measures the whole.
     .venv/bin/python bench/request_cost.py [--cycles 2000] [--profile out.pstats]
 
 --profile writes a cProfile of the timed cycles (read it with `python -m pstats`).
+--floor also times `{ __typename }` requests, side by side: everything a request costs
+(middleware, token, Strawberry, graphql-core, the access line) but a resolver and a query.
 """
 
 from __future__ import annotations
@@ -106,6 +108,16 @@ async def cycle(client: DirectClient) -> None:
         raise RuntimeError(f"decision returned {result}")
 
 
+FLOOR = "{ __typename }"
+
+
+async def floor_pair(client: DirectClient) -> None:
+    """Two requests that resolve nothing: what the stack costs a cycle before any work."""
+    for _ in range(2):
+        if (await client.post(FLOOR, {}))["__typename"] != "Query":
+            raise RuntimeError("the floor query did not answer")
+
+
 async def seed(server: str, name: str, items: int) -> str:
     await benchlib.create_migrated(server, name)
     queries = benchlib.load_queries()
@@ -153,6 +165,12 @@ async def main(arguments: argparse.Namespace) -> None:
                 profile.disable()
                 profile.dump_stats(arguments.profile)
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            floor = None
+            if arguments.floor:
+                floor = time.process_time()
+                for _ in range(cycles):
+                    await floor_pair(client)
+                floor = time.process_time() - floor
     finally:
         await benchlib.drop_database(server, name)
     print(
@@ -160,6 +178,11 @@ async def main(arguments: argparse.Namespace) -> None:
         f"({cpu / cycles / 2 * 1e6:.0f} us per request); wall {wall / cycles * 1000:.3f} ms "
         "per cycle (PostgreSQL included)"
     )
+    if floor is not None:
+        print(
+            f"{cycles} pairs of {FLOOR!r}: {floor / cycles * 1000:.3f} ms per pair "
+            f"({floor / cycles / 2 * 1e6:.0f} us per request), {floor / cpu:.2f} of a cycle"
+        )
 
 
 def parse_args() -> argparse.Namespace:
@@ -168,6 +191,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--profile", help="write a cProfile of the timed cycles here")
+    parser.add_argument("--floor", action="store_true", help="also time { __typename } pairs")
     return parser.parse_args()
 
 
