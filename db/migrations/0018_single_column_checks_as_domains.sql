@@ -30,7 +30,8 @@ CREATE DOMAIN note_text AS text;
 CREATE DOMAIN traceparent_text AS text;
 
 -- The domains take their CHECKs only after the columns have changed type: a change of
--- type to a domain without constraints is binary and keeps the table's rows and indexes,
+-- type to a domain without constraints is binary and keeps the table's rows (and the
+-- indexes keyed on the columns; those whose predicate reads `state` are built again),
 -- where a domain with a CHECK would rewrite the table. Adding the CHECK to the domain
 -- then reads the rows once to validate them.
 -- PostgreSQL does not change the type of a column a trigger's WHEN reads: the trigger
