@@ -19,10 +19,14 @@ if the server preloads pg_stat_statements, each statement's buffers, WAL and exe
 time per call, nested statements (triggers, foreign-key checks) included, which EXPLAIN's
 top plan node leaves out. The ratio casework / raw is printed beside each figure.
 
+With --before N as well, the casework cycle also runs on a second database migrated
+without migration N and those after it, as a third path of every round: a schema change
+against the schema before it, in one run, with a ratio per round.
+
 Run it from two trees to compare them (each with its own PYTHONPATH and migrations):
 
     PYTHONPATH=$PWD .venv/bin/python bench/cycle_cost.py [--items 1200] [--cycles 300]
-        [--cpu [--cpu-cycles 1000] [--rounds 4]]
+        [--cpu [--cpu-cycles 1000] [--rounds 4] [--before N]]
 """
 
 from __future__ import annotations
