@@ -19,10 +19,14 @@ if the server preloads pg_stat_statements, each statement's buffers, WAL and exe
 time per call, nested statements (triggers, foreign-key checks) included, which EXPLAIN's
 top plan node leaves out. The ratio casework / raw is printed beside each figure.
 
+With --before N as well, the casework cycle also runs on a second database migrated
+without migration N and those after it, as a third path of every round: a schema change
+against the schema before it, in one run, with a ratio per round.
+
 Run it from two trees to compare them (each with its own PYTHONPATH and migrations):
 
     PYTHONPATH=$PWD .venv/bin/python bench/cycle_cost.py [--items 1200] [--cycles 300]
-        [--cpu [--cpu-cycles 1000] [--rounds 4]]
+        [--cpu [--cpu-cycles 1000] [--rounds 4] [--before N]]
 """
 
 from __future__ import annotations
@@ -30,8 +34,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
+import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -40,6 +48,7 @@ import benchlib
 from server.domain.model import Role
 from server.store import sql
 from server.store.database import Database, create_pool
+from server.store.migrate import apply_migrations
 
 EXPLAIN = "EXPLAIN (ANALYZE, BUFFERS, WAL, FORMAT JSON) "
 REVIEWER = "bench-reviewer-00"
@@ -243,6 +252,10 @@ SELECT r.id, pg_notify('casework_events',
 FROM recorded AS r JOIN moved AS m ON m.id = r.item_id"""
 
 PATHS = ("casework", "raw")
+# With --before N: the casework cycle also runs on a second database migrated without
+# migration N and those after it, alternating with the other two paths in the same run,
+# so that a schema change is measured against the schema before it round by round.
+BEFORE = "before"
 # pg_stat_statements' counters per call, in the order they are printed.
 STATEMENT_FIGURES = (
     ("buffers", "shared_blks_hit + shared_blks_read"),
@@ -269,49 +282,98 @@ class PathRun:
 
 
 async def plain_cycles(
-    server: str, items: int, history: int, cycles: int, rounds: int, warmup: int
+    server: str,
+    items: int,
+    history: int,
+    cycles: int,
+    rounds: int,
+    warmup: int,
+    before: int | None,
 ) -> None:
     name = benchlib.new_name("cc")
-    await benchlib.create_migrated(server, name)
+    before_name = benchlib.new_name("cc") if before is not None else None
     try:
-        pool = await create_pool(benchlib.owner_dsn(server, name), min_size=1, max_size=1)
-        try:
-            await benchlib.seed_queue(Database(pool, benchlib.load_queries()))
-        finally:
-            await pool.close()
+        await benchlib.create_migrated(server, name)
         owner = await asyncpg.connect(benchlib.owner_dsn(server, name))
+        before_owner = None
         try:
             await owner.execute(RAW_SCHEMA)
             await owner.execute(
                 "GRANT SELECT, INSERT, UPDATE ON raw_items, raw_decisions TO casework_app"
             )
-            await seed_history(owner, SEED_HISTORY, history)
             await seed_history(owner, SEED_RAW_HISTORY, history)
-            await owner.execute(SEED_ITEMS, benchlib.QUEUE, items)
             await owner.execute(SEED_RAW_ITEMS, benchlib.QUEUE, items)
-            await owner.execute("VACUUM ANALYZE")
-            has_pgss = await owner.fetchval(
-                "SELECT 'pg_stat_statements' = ANY (string_to_array("
-                "current_setting('shared_preload_libraries'), ','))"
+            await seed_casework(server, name, owner, items, history)
+            has_pgss = bool(
+                await owner.fetchval(
+                    "SELECT 'pg_stat_statements' = ANY (string_to_array("
+                    "current_setting('shared_preload_libraries'), ','))"
+                )
             )
             if has_pgss:
                 await owner.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            app = await asyncpg.connect(benchlib.app_dsn(server, name))
+            owners = {"casework": owner, "raw": owner}
+            database_of = {"casework": name, "raw": name}
+            if before_name is not None:
+                assert before is not None
+                await create_migrated_before(server, before_name, before)
+                before_owner = await asyncpg.connect(benchlib.owner_dsn(server, before_name))
+                await seed_casework(server, before_name, before_owner, items, history)
+                if has_pgss:
+                    await before_owner.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                owners[BEFORE] = before_owner
+                database_of[BEFORE] = before_name
+            apps = {
+                path: await asyncpg.connect(benchlib.app_dsn(server, database))
+                for path, database in database_of.items()
+            }
             try:
-                runs = await alternate(owner, app, cycles, rounds, warmup, bool(has_pgss))
-                hot = await hot_ratios(owner, app)
+                runs = await alternate(owners, apps, cycles, rounds, warmup, has_pgss)
+                hot = await hot_ratios(owner, apps["casework"])
             finally:
-                await app.close()
+                for app in apps.values():
+                    await app.close()
         finally:
             await owner.close()
+            if before_owner is not None:
+                await before_owner.close()
     finally:
         await benchlib.drop_database(server, name)
-    report_plain(runs, hot, cycles, bool(has_pgss))
+        if before_name is not None:
+            await benchlib.drop_database(server, before_name)
+    report_plain(runs, hot, cycles, has_pgss, before)
+
+
+async def seed_casework(
+    server: str, name: str, owner: asyncpg.Connection, items: int, history: int
+) -> None:
+    pool = await create_pool(benchlib.owner_dsn(server, name), min_size=1, max_size=1)
+    try:
+        await benchlib.seed_queue(Database(pool, benchlib.load_queries()))
+    finally:
+        await pool.close()
+    await seed_history(owner, SEED_HISTORY, history)
+    await owner.execute(SEED_ITEMS, benchlib.QUEUE, items)
+    await owner.execute("VACUUM ANALYZE")
+
+
+async def create_migrated_before(server: str, name: str, before: int) -> None:
+    """A database migrated with the migrations numbered below `before` only."""
+    await benchlib.create_database(server, name)
+    with tempfile.TemporaryDirectory() as earlier:
+        for migration in sorted(benchlib.MIGRATIONS_DIR.glob("*.sql")):
+            if int(migration.name[:4]) < before:
+                shutil.copy(migration, earlier)
+        conn = await asyncpg.connect(benchlib.owner_dsn(server, name))
+        try:
+            await apply_migrations(conn, Path(earlier))
+        finally:
+            await conn.close()
 
 
 async def alternate(
-    owner: asyncpg.Connection,
-    app: asyncpg.Connection,
+    owners: dict[str, asyncpg.Connection],
+    apps: dict[str, asyncpg.Connection],
     cycles: int,
     rounds: int,
     warmup: int,
@@ -323,28 +385,34 @@ async def alternate(
     claim_values = claim.bind(
         {"queue": benchlib.QUEUE, "actor": REVIEWER, "actor_role": Role.REVIEWER.value}
     )
+    paths = tuple(apps)
     # Each statement opens with a comment that names it, so that its pg_stat_statements row
     # is found by its text (the comment changes neither the plan nor the query id).
     statement_of = {
         path: {name: f"/* cycle_cost {path} {name} */\n" for name in ("claim", "decide")}
-        for path in PATHS
+        for path in paths
     }
-    claim_sql = statement_of["casework"]["claim"] + claim.sql
-    decide_sql = statement_of["casework"]["decide"] + decide.sql
+
+    def casework_cycle(path: str) -> Callable[[], Awaitable[None]]:
+        app = apps[path]
+        claim_sql = statement_of[path]["claim"] + claim.sql
+        decide_sql = statement_of[path]["decide"] + decide.sql
+
+        async def cycle() -> None:
+            row = await app.fetchrow(claim_sql, *claim_values)
+            if row is None or row["id"] is None:
+                raise RuntimeError("the claim took nothing: raise --items")
+            arguments = decide.bind(benchlib.approve_arguments(row, REVIEWER))
+            if await app.fetchrow(decide_sql, *arguments) is None:
+                raise RuntimeError("the decision was refused")
+
+        return cycle
+
     raw_claim_sql = statement_of["raw"]["claim"] + RAW_CLAIM
     raw_decide_sql = statement_of["raw"]["decide"] + RAW_DECIDE
 
-    async def casework_cycle() -> None:
-        row = await app.fetchrow(claim_sql, *claim_values)
-        if row is None or row["id"] is None:
-            raise RuntimeError("the claim took nothing: raise --items")
-        if (
-            await app.fetchrow(decide_sql, *decide.bind(benchlib.approve_arguments(row, REVIEWER)))
-            is None
-        ):
-            raise RuntimeError("the decision was refused")
-
     async def raw_cycle() -> None:
+        app = apps["raw"]
         row = await app.fetchrow(raw_claim_sql, benchlib.QUEUE, REVIEWER)
         if row is None:
             raise RuntimeError("the raw claim took nothing: raise --items")
@@ -356,27 +424,29 @@ async def alternate(
         ):
             raise RuntimeError("the raw decision was refused")
 
-    cycle_of = {"casework": casework_cycle, "raw": raw_cycle}
-    pid = await app.fetchval("SELECT pg_backend_pid()")
-    database_id = await owner.fetchval(
-        "SELECT oid FROM pg_database WHERE datname = current_database()"
-    )
-    for path in PATHS:
+    cycle_of = {path: raw_cycle if path == "raw" else casework_cycle(path) for path in paths}
+    pid = {path: await app.fetchval("SELECT pg_backend_pid()") for path, app in apps.items()}
+    database_id = {
+        path: await owner.fetchval("SELECT oid FROM pg_database WHERE datname = current_database()")
+        for path, owner in owners.items()
+    }
+    for path in paths:
         for _ in range(warmup):
             await cycle_of[path]()
-    runs = {path: PathRun([], {}) for path in PATHS}
+    runs = {path: PathRun([], {}) for path in paths}
     for round_number in range(rounds):
-        order = PATHS if round_number % 2 == 0 else PATHS[::-1]
+        order = paths if round_number % 2 == 0 else paths[::-1]
         for path in order:
+            owner = owners[path]
             if has_pgss:
-                await owner.execute("SELECT pg_stat_statements_reset(0, $1, 0)", database_id)
-            before = backend_cpu_ns(pid)
+                await owner.execute("SELECT pg_stat_statements_reset(0, $1, 0)", database_id[path])
+            started = backend_cpu_ns(pid[path])
             for _ in range(cycles):
                 await cycle_of[path]()
-            spent = backend_cpu_ns(pid) - before
+            spent = backend_cpu_ns(pid[path]) - started
             runs[path].cpu_us_per_cycle.append(spent / cycles / 1000)
             if has_pgss:
-                await read_statements(owner, database_id, statement_of[path], runs[path])
+                await read_statements(owner, database_id[path], statement_of[path], runs[path])
     return runs
 
 
@@ -416,22 +486,42 @@ async def hot_ratios(owner: asyncpg.Connection, app: asyncpg.Connection) -> dict
 
 
 def report_plain(
-    runs: dict[str, PathRun], hot: dict[str, str], cycles: int, has_pgss: bool
+    runs: dict[str, PathRun],
+    hot: dict[str, str],
+    cycles: int,
+    has_pgss: bool,
+    before: int | None,
 ) -> None:
     print()
     print(
         f"plain cycles: {len(runs['raw'].cpu_us_per_cycle)} rounds of {cycles} per path, "
         "alternating; medians of the rounds"
     )
+    if before is not None:
+        print(f"{BEFORE}: the casework cycle on a database without migrations {before:04d} on")
     cpu = {path: statistics.median(run.cpu_us_per_cycle) for path, run in runs.items()}
     rounds = {
         path: ", ".join(f"{v:.0f}" for v in run.cpu_us_per_cycle) for path, run in runs.items()
     }
     print(
-        f"PostgreSQL backend CPU per cycle, us: casework {cpu['casework']:.0f} "
-        f"({rounds['casework']}), raw {cpu['raw']:.0f} ({rounds['raw']}), "
-        f"casework/raw {cpu['casework'] / cpu['raw']:.2f}"
+        "PostgreSQL backend CPU per cycle, us: "
+        + ", ".join(f"{path} {cpu[path]:.0f} ({rounds[path]})" for path in runs)
+        + f", casework/raw {cpu['casework'] / cpu['raw']:.2f}"
     )
+    if BEFORE in runs:
+        # Each round runs every path once, back to back: its ratio cancels most of the
+        # machine's drift between rounds.
+        paired = [
+            ours / theirs
+            for ours, theirs in zip(
+                runs["casework"].cpu_us_per_cycle, runs[BEFORE].cpu_us_per_cycle, strict=True
+            )
+        ]
+        print(
+            f"casework/{BEFORE} per round: "
+            + ", ".join(f"{r:.3f}" for r in paired)
+            + f"; median {statistics.median(paired):.3f}"
+        )
     for table, ratio in sorted(hot.items()):
         print(f"{table}: {ratio}")
     if not has_pgss:
@@ -451,6 +541,39 @@ def report_plain(
             )
             cells.append(f"{number} ({ratio})")
         print(f"{statement:>9} | " + " | ".join(f"{cell:>19}" for cell in cells))
+    if BEFORE in runs:
+        print(f"{'per call':>9} | " + " | ".join(f"{label:>19}" for label in labels))
+        print(f"{'':>9} | " + " | ".join(f"{'casework/' + BEFORE + ' (x)':>19}" for _ in labels))
+        for statement in ("claim", "decide"):
+            cells = []
+            for label in labels:
+                mine_rounds = runs["casework"].statements[statement][label]
+                earlier_rounds = runs[BEFORE].statements[statement][label]
+                mine = statistics.median(mine_rounds)
+                earlier = statistics.median(earlier_rounds)
+                ratio = f"{mine / earlier:.2f}" if earlier else "-"
+                number = (
+                    f"{mine:.3f}/{earlier:.3f}"
+                    if label == "exec ms"
+                    else f"{mine:.1f}/{earlier:.1f}"
+                )
+                cells.append(f"{number} ({ratio})")
+            print(f"{statement:>9} | " + " | ".join(f"{cell:>19}" for cell in cells))
+        print(
+            "exec ms per round, casework/before: "
+            + "; ".join(
+                f"{statement} "
+                + ", ".join(
+                    f"{a / b:.2f}"
+                    for a, b in zip(
+                        runs["casework"].statements[statement]["exec ms"],
+                        runs[BEFORE].statements[statement]["exec ms"],
+                        strict=True,
+                    )
+                )
+                for statement in ("claim", "decide")
+            )
+        )
 
 
 def main() -> None:
@@ -463,6 +586,13 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true", help="also run the plain cycles")
     parser.add_argument("--cpu-cycles", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument(
+        "--before",
+        type=int,
+        metavar="N",
+        help="with --cpu: also run the casework cycle on a database without migration N and "
+        "those after it, alternating round by round",
+    )
     args = parser.parse_args()
     server = benchlib.require_local(args.database_url)
     report(asyncio.run(measure(server, args.items, args.history, args.cycles, args.warmup)))
@@ -470,7 +600,13 @@ def main() -> None:
         plain_items = args.cpu_cycles * args.rounds + args.warmup + 10
         asyncio.run(
             plain_cycles(
-                server, plain_items, args.history, args.cpu_cycles, args.rounds, args.warmup
+                server,
+                plain_items,
+                args.history,
+                args.cpu_cycles,
+                args.rounds,
+                args.warmup,
+                args.before,
             )
         )
 

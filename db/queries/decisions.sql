@@ -103,8 +103,11 @@ recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
          evidence_hash, supersedes, traceparent)
-    SELECT t.item_id, t.queue, 'overturn', t.outcome, :reason_code, :note, :actor, :actor_role,
-           t.evidence_hash, t.id, :traceparent
+    -- :note is text, as casework_has_text reads it below; the column's domain (note_text,
+    -- migration 0018) checks it on the way in. Without the cast the parameter would take
+    -- the domain from this list first and then conflict with the function's text.
+    SELECT t.item_id, t.queue, 'overturn', t.outcome, :reason_code, :note::text, :actor,
+           :actor_role, t.evidence_hash, t.id, :traceparent
     FROM target AS t
     WHERE EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = t.queue AND r.code = :reason_code AND t.outcome = ANY (r.verdicts)

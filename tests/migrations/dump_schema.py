@@ -1,4 +1,4 @@
-"""Prints the catalogue snapshot of a freshly migrated database: columns and indexes.
+"""Prints the catalogue snapshot of a freshly migrated database: columns, domains, indexes.
 
     python -m tests.migrations.dump_schema > tests/migrations/expected_schema.txt
 
@@ -15,9 +15,19 @@ from server.store.migrate import apply_migrations
 from tests import pg
 
 COLUMNS = """
-SELECT table_name, column_name, data_type, udt_name, is_nullable
+SELECT table_name, column_name, data_type, udt_name, domain_name, is_nullable
 FROM information_schema.columns
 WHERE table_schema = 'public'
+"""
+
+# The domains of the schema and their constraints: a column's line names its domain, and
+# what the domain checks is here.
+DOMAINS = """
+SELECT t.typname, format_type(t.typbasetype, t.typtypmod) AS base, t.typnotnull,
+       c.conname, pg_get_constraintdef(c.oid) AS definition
+FROM pg_type AS t
+LEFT JOIN pg_constraint AS c ON c.contypid = t.oid
+WHERE t.typtype = 'd' AND t.typnamespace = 'public'::regnamespace
 """
 
 INDEXES = """
@@ -32,14 +42,28 @@ async def schema_lines(conn: asyncpg.Connection) -> list[str]:
         f"column {r['table_name']}.{r['column_name']} {r['data_type']}"
         # For arrays, data_type says only ARRAY; udt_name says of what.
         f"{' ' + r['udt_name'] if r['data_type'] == 'ARRAY' else ''}"
+        f"{' domain ' + r['domain_name'] if r['domain_name'] else ''}"
         f"{'' if r['is_nullable'] == 'YES' else ' NOT NULL'}"
         for r in await conn.fetch(COLUMNS)
+    ]
+    domains = [
+        " ".join(
+            part
+            for part in (
+                f"domain {r['typname']} {r['base']}",
+                "NOT NULL" if r["typnotnull"] else "",
+                r["conname"] or "",
+                r["definition"] or "",
+            )
+            if part
+        )
+        for r in await conn.fetch(DOMAINS)
     ]
     indexes = [
         f"index {r['tablename']}.{r['indexname']} {r['indexdef']}"
         for r in await conn.fetch(INDEXES)
     ]
-    return sorted(columns + indexes)
+    return sorted(columns + domains + indexes)
 
 
 def render(lines: list[str]) -> str:
