@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from datetime import timedelta
 from pathlib import Path
 from typing import cast
@@ -130,10 +130,13 @@ class Runtime:
         finally:
             if self.worker is not None and worker_task is not None:
                 self.worker.stop()
-                await worker_task
-            await self._live.stop()
+                if not await _within_shutdown(worker_task, "the apply worker"):
+                    worker_task.cancel()
+            await _within_shutdown(self._live.stop(), "live updates")
             self._db = self._tokens = self._live = self.worker = None
-            await pool.close()
+            if not await _within_shutdown(pool.close(), "the pool"):
+                # A connection still held by a request that never finished.
+                pool.terminate()
 
     def _transport(self) -> Transport | RedisTransport:
         settings = self._settings
@@ -183,6 +186,26 @@ class Runtime:
             {"ready": ready, "database": database_ok, "listener": listener_ok},
             status_code=200 if ready else 503,
         )
+
+
+# uvicorn waits for the lifespan's shutdown without a limit, and a second SIGTERM does not
+# cut it short: a step that hangs (a pool connection never released) would keep the
+# process alive for ever. Each step gets this long, then is logged and cut short.
+SHUTDOWN_STEP_SECONDS = 15.0
+
+
+async def _within_shutdown(step: Awaitable[object], what: str) -> bool:
+    """Awaits one step of the shutdown for at most SHUTDOWN_STEP_SECONDS; False if cut."""
+    try:
+        await asyncio.wait_for(step, SHUTDOWN_STEP_SECONDS)
+    except TimeoutError:
+        log.warning(
+            "shutdown: %s did not stop within %.0f s; stopping without it",
+            what,
+            SHUTDOWN_STEP_SECONDS,
+        )
+        return False
+    return True
 
 
 class CaseworkGraphQL(GraphQL[Context, None]):

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from server.config import REPO_ROOT
 
 STARTUP_SECONDS = 60
+# A served process stops within this of SIGTERM (its lifespan closes the pool and the
+# listener); beyond it the test fails with the log instead of waiting for ever.
+STOP_SECONDS = 30
 COMMAND_SECONDS = 120
 
 
@@ -109,8 +112,20 @@ async def casework_serve_process(
         draining = asyncio.create_task(drain())
         yield Served(f"http://127.0.0.1:{port}", process, log)
     finally:
+        stopped = True
         if process.returncode is None:
             process.terminate()
-            await process.wait()
+            try:
+                await asyncio.wait_for(process.wait(), STOP_SECONDS)
+            except TimeoutError:
+                # A service that ignores SIGTERM is a failure to report, not a hung suite.
+                stopped = False
+                process.kill()
+                await process.wait()
         if "draining" in locals():
             await draining
+        if not stopped:
+            raise AssertionError(
+                f"casework serve did not stop within {STOP_SECONDS} s of SIGTERM; its log "
+                "ends:\n" + "".join(log[-40:])
+            )
