@@ -287,16 +287,22 @@ async def uvicorn_server(
                 raise RuntimeError(f"the server did not become healthy:\n{server.log_tail()}")
             yield server
         finally:
-            if process.returncode is None:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), timeout=10)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
+            await _stop(process, within=10)
 
 
 SERVING_WITHIN_SECONDS = 60.0
+
+
+async def _stop(process: asyncio.subprocess.Process, *, within: float) -> None:
+    """SIGTERM, then SIGKILL if the process is still there `within` seconds later."""
+    if process.returncode is not None:
+        return
+    process.terminate()
+    try:
+        await asyncio.wait_for(process.wait(), timeout=within)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
 
 
 @contextlib.asynccontextmanager
@@ -344,13 +350,7 @@ async def casework_serve_server(
                 raise RuntimeError(f"the server did not become healthy:\n{server.log_tail()}")
             yield server
         finally:
-            if process.returncode is None:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), timeout=30)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
+            await _stop(process, within=30)
 
 
 def process_tree(pid: int) -> list[int]:

@@ -183,12 +183,11 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             # A bug, not a refusal: say so, and keep the socket and the watch.
             log.exception("checking the token of an open socket failed")
             valid = None
+        self._token_check = None
         if valid is False:
             log.info("closing a socket: its token was revoked or has expired")
             await self._close_unauthorized()
-            self._token_check = None
             return
-        self._token_check = None
         self._schedule_token_check(self._check_every())
 
     async def _close_unauthorized(self) -> None:
