@@ -113,6 +113,9 @@ ORDER BY p.queue, p.id;
 -- - Overdue items, in a queue that names an overdue_queue, belong there: they are never
 --   handed out here, and `overdue_items` tells the caller to move them
 --   (items_escalate_overdue), as with exceptions.
+-- - Four-eyes (migration 0019): an item whose `barred_claimer` is the caller (the first
+--   decider of a decision waiting for second review, the decider of a decision sampled
+--   for QA) is passed over by both probes.
 WITH settings AS MATERIALIZED (
     SELECT q.lease_ttl_seconds, q.max_abandons,
            coalesce(q.escalation_queue, q.name) AS escalation_queue,
@@ -152,6 +155,7 @@ mine AS MATERIALIZED (
       AND i.assigned_to = :actor
       AND (i.assigned_until IS NULL OR i.assigned_until > now())
       AND i.held_until IS NULL
+      AND i.barred_claimer IS DISTINCT FROM :actor
       AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
       AND (SELECT s.has_room FROM settings AS s)
       AND (NOT (SELECT s.moves_overdue FROM settings AS s)
@@ -169,6 +173,7 @@ general AS MATERIALIZED (
       AND i.state = 'pending'
       AND NOT i.reserved
       AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+      AND i.barred_claimer IS DISTINCT FROM :actor
       AND (SELECT s.has_room FROM settings AS s)
       AND NOT EXISTS (SELECT 1 FROM mine)
       AND NOT EXISTS (SELECT 1 FROM ended_reservations)

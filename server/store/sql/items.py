@@ -118,4 +118,7 @@ says so. A queue without a limit never calls it.
 - Overdue items, in a queue that names an overdue_queue, belong there: they are never
 handed out here, and `overdue_items` tells the caller to move them
 (items_escalate_overdue), as with exceptions.
+- Four-eyes (migration 0019): an item whose `barred_claimer` is the caller (the first
+decider of a decision waiting for second review, the decider of a decision sampled
+for QA) is passed over by both probes.
 """
