@@ -4,6 +4,7 @@
 // will appear. Notes are strangers' text: always set as text, never parsed as markup.
 
 import { ApiError, call } from "./api.js";
+import { qaBadge, statusBadge } from "./decisions.js";
 import { errorBox, fill, h, spinner } from "./dom.js";
 import { clock, preciseWhen, verdictDone, when, words } from "./format.js";
 import * as live from "./live.js";
@@ -55,6 +56,13 @@ function sentence(event) {
       return [who, ` ${verdictDone(decision?.verdict).toLowerCase()} — `, code];
     case "OVERTURNED":
       return [who, ` overturned the decision: now ${verdictDone(decision?.verdict).toLowerCase()} — `, code];
+    case "QA_SAMPLED":
+      return [`Sampled for QA: ${decision ? `the ${verdictDone(decision.verdict).toLowerCase()} decision` : "the decision"} was copied to ${event.toQueue ?? "the QA queue"} (`, who, ")"];
+    case "QA_CHECKED": {
+      const qa = decision?.qaResult;
+      if (!qa) return [who, " checked the decision for QA"];
+      return [who, ` checked the decision for QA: ${qa.agrees ? "agrees" : "disagrees"} — `, h("code", { class: "activity-code", text: qa.reasonCode })];
+    }
     default:
       return [who, `: ${words(event.kind).toLowerCase()}`];
   }
@@ -62,6 +70,7 @@ function sentence(event) {
 
 function tone(event) {
   if (event.kind === "DECIDED" || event.kind === "OVERTURNED") return event.decision?.verdict.toLowerCase();
+  if (event.kind === "QA_CHECKED") return event.decision?.qaResult?.agrees === false ? "reject" : "approve";
   return { ESCALATED: "escalate", LAPSED: "lapsed", REVOKED: "lapsed", NOTED: "note", HELD: "held" }[event.kind] ?? null;
 }
 
@@ -79,6 +88,11 @@ function entry(edge, { queue, fresh }) {
       tabindex: "-1",
     },
     h("p", { class: "activity-what" }, sentence(event)),
+    // A decision's standing now (provisional, effective and who confirmed it, superseded)
+    // and a QA check's result, beside the entry that made it.
+    event.decision && (event.kind === "DECIDED" || event.kind === "OVERTURNED" || event.kind === "ESCALATED")
+      ? h("p", { class: "decision-badges" }, statusBadge(event.decision), qaBadge(event.decision))
+      : null,
     event.body && event.kind !== "REVOKED" ? h("p", { class: ["timeline-note", event.kind === "NOTED" && "activity-note"], text: event.body }) : null,
     h("p", { class: "timeline-meta" }, meta.flatMap((part, index) => (index ? [" · ", part] : [part]))),
   );

@@ -5,6 +5,7 @@
 import { call } from "./api.js";
 import { activeClaim } from "./claim.js";
 import { activityPanel } from "./activity.js";
+import { decisionList, reasonLabels, statusWords } from "./decisions.js";
 import { badge, errorBox, facts, fill, h, spinner } from "./dom.js";
 import { explain } from "./refusals.js";
 import * as session from "./session.js";
@@ -67,7 +68,13 @@ function standing(item) {
       item.dueAt
         ? ["Due", h("span", {}, `${when(item.dueAt)} (${relative(item.dueAt)})`, item.overdue ? [" ", badge("Overdue", "alert")] : null), { "data-fact": "due" }]
         : null,
-      last ? ["Decided", `${verdictDone(last.verdict)} by ${last.reviewer}`, { "data-fact": "decided" }] : null,
+      last
+        ? [
+            last.status === "PROVISIONAL" ? "Awaiting second review" : "Decided",
+            `${verdictDone(last.verdict)} by ${last.reviewer}${last.status ? ` · ${statusWords(last)}` : ""}`,
+            { "data-fact": "decided", "data-status": last.status ?? undefined },
+          ]
+        : null,
     ],
   );
 }
@@ -250,6 +257,12 @@ export function itemPage(main, id) {
           )
         : null;
     const cardSlot = h("div", {}, itemCard(item, item.evidenceHash));
+    const decisionsSlot = h("div", {});
+    const showDecisions = async (current) => {
+      const labels = await reasonLabels(current.decisions.map((d) => d.queue));
+      fill(decisionsSlot, decisionList(current.decisions, labels));
+    };
+    showDecisions(item);
 
     async function readAgain() {
       try {
@@ -257,6 +270,7 @@ export function itemPage(main, id) {
         if (!fresh) return;
         fill(status, standing(fresh));
         showControls(fresh);
+        showDecisions(fresh);
         if (fresh.evidenceHash !== item.evidenceHash) fill(cardSlot, itemCard(fresh, fresh.evidenceHash));
         item = fresh;
       } catch {
@@ -269,13 +283,21 @@ export function itemPage(main, id) {
       onUpdate: (update) => {
         fill(status, standing(update.item));
         showControls({ ...item, ...update.item });
-        if (update.kind === "EVIDENCE_CHANGED" || update.item.evidenceHash !== item.evidenceHash) readAgain();
+        // A decision, its confirmation, an override or a QA result: the decisions read again.
+        const news = !["NOTED", "OVERDUE"].includes(update.kind);
+        if (news || update.item.evidenceHash !== item.evidenceHash) readAgain();
       },
       onResync: readAgain,
     });
     fill(
       content,
-      h("div", { class: "work-main" }, cardSlot, activity.node),
+      h(
+        "div",
+        { class: "work-main" },
+        cardSlot,
+        h("section", { class: "card decisions", "aria-label": "Decisions" }, h("h3", { class: "card-title" }, "Decisions"), decisionsSlot),
+        activity.node,
+      ),
       h("aside", { class: "work-side" }, h("section", { class: "card", "aria-label": "Now" }, h("h3", { class: "card-title" }, "Now"), status, yours, controlsSlot, controlsOutcome)),
     );
   })();

@@ -70,8 +70,18 @@ function renderQueueSettings(body, data) {
       ["Effect", q.effectKind === "NONE" ? "none" : `${words(q.effectKind)}${q.effectTarget ? ` → ${q.effectTarget}` : ""}`],
       ["Effect attempts", String(q.effectMaxAttempts)],
       ["Effect timeout", `${q.effectTimeoutSeconds} s`],
+      ["Second review", secondReviewWords(q.secondReview), { "data-fact": "secondReview" }],
+      ["QA sample rate", q.qaSampleRate ? `${percent(q.qaSampleRate)} of decisions → ${q.qaQueue ?? `${q.name}-qa`}` : "Off", { "data-fact": "qaSampleRate", "data-value": String(q.qaSampleRate) }],
     ]),
   );
+}
+
+/** "Reject, escalate at priority 50 or above → kyc-second-review", or "Off". */
+function secondReviewWords(review) {
+  if (!review || !review.verdicts.length) return "Off";
+  const verdicts = review.verdicts.map((v) => verdictWord(v).toLowerCase()).join(", ");
+  const priority = review.minPriority === null || review.minPriority === undefined ? "" : ` at priority ${review.minPriority} or above`;
+  return `${verdicts.charAt(0).toUpperCase()}${verdicts.slice(1)}${priority} → ${review.queue}`;
 }
 
 function renderReasonCodes(body, data) {
@@ -406,6 +416,98 @@ function renderReviewers(body, data) {
   );
 }
 
+/** "80% (8 of 10)": a rate with the counts it is made of; "no results yet" without any. */
+function rateWithCounts(rate, part, whole) {
+  if (!whole) return "no results yet";
+  return `${percent(rate ?? part / whole)} (${count(part)} of ${count(whole)})`;
+}
+
+/** The agreement table of one breakdown (by reason code, by reviewer), with its caption. */
+function agreementTable(rows, { caption, key, head, label }) {
+  return h(
+    "table",
+    { class: "data" },
+    h("caption", { class: "table-caption", text: caption }),
+    h(
+      "thead",
+      {},
+      h("tr", {}, h("th", { scope: "col" }, head), ["Decided", "Sampled", "Checked", "Agreed", "Agreement", "Overturned"].map((t) => h("th", { scope: "col", class: "num", text: t }))),
+    ),
+    h(
+      "tbody",
+      {},
+      rows.map((r) =>
+        h(
+          "tr",
+          { "data-row": r[key] },
+          h("th", { scope: "row" }, label(r[key])),
+          h("td", { class: "num", "data-field": "decided", "data-value": String(r.decided), text: count(r.decided) }),
+          h("td", { class: "num", "data-field": "sampled", "data-value": String(r.sampled), text: count(r.sampled) }),
+          h("td", { class: "num", "data-field": "checked", "data-value": String(r.checked), text: count(r.checked) }),
+          h("td", { class: "num", "data-field": "agreed", "data-value": String(r.agreed), text: count(r.agreed) }),
+          h(
+            "td",
+            { class: ["num", r.checked && r.agreed < r.checked && "num-warning"], "data-field": "agreementRate", "data-value": String(r.agreementRate) },
+            rateWithCounts(r.agreementRate, r.agreed, r.checked),
+          ),
+          h(
+            "td",
+            { class: ["num", r.overturned && "num-warning"], "data-field": "overturnRate", "data-value": String(r.overturnRate) },
+            r.decided ? rateWithCounts(r.overturnRate, r.overturned, r.decided) : "–",
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function renderQuality(body, data) {
+  const q = data.queue;
+  const m = q.measures.quality;
+  const labels = new Map(q.reasonCodes.map((c) => [c.code, c.label]));
+  const disagreed = m.checked - m.agreed;
+  fill(
+    body,
+    h(
+      "dl",
+      { class: "figures" },
+      figure("Agreement rate", m.checked ? percent(m.agreementRate) : "–", {
+        figureId: "agreementRate",
+        raw: m.agreementRate,
+        tone: disagreed ? "warning" : null,
+        note: m.checked ? `${count(m.agreed)} agreed of ${count(m.checked)} checked` : "no results yet",
+      }),
+      figure("Sampled", count(m.sampled), { figureId: "sampled", raw: m.sampled, note: "decisions copied for QA" }),
+      figure("Checked", count(m.checked), { figureId: "checked", raw: m.checked, note: m.sampled ? `${count(m.sampled - m.checked)} waiting for a check` : "QA results recorded" }),
+      figure("Agreed", count(m.agreed), { figureId: "agreed", raw: m.agreed, note: `${count(disagreed)} disagreed` }),
+      figure("Overturn rate", m.overturnRate === null || m.overturnRate === undefined ? "–" : percent(m.overturnRate), {
+        figureId: "overturnRate",
+        raw: m.overturnRate,
+        tone: m.overturned ? "warning" : null,
+        note: m.overturnRate === null || m.overturnRate === undefined ? "no decisions yet" : `${count(m.overturned)} overturned of ${count(m.decided)} approved or rejected`,
+      }),
+    ),
+    m.checked
+      ? h(
+          "div",
+          { class: "split" },
+          h(
+            "div",
+            {},
+            agreementTable(m.byReasonCode, {
+              caption: "Agreement by reason code",
+              key: "key",
+              head: "Reason",
+              label: (code) => [h("div", { text: labels.get(code) ?? code }), h("code", { class: "small muted", text: code })],
+            }),
+          ),
+          h("div", {}, agreementTable(m.byReviewer, { caption: "Agreement by reviewer", key: "key", head: "Reviewer", label: (who) => who })),
+        )
+      : empty(m.sampled ? "No QA results yet: the sampled decisions wait in the QA queue." : "No QA results yet: no decision was sampled in this window."),
+    h("p", { class: "hint" }, "Agreement is what QA reviewers found on a sample of effective decisions; read it beside the overturn rate, and with its counts: a rate on few checks says little."),
+  );
+}
+
 const REVIEWER_MINUTES = { variable: "minutes", label: "Available reviewer minutes per day" };
 
 const QUEUE_PANELS = [
@@ -419,6 +521,7 @@ const QUEUE_PANELS = [
   { id: "leaseTtl", title: "Lease TTL", operation: ops.QUEUE_MEASURES, render: renderLeaseTtl, refreshOn: "backlog" },
   { id: "capacity", title: "Capacity", operation: ops.QUEUE_MEASURES, render: renderQueueCapacity, refreshOn: "backlog", input: REVIEWER_MINUTES },
   { id: "reviewers", title: `Reviewers, ${WINDOW}`, operation: ops.QUEUE_MEASURES, render: renderReviewers, refreshOn: "backlog" },
+  { id: "quality", title: `Quality, ${WINDOW}`, operation: ops.QUEUE_MEASURES, render: renderQuality, refreshOn: "backlog" },
   { id: "settings", title: "Settings", operation: ops.QUEUE_SETTINGS, render: renderQueueSettings, half: true },
   { id: "reasons", title: "Reason codes", operation: ops.QUEUE_SETTINGS, render: renderReasonCodes, half: true },
 ];

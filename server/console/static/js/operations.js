@@ -22,13 +22,25 @@ query Queue($name: String!) {
   }
 }`;
 
+// A decision as the console lists it: its status (provisional, effective, superseded), who
+// confirmed it, and a QA check's result (decisions.js).
+const DECISION_FIELDS = `
+  id queue verdict isOverturn reasonCode note reviewer decidedAt evidenceHash
+  status confirmedBy confirmedAt sampledForQa
+  qaResult { agrees reasonCode note reviewer recordedAt }
+`;
+
+// awaitingSecondReview: on an item in a second-review queue, the provisional decision to
+// confirm or override; qaOf: on a QA copy, the decision under check.
 const ITEM_FIELDS = `
   id queue externalKey priority payload evidenceHash leaseCount abandonCount escalationCount
   createdAt decidedAt state dueAt overdue
   lease { owner expiresAt }
   hold { until reason }
   assignment { reviewer until }
-  decisions { id queue verdict isOverturn reasonCode note reviewer decidedAt }
+  decisions { ${DECISION_FIELDS} }
+  awaitingSecondReview { ${DECISION_FIELDS} }
+  qaOf { ${DECISION_FIELDS} }
   exception { id workflow sourceRecordId reasonCode state }
 `;
 
@@ -58,7 +70,7 @@ query MyLeases {
 export const ITEM_STATE = `
 query ItemState($id: ID!) {
   item(id: $id) {
-    id state evidenceHash lease { owner expiresAt } decisions { reviewer verdict } exception { id state }
+    id state evidenceHash lease { owner expiresAt } decisions { reviewer verdict status confirmedBy } exception { id state }
   }
 }`;
 
@@ -137,13 +149,58 @@ export const SUBMIT_DECISION = `
 mutation SubmitDecision($input: SubmitDecisionInput!) {
   submitDecision(input: $input) {
     __typename
-    ... on DecisionRecorded { replay decision { id verdict reasonCode note reviewer decidedAt } }
+    ... on DecisionRecorded { replay decision { id verdict reasonCode note reviewer decidedAt status } }
     ... on StaleLease { decidedUnderThisLease decisionId }
     ... on EvidenceChanged { currentEvidenceHash }
     ... on InvalidReasonCode { code verdict }
     ... on InvalidInput { field }
     ... on Error { message }
   }
+}`;
+
+// A second review (issue 16): confirm the provisional decision, or override it with a new
+// one. Both are fenced by the second reviewer's lease and pinned to the evidence hash.
+export const CONFIRM_DECISION = `
+mutation ConfirmDecision($input: ConfirmDecisionInput!) {
+  confirmDecision(input: $input) {
+    __typename
+    ... on DecisionConfirmed { decision { ${DECISION_FIELDS} } }
+    ... on StaleLease { decidedUnderThisLease }
+    ... on EvidenceChanged { currentEvidenceHash }
+    ... on Error { message }
+  }
+}`;
+
+export const OVERRIDE_DECISION = `
+mutation OverrideDecision($input: OverrideDecisionInput!) {
+  overrideDecision(input: $input) {
+    __typename
+    ... on DecisionRecorded { replay decision { ${DECISION_FIELDS} } }
+    ... on StaleLease { decidedUnderThisLease }
+    ... on EvidenceChanged { currentEvidenceHash }
+    ... on InvalidReasonCode { code verdict }
+    ... on InvalidInput { field }
+    ... on Error { message }
+  }
+}`;
+
+// A QA check of a sampled decision: agree or disagree, with a reason of the QA queue.
+export const RECORD_QA_RESULT = `
+mutation RecordQaResult($input: RecordQaResultInput!) {
+  recordQaResult(input: $input) {
+    __typename
+    ... on QaResultRecorded { result { agrees reasonCode note reviewer recordedAt } }
+    ... on StaleLease { decidedUnderThisLease }
+    ... on InvalidReasonCode { code verdict }
+    ... on InvalidInput { field }
+    ... on Error { message }
+  }
+}`;
+
+// A queue's reason catalogue: the labels of the codes a decision names (decisions.js).
+export const REASON_CODES = `
+query ReasonCodes($name: String!) {
+  queue(name: $name) { name reasonCodes { code label verdicts requiresNote } }
 }`;
 
 // An item's timeline, oldest first, a page at a time (activity.js).
@@ -157,7 +214,7 @@ query ItemEvents($id: ID!, $after: String) {
         node {
           kind at queue actor actorRole body until fromQueue toQueue recordedAt holdReason assignee
           lease { id owner startedAt }
-          decision { id verdict isOverturn reasonCode }
+          decision { id verdict isOverturn reasonCode status confirmedBy qaResult { agrees reasonCode reviewer } }
         }
       }
       pageInfo { hasNextPage endCursor }
@@ -185,7 +242,7 @@ subscription ItemUpdates($itemId: ID!) {
   itemUpdates(itemId: $itemId) {
     kind
     item {
-      id queue state evidenceHash dueAt overdue lease { owner expiresAt } decisions { reviewer verdict }
+      id queue state evidenceHash dueAt overdue lease { owner expiresAt } decisions { reviewer verdict status confirmedBy }
       hold { until reason } assignment { reviewer until }
     }
   }
@@ -324,6 +381,7 @@ query QueueSettings($name: String!) {
   queue(name: $name) {
     name holderRole leaseTtlSeconds maxAbandons escalationQueue escalationPriorityBoost
     effectKind effectTarget effectMaxAttempts effectTimeoutSeconds
+    secondReview { verdicts minPriority queue } qaSampleRate qaQueue
     reasonCodes { code label verdicts requiresNote }
   }
 }`;
@@ -332,6 +390,15 @@ const PERCENTILES = `samples p50 p90 p99 max`;
 const CAPACITY = `
   arrivalsPerDay handlingMinutesMean demandMinutesPerDay backlog backlogMinutesPerDay
   availableMinutesPerDay headroomMinutesPerDay enough
+`;
+
+// QA sampling's figures (issue 16): the agreement rate with its sample counts, the overturn
+// rate beside it, and the same by reason code and by reviewer.
+const QUALITY_COUNTS = `decided sampled checked agreed agreementRate overturned overturnRate`;
+const QUALITY = `
+  ${QUALITY_COUNTS}
+  byReasonCode { key ${QUALITY_COUNTS} }
+  byReviewer { key ${QUALITY_COUNTS} }
 `;
 
 // $minutes null: the queue's own reviewerMinutesPerDay setting, if it has one.
@@ -350,6 +417,7 @@ query QueueMeasures($name: String!, $since: Int! = 604800, $minutes: Float) {
       reasons { code verdict count share }
       reviewers { reviewer decided overturned lapsedLeases handlingSeconds { ${PERCENTILES} } }
       capacity(availableReviewerMinutesPerDay: $minutes) { ${CAPACITY} }
+      quality { ${QUALITY} }
     }
   }
 }`;

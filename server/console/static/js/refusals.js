@@ -3,9 +3,62 @@
 
 import { verdictWord, words } from "./format.js";
 
-/** {title, detail, next} for a result union member that is not a success. */
-export function explain(result) {
+// What was being done when a refusal came: a second review (confirm or override) or a QA
+// check reads some refusals differently from a first decision.
+const SECOND_REVIEW = "secondReview";
+const QA_CHECK = "qa";
+export const CONTEXTS = { SECOND_REVIEW, QA_CHECK };
+
+/** Refusals of a second review or a QA check, where they differ from a decision's. */
+function explainCheck(result, context) {
   const detail = result.message ?? "";
+  const doing = context === SECOND_REVIEW ? "second review" : "QA check";
+  switch (result.__typename) {
+    case "NotPermitted":
+      return {
+        title: context === SECOND_REVIEW
+          ? "Refused: you made the first decision, so you may not give its second review."
+          : "Refused: this is your own decision, so you may not check it.",
+        detail,
+        next: context === SECOND_REVIEW
+          ? "Four eyes: another reviewer must confirm or override it. Release the lease so that one of them can claim it. Nothing was written."
+          : "A QA check needs another person. Release the lease so that a colleague can claim it. Nothing was written.",
+      };
+    case "EvidenceChanged":
+      return {
+        title: context === SECOND_REVIEW
+          ? "The evidence changed since the first decision, so nothing was recorded."
+          : "The evidence changed since the decision under check, so nothing was recorded.",
+        detail: result.currentEvidenceHash ? `${detail} The item's evidence is now ${result.currentEvidenceHash}.`.trim() : detail,
+        next: context === SECOND_REVIEW
+          ? "The first decision was made on other evidence than the item holds now, so it cannot be confirmed as it stands. Release the item and tell a manager; its Activity shows the new upload."
+          : "Release the item and tell a manager; its Activity shows the new upload.",
+      };
+    case "StaleLease":
+      return {
+        title: `Your lease on this item had ended, so your ${doing} was not recorded.`,
+        detail,
+        next: "The item went back to its queue or to another reviewer. Claim the next item (n).",
+      };
+    case "InvalidReasonCode":
+      return {
+        title: result.verdict
+          ? `The reason “${result.code}” is not valid for ${verdictWord(result.verdict).toLowerCase()} in the original queue.`
+          : `The reason “${result.code}” is not one of this queue's reasons.`,
+        detail,
+        next: "Choose one of the reasons offered, then send again; the lease is still yours.",
+      };
+    default:
+      return null;
+  }
+}
+
+/** {title, detail, next} for a result union member that is not a success; `context` is
+ *  CONTEXTS.SECOND_REVIEW or CONTEXTS.QA_CHECK for the refusals of those. */
+export function explain(result, context = null) {
+  const detail = result.message ?? "";
+  const checked = context ? explainCheck(result, context) : null;
+  if (checked) return checked;
   switch (result.__typename) {
     case "StaleLease":
       return result.decidedUnderThisLease

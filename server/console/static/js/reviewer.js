@@ -3,6 +3,7 @@
 
 import { ApiError, call, serverNow } from "./api.js";
 import { activityPanel } from "./activity.js";
+import { qaWorkspace, secondReviewWorkspace } from "./checks.js";
 import { activeClaim, claimNext, leasePanel, myLeases, resumeLease } from "./claim.js";
 import { errorBox, fill, h, spinner } from "./dom.js";
 import { clock, count, countdown, duration, verdictDone, verdictWord, when, words } from "./format.js";
@@ -254,6 +255,13 @@ export function queuePage(main, name) {
             { class: "empty" },
             h("h2", { text: refusal.__typename === "QueueEmpty" ? `Nothing to claim in ${name} right now` : words_.title }),
             h("p", { class: "muted", text: refusal.__typename === "QueueEmpty" ? "The backlog above updates live. Press n to try again." : `${words_.detail} ${words_.next}` }),
+            refusal.__typename === "QueueEmpty"
+              ? h(
+                  "p",
+                  { class: "muted" },
+                  "Items that wait here may still not be yours to take: a second review or a QA check of a decision of yours goes to someone else, and an assigned item to its reviewer.",
+                )
+              : null,
           ),
         );
         return;
@@ -272,7 +280,9 @@ export function queuePage(main, name) {
 
   function showWork(claim) {
     if (work) work.dispose();
-    work = decisionWorkspace(claim, queue, {
+    // A second review or a QA check is judged, not decided afresh (checks.js).
+    const build = claim.item.awaitingSecondReview ? secondReviewWorkspace : claim.item.qaOf ? qaWorkspace : decisionWorkspace;
+    work = build(claim, queue, {
       onSettled: ({ decided } = {}) => {
         refreshClaimButton();
         // The next item is one key (or one click) away.
@@ -530,12 +540,16 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
       });
       if (result.__typename === "DecisionRecorded") {
         claim.end("decided");
+        const provisional = result.decision.status === "PROVISIONAL";
         fill(
           outcome,
           h(
             "div",
             { class: "notice notice-success", role: "status" },
             h("p", { class: "notice-title" }, `${verdictDone(result.decision.verdict)}: ${reason.label}`),
+            provisional
+              ? h("p", { "data-status": "PROVISIONAL" }, "Provisional: this queue needs a second review of it. It takes effect only once another reviewer confirms it.")
+              : null,
             h("p", {}, `Recorded as decision ${result.decision.id}${result.replay ? " (your earlier submission, answered again)" : ""}. Press `, h("kbd", {}, "n"), " for the next item."),
           ),
         );
