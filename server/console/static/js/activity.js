@@ -17,6 +17,9 @@ const MAX_PAGES_PER_READ = 10;
 // The API's limit on a note's length (server/domain/text.py MAX_TEXT).
 const NOTE_MAX_LENGTH = 4000;
 
+// The entries that record a decision, beside which its status and QA result are shown.
+const DECISION_KINDS = new Set(["DECIDED", "OVERTURNED", "ESCALATED", "SECOND_REVIEW", "OVERRIDDEN"]);
+
 /** What happened, as a sentence whose subject is the actor (a strong element). */
 function sentence(event) {
   const who = h("strong", { class: "activity-actor", text: event.actor });
@@ -56,6 +59,12 @@ function sentence(event) {
       return [who, ` ${verdictDone(decision?.verdict).toLowerCase()} — `, code];
     case "OVERTURNED":
       return [who, ` overturned the decision: now ${verdictDone(decision?.verdict).toLowerCase()} — `, code];
+    case "SECOND_REVIEW":
+      return [who, ` ${verdictDone(decision?.verdict).toLowerCase()} — `, code, `, provisionally: sent to ${event.toQueue ?? "its second-review queue"} for a second review`];
+    case "CONFIRMED":
+      return [who, decision ? ` confirmed ${decision.reviewer}’s decision (${verdictDone(decision.verdict).toLowerCase()} — ` : " confirmed the decision", decision ? [code, "): it takes effect"] : ""];
+    case "OVERRIDDEN":
+      return [who, ` overrode the first decision: now ${verdictDone(decision?.verdict).toLowerCase()} — `, code];
     case "QA_SAMPLED":
       return [`Sampled for QA: ${decision ? `the ${verdictDone(decision.verdict).toLowerCase()} decision` : "the decision"} was copied to ${event.toQueue ?? "the QA queue"} (`, who, ")"];
     case "QA_CHECKED": {
@@ -69,7 +78,7 @@ function sentence(event) {
 }
 
 function tone(event) {
-  if (event.kind === "DECIDED" || event.kind === "OVERTURNED") return event.decision?.verdict.toLowerCase();
+  if (["DECIDED", "OVERTURNED", "SECOND_REVIEW", "CONFIRMED", "OVERRIDDEN"].includes(event.kind)) return event.decision?.verdict.toLowerCase();
   if (event.kind === "QA_CHECKED") return event.decision?.qaResult?.agrees === false ? "reject" : "approve";
   return { ESCALATED: "escalate", LAPSED: "lapsed", REVOKED: "lapsed", NOTED: "note", HELD: "held" }[event.kind] ?? null;
 }
@@ -90,7 +99,7 @@ function entry(edge, { queue, fresh }) {
     h("p", { class: "activity-what" }, sentence(event)),
     // A decision's standing now (provisional, effective and who confirmed it, superseded)
     // and a QA check's result, beside the entry that made it.
-    event.decision && (event.kind === "DECIDED" || event.kind === "OVERTURNED" || event.kind === "ESCALATED")
+    event.decision && DECISION_KINDS.has(event.kind)
       ? h("p", { class: "decision-badges" }, statusBadge(event.decision), qaBadge(event.decision))
       : null,
     event.body && event.kind !== "REVOKED" ? h("p", { class: ["timeline-note", event.kind === "NOTED" && "activity-note"], text: event.body }) : null,

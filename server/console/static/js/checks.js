@@ -19,7 +19,8 @@ import { itemCard } from "./item.js";
 import * as ops from "./operations.js";
 import { CONTEXTS, explain } from "./refusals.js";
 
-const VERDICTS = ["APPROVE", "REJECT", "ESCALATE"];
+// An override approves or rejects; an escalation is not a second reviewer's to make.
+const OVERRIDE_VERDICTS = ["APPROVE", "REJECT"];
 
 function refusalNotice({ title, detail, next }) {
   return h(
@@ -106,7 +107,7 @@ export function secondReviewWorkspace(claim, queue, { onSettled }) {
   let catalogue = [];
   const labels = new Map();
 
-  const summarySlot = h("div", {});
+  const summarySlot = h("div", { class: "decision-summary-slot" });
   const showSummary = () =>
     fill(summarySlot, decisionSummary(first, { labels, currentHash: claim.evidenceHash, title: "First decision" }));
   showSummary();
@@ -123,7 +124,7 @@ export function secondReviewWorkspace(claim, queue, { onSettled }) {
   }
 
   function fillVerdicts() {
-    const offered = VERDICTS.filter((v) => validFor(v).length);
+    const offered = OVERRIDE_VERDICTS.filter((v) => validFor(v).length);
     fill(verdict, h("option", { value: "" }, "Choose the verdict that stands"), offered.map((v) => h("option", { value: v }, verdictWord(v))));
   }
 
@@ -169,7 +170,7 @@ export function secondReviewWorkspace(claim, queue, { onSettled }) {
   });
 
   confirm.addEventListener("click", () => {
-    const task = common(ops.CONFIRM_DECISION, "confirmDecision", {}, "DecisionConfirmed");
+    const task = common(ops.CONFIRM_DECISION, "confirmDecision", {}, "DecisionRecorded");
     const onResult = task.onResult;
     task.onResult = (result) => {
       if (!onResult(result)) return false;
@@ -283,7 +284,7 @@ export function qaWorkspace(claim, queue, { onSettled }) {
   let answer = null;
   let sending = false;
 
-  const summarySlot = h("div", {});
+  const summarySlot = h("div", { class: "decision-summary-slot" });
   const showSummary = () => fill(summarySlot, decisionSummary(checked, { labels, currentHash: claim.evidenceHash, title: "Decision under check" }));
   showSummary();
   reasonCatalogue(checked.queue).then((original) => {

@@ -139,7 +139,7 @@ export class Claim {
       return;
     }
     if (!this.held) return;
-    const ownAction = this.settling && ["DECIDED", "ESCALATED", "RELEASED", "EXCEPTION_CHANGED"].includes(kind);
+    const ownAction = this.settling && ["DECIDED", "ESCALATED", "SECOND_REVIEW", "RELEASED", "EXCEPTION_CHANGED"].includes(kind);
     if (ownAction) return;
     // What the item is now says best what happened: the event may be older news.
     const taken = whoTookIt(item, me);
@@ -156,6 +156,9 @@ export class Claim {
         break;
       case "ESCALATED":
         this.lose(`The item was escalated to ${item.queue}.`);
+        break;
+      case "SECOND_REVIEW":
+        this.lose(`The item was decided and went to ${item.queue} for a second review.`);
         break;
       case "RELEASED":
         this.lose(taken ?? "The lease was released.");

@@ -164,9 +164,10 @@ export const CONFIRM_DECISION = `
 mutation ConfirmDecision($input: ConfirmDecisionInput!) {
   confirmDecision(input: $input) {
     __typename
-    ... on DecisionConfirmed { decision { ${DECISION_FIELDS} } }
+    ... on DecisionRecorded { replay decision { ${DECISION_FIELDS} } }
     ... on StaleLease { decidedUnderThisLease }
     ... on EvidenceChanged { currentEvidenceHash }
+    ... on InvalidInput { field }
     ... on Error { message }
   }
 }`;
@@ -214,7 +215,7 @@ query ItemEvents($id: ID!, $after: String) {
         node {
           kind at queue actor actorRole body until fromQueue toQueue recordedAt holdReason assignee
           lease { id owner startedAt }
-          decision { id verdict isOverturn reasonCode status confirmedBy qaResult { agrees reasonCode reviewer } }
+          decision { id verdict isOverturn reasonCode reviewer status confirmedBy qaResult { agrees reasonCode reviewer } }
         }
       }
       pageInfo { hasNextPage endCursor }

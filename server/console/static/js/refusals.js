@@ -31,7 +31,7 @@ function explainCheck(result, context) {
           : "The evidence changed since the decision under check, so nothing was recorded.",
         detail: result.currentEvidenceHash ? `${detail} The item's evidence is now ${result.currentEvidenceHash}.`.trim() : detail,
         next: context === SECOND_REVIEW
-          ? "The first decision was made on other evidence than the item holds now, so it cannot be confirmed as it stands. Release the item and tell a manager; its Activity shows the new upload."
+          ? "A confirmation stands only on the evidence the first decision was made on. Read the item as it is now and override the decision with your own verdict and reason, or release it."
           : "Release the item and tell a manager; its Activity shows the new upload.",
       };
     case "StaleLease":
