@@ -154,6 +154,15 @@ async def screenshot(page: Page, name: str) -> None:
     await page.screenshot(path=path, full_page=True)
 
 
+async def screenshot_of(part: Locator, name: str) -> None:
+    """A picture of one part of a page (a panel of a long page), as screenshot() does."""
+    path = Path(SCREENSHOTS_DIR) / f"{name}.png" if SCREENSHOTS_DIR else None
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    await part.page.wait_for_function(FADED)
+    await part.screenshot(path=path)
+
+
 # ---- Scenes set up through the API -------------------------------------------------------
 
 SETUP_QUEUE = """

@@ -21,6 +21,7 @@ from tests.console.helpers import (
     application,
     console_context,
     screenshot,
+    screenshot_of,
     sign_in,
 )
 from tests.live.helpers import Api, Casework
@@ -290,6 +291,19 @@ async def test_a_second_reviewer_overrides_a_decision(
         await expect(listed.nth(1)).to_contain_text("bob approved — Documents verified")
         await expect(listed.nth(1)).to_contain_text("Effective")
 
+    # Nothing was sampled: the manager's quality panel says so, with the overturns beside.
+    async with console_context(browser, casework.url) as (context, _):
+        max_ = await sign_in(context, casework.url, people.manager)
+        await max_.goto(f"{casework.url}/console/#/manage/queue/kyc")
+        panel = max_.locator("[data-panel=quality]")
+        await expect(panel).to_contain_text("No QA results yet", timeout=SHOWN_WITHIN_MS)
+        await expect(panel.locator("[data-figure=agreementRate]")).to_contain_text("no results yet")
+        await expect(panel.get_by_role("table")).to_have_count(0)
+        settings = max_.locator("[data-panel=settings]")
+        await expect(settings.locator("[data-fact=secondReview]")).to_have_text(
+            "Second reviewReject → kyc-second-review"
+        )
+
 
 async def test_evidence_changed_since_the_first_decision_is_refused_in_words(
     browser: Browser, casework: Casework, people: People
@@ -457,7 +471,4 @@ async def test_a_qa_reviewer_agrees_and_disagrees_and_the_manager_reads_the_qual
         settings = max_.locator("[data-panel=settings]")
         await expect(settings.locator("[data-fact=qaSampleRate]")).to_contain_text("100%")
         await expect(settings.locator("[data-fact=secondReview]")).to_contain_text("Off")
-        await max_.get_by_role(
-            "region", name="Quality, the last 7 days"
-        ).scroll_into_view_if_needed()
-        await screenshot(max_, "quality")
+        await screenshot_of(max_.get_by_role("region", name="Quality, the last 7 days"), "quality")

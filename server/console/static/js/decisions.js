@@ -54,24 +54,32 @@ export function reasonText(code, labels) {
 // gives none (the codes are shown alone).
 const catalogues = new Map();
 
-/** The reason catalogue of a queue ({code, label, verdicts, requiresNote}); [] if unknown. */
-export function reasonCatalogue(queue) {
+function readQueue(queue) {
   if (!catalogues.has(queue)) {
     const read = call(ops.REASON_CODES, { name: queue })
-      .then((data) => data.queue?.reasonCodes ?? [])
+      .then((data) => data.queue ?? { reasonCodes: [], qaQueue: null })
       .catch(() => {
         catalogues.delete(queue);
-        return [];
+        return { reasonCodes: [], qaQueue: null };
       });
     catalogues.set(queue, read);
   }
   return catalogues.get(queue);
 }
 
-/** {code: label} of the catalogues of `queues`, merged. */
-export async function reasonLabels(queues) {
-  const lists = await Promise.all([...new Set(queues)].map(reasonCatalogue));
-  return new Map(lists.flat().map((r) => [r.code, r.label]));
+/** The reason catalogue of a queue ({code, label, verdicts, requiresNote}); [] if unknown. */
+export async function reasonCatalogue(queue) {
+  return (await readQueue(queue)).reasonCodes;
+}
+
+/** The labels the decisions of `queues` need: `reasons` of their own catalogues, and `qa`
+ *  of their QA queues' catalogues (a QA result's reason is one of those). */
+export async function decisionLabels(queues) {
+  const read = await Promise.all([...new Set(queues)].map(readQueue));
+  const qaQueues = [...new Set(read.map((q) => q.qaQueue).filter(Boolean))];
+  const qaRead = await Promise.all(qaQueues.map(readQueue));
+  const labels = (found) => new Map(found.flatMap((q) => q.reasonCodes).map((r) => [r.code, r.label]));
+  return { reasons: labels(read), qa: labels(qaRead) };
 }
 
 /**
@@ -79,7 +87,7 @@ export async function reasonLabels(queues) {
  * note, decider and time, the evidence hash it was made on beside `currentHash` (the hash
  * of the item as it is now), its status and its QA result.
  */
-export function decisionSummary(decision, { labels, currentHash, title }) {
+export function decisionSummary(decision, { labels, qaLabels = new Map(), currentHash, title }) {
   const matches = currentHash ? decision.evidenceHash === currentHash : null;
   return h(
     "section",
@@ -90,10 +98,11 @@ export function decisionSummary(decision, { labels, currentHash, title }) {
       { class: "decision-head" },
       h("span", { class: `decision-verdict verdict-${decision.verdict.toLowerCase()}`, "data-fact": "verdict", text: verdictDone(decision.verdict) }),
       statusBadge(decision),
-      qaBadge(decision, labels),
+      qaBadge(decision, qaLabels),
     ),
     facts([
       ["Reason", reasonText(decision.reasonCode, labels), { "data-fact": "reason", class: "fact fact-wide" }],
+      decision.item ? ["On item", h("a", { href: `#/item/${encodeURIComponent(decision.item.id)}`, title: "The item's own page: its activity and decisions", text: decision.item.externalKey }), { "data-fact": "item" }] : null,
       ["Decided by", decision.reviewer, { "data-fact": "reviewer" }],
       ["When", h("time", { datetime: decision.decidedAt, title: preciseWhen(decision.decidedAt), text: when(decision.decidedAt) }), { "data-fact": "decidedAt" }],
       [
@@ -122,8 +131,9 @@ export function decisionSummary(decision, { labels, currentHash, title }) {
   );
 }
 
-/** Every decision on an item, oldest first, each with its status and QA result. */
-export function decisionList(decisions, labels) {
+/** Every decision on an item, oldest first, each with its status and QA result;
+ *  `labels` as decisionLabels() gives them. */
+export function decisionList(decisions, { reasons: labels, qa: qaLabels }) {
   if (!decisions.length) return h("p", { class: "muted" }, "No decision yet.");
   return h(
     "ol",
@@ -139,7 +149,7 @@ export function decisionList(decisions, labels) {
           ` ${d.isOverturn ? "overturned it: now " : ""}${verdictDone(d.verdict).toLowerCase()} — `,
           h("span", { class: "decision-reason", text: reasonText(d.reasonCode, labels) }),
         ),
-        h("p", { class: "decision-badges" }, statusBadge(d), qaBadge(d, labels)),
+        h("p", { class: "decision-badges" }, statusBadge(d), qaBadge(d, qaLabels)),
         d.note ? h("p", { class: "timeline-note", text: d.note }) : null,
         d.qaResult?.note ? h("p", { class: "timeline-note decision-qa-note" }, h("span", { class: "muted", text: `QA note (${d.qaResult.reviewer}): ` }), d.qaResult.note) : null,
         h(

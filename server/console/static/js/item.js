@@ -5,7 +5,7 @@
 import { call } from "./api.js";
 import { activeClaim } from "./claim.js";
 import { activityPanel } from "./activity.js";
-import { decisionList, reasonLabels, statusWords } from "./decisions.js";
+import { decisionLabels, decisionList, statusWords } from "./decisions.js";
 import { badge, errorBox, facts, fill, h, spinner } from "./dom.js";
 import { explain } from "./refusals.js";
 import * as session from "./session.js";
@@ -259,7 +259,7 @@ export function itemPage(main, id) {
     const cardSlot = h("div", {}, itemCard(item, item.evidenceHash));
     const decisionsSlot = h("div", {});
     const showDecisions = async (current) => {
-      const labels = await reasonLabels(current.decisions.map((d) => d.queue));
+      const labels = await decisionLabels(current.decisions.map((d) => d.queue));
       fill(decisionsSlot, decisionList(current.decisions, labels));
     };
     showDecisions(item);

@@ -490,18 +490,14 @@ function renderQuality(body, data) {
     m.checked
       ? h(
           "div",
-          { class: "split" },
-          h(
-            "div",
-            {},
-            agreementTable(m.byReasonCode, {
-              caption: "Agreement by reason code",
-              key: "key",
-              head: "Reason",
-              label: (code) => [h("div", { text: labels.get(code) ?? code }), h("code", { class: "small muted", text: code })],
-            }),
-          ),
-          h("div", {}, agreementTable(m.byReviewer, { caption: "Agreement by reviewer", key: "key", head: "Reviewer", label: (who) => who })),
+          { class: "quality-tables" },
+          agreementTable(m.byReasonCode, {
+            caption: "Agreement by reason code",
+            key: "key",
+            head: "Reason",
+            label: (code) => [h("div", { text: labels.get(code) ?? code }), h("code", { class: "small muted", text: code })],
+          }),
+          agreementTable(m.byReviewer, { caption: "Agreement by reviewer", key: "key", head: "Reviewer", label: (who) => who }),
         )
       : empty(m.sampled ? "No QA results yet: the sampled decisions wait in the QA queue." : "No QA results yet: no decision was sampled in this window."),
     h("p", { class: "hint" }, "Agreement is what QA reviewers found on a sample of effective decisions; read it beside the overturn rate, and with its counts: a rate on few checks says little."),

@@ -40,7 +40,7 @@ const ITEM_FIELDS = `
   assignment { reviewer until }
   decisions { ${DECISION_FIELDS} }
   awaitingSecondReview { ${DECISION_FIELDS} }
-  qaOf { ${DECISION_FIELDS} }
+  qaOf { ${DECISION_FIELDS} item { id externalKey } }
   exception { id workflow sourceRecordId reasonCode state }
 `;
 
@@ -198,10 +198,11 @@ mutation RecordQaResult($input: RecordQaResultInput!) {
   }
 }`;
 
-// A queue's reason catalogue: the labels of the codes a decision names (decisions.js).
+// A queue's reason catalogue: the labels of the codes a decision names, and where its QA
+// checks are made, whose catalogue labels a QA result's code (decisions.js).
 export const REASON_CODES = `
 query ReasonCodes($name: String!) {
-  queue(name: $name) { name reasonCodes { code label verdicts requiresNote } }
+  queue(name: $name) { name qaQueue reasonCodes { code label verdicts requiresNote } }
 }`;
 
 // An item's timeline, oldest first, a page at a time (activity.js).
