@@ -300,8 +300,8 @@ async def test_a_second_reviewer_overrides_a_decision(
         await expect(panel.locator("[data-figure=agreementRate]")).to_contain_text("no results yet")
         await expect(panel.get_by_role("table")).to_have_count(0)
         settings = max_.locator("[data-panel=settings]")
-        await expect(settings.locator("[data-fact=secondReview]")).to_have_text(
-            "Second reviewReject → kyc-second-review"
+        await expect(settings.locator("[data-fact=secondReview] dd")).to_have_text(
+            "Reject → kyc-second-review"
         )
 
 
