@@ -259,8 +259,23 @@ export function itemPage(main, id) {
     const cardSlot = h("div", {}, itemCard(item, item.evidenceHash));
     const decisionsSlot = h("div", {});
     const showDecisions = async (current) => {
-      const labels = await decisionLabels(current.decisions.map((d) => d.queue));
-      fill(decisionsSlot, decisionList(current.decisions, labels));
+      // A QA copy has no decision of its own: it checks one, whose result it shows.
+      const checked = current.qaOf;
+      const listed = checked ? [checked] : current.decisions;
+      const labels = await decisionLabels(listed.map((d) => d.queue));
+      fill(
+        decisionsSlot,
+        checked
+          ? h(
+              "p",
+              { class: "muted" },
+              "A QA copy: it checks this decision of item ",
+              h("a", { href: `#/item/${encodeURIComponent(checked.item.id)}`, text: checked.item.externalKey }),
+              ".",
+            )
+          : null,
+        decisionList(listed, labels),
+      );
     };
     showDecisions(item);
 
