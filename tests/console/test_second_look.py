@@ -290,6 +290,11 @@ async def test_a_second_reviewer_overrides_a_decision(
         await expect(listed.nth(0)).to_contain_text("Superseded")
         await expect(listed.nth(1)).to_contain_text("bob approved — Documents verified")
         await expect(listed.nth(1)).to_contain_text("Effective")
+        activity = bob.get_by_role("region", name="Activity").get_by_role("listitem")
+        await expect(activity.filter(has_text="bob overrode the first decision")).to_contain_text(
+            "now approved — documents_ok"
+        )
+        await screenshot(bob, "decisions")
 
     # Nothing was sampled: the manager's quality panel says so, with the overturns beside.
     async with console_context(browser, casework.url) as (context, _):

@@ -44,6 +44,13 @@ export function qaBadge(decision, labels = new Map()) {
   return node;
 }
 
+/** As reasonText(), the code set as code. */
+function reasonNode(code, labels) {
+  const label = labels?.get(code);
+  const codeNode = h("code", { class: "decision-code", text: code });
+  return h("span", { class: "decision-reason" }, label ? [label, " (", codeNode, ")"] : codeNode);
+}
+
 /** A reason as "Label (code)", or the code alone when its label is not known. */
 export function reasonText(code, labels) {
   const label = labels?.get(code);
@@ -147,7 +154,7 @@ export function decisionList(decisions, { reasons: labels, qa: qaLabels }) {
           { class: "decision-line" },
           h("strong", { text: d.reviewer }),
           ` ${d.isOverturn ? "overturned it: now " : ""}${verdictDone(d.verdict).toLowerCase()} — `,
-          h("span", { class: "decision-reason", text: reasonText(d.reasonCode, labels) }),
+          reasonNode(d.reasonCode, labels),
         ),
         h("p", { class: "decision-badges" }, statusBadge(d), qaBadge(d, qaLabels)),
         d.note ? h("p", { class: "timeline-note", text: d.note }) : null,
