@@ -215,6 +215,13 @@ export function secondReviewWorkspace(claim, queue, { onSettled }) {
       reason.select.focus();
       return;
     }
+    if (catalogue.find((r) => r.code === code)?.requiresNote && !note.value.trim()) {
+      note.setAttribute("aria-invalid", "true");
+      fill(outcome, refusalNotice({ title: "A note is required for this reason.", next: "Say what you saw, then override again. Nothing was sent." }));
+      note.focus();
+      return;
+    }
+    note.removeAttribute("aria-invalid");
     const chosen = verdict.value;
     const task = common(
       ops.OVERRIDE_DECISION,
