@@ -336,6 +336,13 @@ export function qaWorkspace(claim, queue, { onSettled }) {
       choose(agrees);
       return;
     }
+    if (codes.find((r) => r.code === code)?.requiresNote && !note.value.trim()) {
+      note.setAttribute("aria-invalid", "true");
+      fill(outcome, refusalNotice({ title: "A note is required for this reason.", next: "Say what you checked, then record it again. Nothing was sent." }));
+      note.focus();
+      return;
+    }
+    note.removeAttribute("aria-invalid");
     const qaLabels = new Map(codes.map((r) => [r.code, r.label]));
     sendCheck(claim, {
       operation: ops.RECORD_QA_RESULT,
