@@ -22,6 +22,7 @@ from server.demo import (
     ESCALATIONS,
     ITEM_COUNT,
     KYC,
+    SECOND_REVIEW,
     SUPPLIER_EXCEPTIONS,
     SUPPLIER_OPS,
     SUPPLIER_WORKFLOW,
@@ -353,7 +354,8 @@ async def _prepare_service(
         )
         print(
             f"demo: queues {KYC} and {ESCALATIONS} are configured; {KYC} has {ITEM_COUNT} "
-            f"applications ({seed.items_created} new this run). Workflow {SUPPLIER_WORKFLOW} "
+            f"applications ({seed.items_created} new this run); its rejections wait for a "
+            f"second review in {SECOND_REVIEW}. Workflow {SUPPLIER_WORKFLOW} "
             f"has {len(SUPPLIER_EXCEPTIONS)} open exceptions in {SUPPLIER_OPS}. "
             f"Tokens, shown once{earlier}:"
         )

@@ -21,13 +21,21 @@ from server.domain.exceptions.records import Consequence, ExceptionAction
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.items import NewItem, enqueue_items
 from server.domain.model import Principal, Role, Verdict
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.queues import (
+    QueueSettings,
+    SecondReviewSettings,
+    configure_queue,
+    define_reason_code,
+)
 from server.domain.tokens import create_token, revoke_demo_tokens
 from server.store.database import Database, connect
 from server.store.queries import Queries
 
 KYC = "kyc"
 ESCALATIONS = "kyc-escalations"
+# A rejection in kyc closes an application: it takes a second person before it takes effect.
+SECOND_REVIEW = "kyc-second-review"
+SECOND_REVIEW_VERDICTS = (Verdict.REJECT,)
 ITEM_COUNT = 300
 SUPPLIER_WORKFLOW = "supplier_onboarding"
 SUPPLIER_OPS = "supplier-ops"
@@ -53,6 +61,8 @@ DEMO_TOKENS = (
     ("CASEWORK_APPROVER_TOKEN", "ann-approver", Role.APPROVER, ()),
     ("CASEWORK_ADMIN_TOKEN", ADMIN.user, Role.ADMIN, ()),
     ("CASEWORK_MANAGER_TOKEN", "max-manager", Role.MANAGER, ()),
+    # Confirms or overrides the rejections the reviewer below makes in kyc.
+    ("CASEWORK_SECOND_REVIEWER_TOKEN", "sam-second-reviewer", Role.REVIEWER, (SECOND_REVIEW,)),
     (
         "CASEWORK_REVIEWER_TOKEN",
         "rita-reviewer",
@@ -141,7 +151,13 @@ async def _configure_queues(db: Database) -> None:
     # The escalation target must exist before a queue can point at it.
     for settings in (
         QueueSettings(ESCALATIONS, lease_ttl_seconds=600),
-        QueueSettings(KYC, lease_ttl_seconds=300, max_abandons=3, escalation_queue=ESCALATIONS),
+        QueueSettings(
+            KYC,
+            lease_ttl_seconds=300,
+            max_abandons=3,
+            escalation_queue=ESCALATIONS,
+            second_review=SecondReviewSettings(SECOND_REVIEW_VERDICTS, queue=SECOND_REVIEW),
+        ),
     ):
         _expect_success(await configure_queue(db, ADMIN, settings), f"queue {settings.name}")
     for queue in (KYC, ESCALATIONS):

@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 from server.domain import due
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import (
+    PRIORITY_LIMIT,
+    SECOND_REVIEW_VERDICTS,
     DueByPriority,
     EffectKind,
     Principal,
@@ -47,6 +49,29 @@ class QueueSettings:
     hold_pauses_due: bool | None = None
     overdue_queue: str | None = None
     overdue_priority_boost: int | None = None
+    # Four-eyes before the effect (migration 0020): None leaves it as it is; no verdicts
+    # turn it off.
+    second_review: SecondReviewSettings | None = None
+
+
+@dataclass(frozen=True)
+class SecondReviewSettings:
+    verdicts: tuple[Verdict, ...]
+    min_priority: int | None = None
+    # None: `<queue>-second-review`.
+    queue: str | None = None
+
+
+SECOND_REVIEW_SUFFIX = "-second-review"
+
+
+def second_review_queue_name(settings: QueueSettings) -> str | None:
+    """The second-review queue the settings name (its default, if they name none); None
+    when they leave second review as it is or turn it off."""
+    second = settings.second_review
+    if second is None or not second.verdicts:
+        return None
+    return second.queue or settings.name + SECOND_REVIEW_SUFFIX
 
 
 # A day's hands-on minutes of a very large team (about 20,000 people at 8 hours).
@@ -126,6 +151,38 @@ def _check_claim_controls(settings: QueueSettings) -> InvalidInput | None:
         return InvalidInput(
             "overduePriorityBoost must be between 0 and 1000000", "overduePriorityBoost"
         )
+    return _check_second_review(settings)
+
+
+def _check_second_review(settings: QueueSettings) -> InvalidInput | None:
+    second = settings.second_review
+    if second is None:
+        return None
+    if set(second.verdicts) - SECOND_REVIEW_VERDICTS:
+        return InvalidInput(
+            "secondReview.verdicts may name APPROVE and REJECT only: an escalation moves the "
+            "item and has no effect to hold back",
+            "secondReview.verdicts",
+        )
+    if not second.verdicts:
+        # Off: nothing else is read.
+        return None
+    low = second.min_priority
+    if low is not None and not -PRIORITY_LIMIT <= low <= PRIORITY_LIMIT:
+        return InvalidInput(
+            f"secondReview.minPriority must be between {-PRIORITY_LIMIT} and {PRIORITY_LIMIT}",
+            "secondReview.minPriority",
+        )
+    name = second_review_queue_name(settings)
+    assert name is not None
+    if not QUEUE_NAME.fullmatch(name):
+        return InvalidInput(
+            f"the second-review queue would be named {name[:100]!r}, which is not a queue "
+            "name: name one in secondReview.queue",
+            "secondReview.queue",
+        )
+    if name == settings.name:
+        return InvalidInput("secondReview.queue must name another queue", "secondReview.queue")
     return None
 
 
@@ -207,12 +264,22 @@ async def configure_queue(
         return NotPermitted("only an admin may configure queues")
     # The queue and the queues it escalates to are all the admin's to change: an escalation
     # into another team's queue hands that team work, so it must be in the token's scope.
-    for name in (settings.name, settings.escalation_queue, settings.overdue_queue):
+    problem = _check_settings(settings, allowed_hosts)
+    review_queue = None if problem else second_review_queue_name(settings)
+    for name in (settings.name, settings.escalation_queue, settings.overdue_queue, review_queue):
         if name and not principal.works_in(name):
             return not_covered(name)
-    problem = _check_settings(settings, allowed_hosts)
     if problem:
         return problem
+    if review_queue is not None:
+        existing = (await get_queues(db, [review_queue])).get(review_queue)
+        if existing is not None and existing.holder_role is not Role.REVIEWER:
+            return InvalidInput(
+                f"queue {review_queue!r} is worked by {existing.holder_role.value}s; a "
+                "second review is made by reviewers",
+                "secondReview.queue",
+            )
+    second = settings.second_review
     try:
         row = await db.fetchrow(
             sql.queues.QUEUE_UPSERT,
@@ -235,6 +302,11 @@ async def configure_queue(
             hold_pauses_due=settings.hold_pauses_due,
             overdue_queue=settings.overdue_queue,
             overdue_priority_boost=settings.overdue_priority_boost,
+            second_review_verdicts=None
+            if second is None
+            else sorted({verdict.value for verdict in second.verdicts}),
+            second_review_min_priority=second.min_priority if second and second.verdicts else None,
+            second_review_queue=review_queue,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":

@@ -2,8 +2,9 @@
 reading of one item's timeline (ReviewItem.events).
 
 `item_events.kind` (db/migrations/0012_item_timeline.sql) holds the kinds written there;
-`CLAIMED`, `DECIDED` and `OVERTURNED` (and the `ESCALATED` of a verdict) are read from the
-records that already hold them (the lease's ending and review_decisions), so the
+`CLAIMED`, `DECIDED` and `OVERTURNED` (and the `ESCALATED` of a verdict), and the second
+review's `SECOND_REVIEW`, `CONFIRMED` and `OVERRIDDEN`, are read from the records that
+already hold them (the lease's ending, review_decisions, decision_confirmations), so the
 claim+decide cycle writes no timeline row. item_events_get_pages (db/queries/timeline.sql)
 merges the two, in one order.
 """
@@ -36,6 +37,10 @@ class TimelineKind(enum.StrEnum):
     NOTED = "noted"
     DECIDED = "decided"
     OVERTURNED = "overturned"
+    # Second review (migration 0020), read from review_decisions and decision_confirmations.
+    SECOND_REVIEW = "second_review"
+    CONFIRMED = "confirmed"
+    OVERRIDDEN = "overridden"
 
 
 # The kinds `item_events` stores; the others are derived when the timeline is read.
@@ -43,6 +48,9 @@ STORED_KINDS = frozenset(TimelineKind) - {
     TimelineKind.CLAIMED,
     TimelineKind.DECIDED,
     TimelineKind.OVERTURNED,
+    TimelineKind.SECOND_REVIEW,
+    TimelineKind.CONFIRMED,
+    TimelineKind.OVERRIDDEN,
 }
 
 

@@ -117,6 +117,19 @@ SubmitDecisionResult = Annotated[
     | InvalidInput,
     strawberry.union("SubmitDecisionResult"),
 ]
+ConfirmDecisionResult = Annotated[
+    DecisionRecorded | StaleLease | EvidenceChanged | NotPermitted | InvalidInput,
+    strawberry.union("ConfirmDecisionResult"),
+]
+OverrideDecisionResult = Annotated[
+    DecisionRecorded
+    | StaleLease
+    | EvidenceChanged
+    | InvalidReasonCode
+    | NotPermitted
+    | InvalidInput,
+    strawberry.union("OverrideDecisionResult"),
+]
 OverturnDecisionResult = Annotated[
     DecisionRecorded | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput,
     strawberry.union("OverturnDecisionResult"),
@@ -192,6 +205,62 @@ class OverturnDecisionInput:
         return decisions.OverturnInput(self.decision_id, self.reason_code, self.note)
 
 
+@strawberry.input
+class ConfirmDecisionInput:
+    item_id: strawberry.ID
+    lease_token: str = strawberry.field(description="The second reviewer's lease.")
+    evidence_hash: str = strawberry.field(
+        description="The hash the claim returned: it must also be the hash the decision "
+        "under review was made on."
+    )
+
+    def to_domain(self) -> decisions.ConfirmInput:
+        return decisions.ConfirmInput(self.item_id, self.lease_token, self.evidence_hash)
+
+
+@strawberry.input
+class OverrideDecisionInput:
+    item_id: strawberry.ID
+    lease_token: str = strawberry.field(description="The second reviewer's lease.")
+    verdict: Verdict = strawberry.field(description="APPROVE or REJECT.")
+    reason_code: str = strawberry.field(
+        description="A code of the catalogue of the decision's queue (Decision.queue)."
+    )
+    evidence_hash: str = strawberry.field(description="The hash the claim returned.")
+    note: str | None = None
+
+    def to_domain(self) -> decisions.OverrideInput:
+        return decisions.OverrideInput(
+            item_id=self.item_id,
+            lease_token=self.lease_token,
+            verdict=self.verdict,
+            reason_code=self.reason_code,
+            evidence_hash=self.evidence_hash,
+            note=self.note,
+        )
+
+
+@strawberry.input(
+    description="Four-eyes before the effect. verdicts: [] turns it off; ESCALATE is refused."
+)
+class SecondReviewInput:
+    verdicts: list[Verdict] = strawberry.field(
+        description="The verdicts that need a second review (APPROVE, REJECT)."
+    )
+    min_priority: int | None = strawberry.field(
+        default=None,
+        description="Only decisions on items of at least this priority; null: all of them.",
+    )
+    queue: str | None = strawberry.field(
+        default=None,
+        description="The second-review queue (worked by reviewers), created if missing; "
+        "null: `<name>-second-review`.",
+    )
+
+    def to_domain(self) -> queues.SecondReviewSettings:
+        return queues.SecondReviewSettings(tuple(self.verdicts), self.min_priority, self.queue)
+
+
 @strawberry.input(description="How a queue's decisions are carried out.")
 class EffectInput:
     kind: EffectKind
@@ -242,6 +311,11 @@ class ConfigureQueueInput:
         description='Where overdue items move at claim time, priority raised; "" clears it.',
     )
     overdue_priority_boost: int | None = None
+    second_review: SecondReviewInput | None = strawberry.field(
+        default=None,
+        description="Which decisions need a second person before they take effect; null: "
+        "unchanged.",
+    )
 
     def to_domain(self) -> queues.QueueSettings:
         return queues.QueueSettings(
@@ -262,6 +336,7 @@ class ConfigureQueueInput:
             hold_pauses_due=self.hold_pauses_due,
             overdue_queue=self.overdue_queue,
             overdue_priority_boost=self.overdue_priority_boost,
+            second_review=None if self.second_review is None else self.second_review.to_domain(),
         )
 
 
@@ -377,6 +452,44 @@ class Mutation:
         if is_failure(result):
             if isinstance(result, failures.StaleLease) and result.queue is not None:
                 metrics.record_stale_lease(result.queue)
+            return from_failure(result)
+        if isinstance(result, decisions.Replayed):
+            return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
+        _recorded(result)
+        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+
+    @strawberry.mutation(
+        description="Second review: makes the provisional decision the item waits on "
+        "effective (the apply worker carries it out). Under your lease of the item in the "
+        "second-review queue, on the evidence the decision was made on (else "
+        "EvidenceChanged); its maker is refused (NotPermitted). Reviewers."
+    )
+    async def confirm_decision(
+        self, info: Info[Context, None], input: ConfirmDecisionInput
+    ) -> ConfirmDecisionResult:
+        result = await decisions.confirm_decision(
+            info.context.db, info.context.principal, input.to_domain()
+        )
+        if is_failure(result):
+            return from_failure(result)
+        if isinstance(result, decisions.Replayed):
+            return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
+        note_decision(result.id)
+        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+
+    @strawberry.mutation(
+        description="Second review: records your own decision (APPROVE or REJECT, with a "
+        "reason of the decision's queue's catalogue) in place of the provisional one, which "
+        "is superseded and never carried out; yours takes effect. Under your lease, on the "
+        "evidence you were shown; the provisional decision's maker is refused. Reviewers."
+    )
+    async def override_decision(
+        self, info: Info[Context, None], input: OverrideDecisionInput
+    ) -> OverrideDecisionResult:
+        result = await decisions.override_decision(
+            info.context.db, info.context.principal, input.to_domain()
+        )
+        if is_failure(result):
             return from_failure(result)
         if isinstance(result, decisions.Replayed):
             return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)

@@ -31,9 +31,18 @@ strawberry.enum(model.EffectKind, name="EffectKind")
 strawberry.enum(
     model.ItemState, name="ItemState", description="LEASED is a pending item under a live lease."
 )
+strawberry.enum(
+    model.DecisionStatus,
+    name="DecisionStatus",
+    description="Where a decision stands. PROVISIONAL: it needs a second review and waits "
+    "for it (not carried out); EFFECTIVE: it takes effect (it needed no second review, or "
+    "was confirmed); SUPERSEDED: an override at second review or an overturn replaced it "
+    "(a provisional decision that was overridden was never carried out).",
+)
 Verdict = model.Verdict
 EffectKind = model.EffectKind
 ItemState = model.ItemState
+DecisionStatus = model.DecisionStatus
 
 MAX_PAGE = 200
 # The fields of ReviewItem that read its decisions.
@@ -195,6 +204,25 @@ class Decision:
     reviewer: str
     evidence_hash: str
     decided_at: datetime
+    status: DecisionStatus = strawberry.field(
+        description="PROVISIONAL until its second review, if its queue asks for one; then "
+        "EFFECTIVE when confirmed, SUPERSEDED when overridden. Any effective decision is "
+        "SUPERSEDED once overturned."
+    )
+    confirmed_by: str | None = strawberry.field(
+        description="The second reviewer who confirmed it; null for a decision that needed "
+        "no second review or has not had it."
+    )
+    confirmed_at: datetime | None = strawberry.field(
+        description="When it was confirmed, and so took effect."
+    )
+    is_override: bool = strawberry.field(
+        description="Made at second review in place of the provisional decision it "
+        "supersedes (`supersedes`); recorded in that decision's queue."
+    )
+    review_queue: str | None = strawberry.field(
+        description="For an override: the second-review queue it was made in."
+    )
 
     @classmethod
     def from_domain(cls, decision: model.Decision) -> Decision:
@@ -209,6 +237,11 @@ class Decision:
             reviewer=decision.reviewer,
             evidence_hash=decision.evidence_hash,
             decided_at=decision.decided_at,
+            status=decision.status,
+            confirmed_by=decision.confirmed_by,
+            confirmed_at=decision.confirmed_at,
+            is_override=decision.is_override,
+            review_queue=decision.review_queue,
         )
 
     @strawberry.field
@@ -369,7 +402,16 @@ class ReviewItem:
         return ExceptionNode.from_domain(found) if found else None
 
     @strawberry.field(
-        description="The decision that stands: the latest one not superseded.",
+        description="In a second-review queue: the provisional decision a second reviewer "
+        "is asked to confirm or override (its verdict, reason, note, evidence hash and "
+        "reviewer, who may not take the item); null otherwise."
+    )
+    async def awaiting_second_review(self, info: Info[Context, None]) -> Decision | None:
+        return await _load_decision(info, self._item.awaiting_decision_id)
+
+    @strawberry.field(
+        description="The decision that stands: the latest effective one (not superseded, "
+        "and not waiting for its second review).",
         graphql_type=Decision | None,
     )
     def current_decision(
@@ -411,6 +453,17 @@ class DecisionEdge:
 class DecisionConnection:
     edges: list[DecisionEdge]
     page_info: PageInfo
+
+
+@strawberry.type(
+    description="Four-eyes before the effect: decisions with these verdicts (at or above "
+    "minPriority, if set) are provisional until a second reviewer in `queue` confirms or "
+    "overrides them."
+)
+class SecondReview:
+    verdicts: list[Verdict]
+    min_priority: int | None
+    queue: str = strawberry.field(description="The second-review queue, worked by reviewers.")
 
 
 @strawberry.type
@@ -474,6 +527,9 @@ class Queue:
         description="Where overdue items move at claim time; null: they stay."
     )
     overdue_priority_boost: int
+    second_review: SecondReview | None = strawberry.field(
+        description="The queue's four-eyes setting; null: decisions take effect alone."
+    )
 
     @strawberry.field(description="Backlog and application lag, read now.")
     async def stats(self, info: Info[Context, None], lag_threshold_seconds: int = 60) -> QueueStats:
@@ -526,6 +582,13 @@ class Queue:
             hold_pauses_due=queue.hold_pauses_due,
             overdue_queue=queue.overdue_queue,
             overdue_priority_boost=queue.overdue_priority_boost,
+            second_review=None
+            if queue.second_review is None
+            else SecondReview(
+                verdicts=list(queue.second_review.verdicts),
+                min_priority=queue.second_review.min_priority,
+                queue=queue.second_review.queue,
+            ),
         )
 
     @strawberry.field(

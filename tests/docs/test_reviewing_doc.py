@@ -24,6 +24,7 @@ _KIND_CELL = re.compile(r"^\| ((?:`[A-Z_]+`(?:, )?)+) \|", re.MULTILINE)
         "## A manager's day",
         "## The item timeline",
         "## Notes",
+        "## Second review (four-eyes before the effect)",
         "## Assignment and lease limits",
         "## Holds",
         "## Due times and overdue items",
