@@ -56,6 +56,17 @@ WHERE i.origin_queue = :origin_queue AND i.external_key = ANY (:external_keys::t
 -- name: items_get_by_ids
 SELECT i.* FROM review_items AS i WHERE i.id = ANY (:ids::bigint[]);
 
+-- name: item_ids_get_enqueued_between
+-- The items first enqueued to :queue (their origin queue, which never changes) from :since
+-- up to, not including, :until, by their enqueue time (created_at), oldest id first: what
+-- `casework export queue` packs (server/domain/audit.py), read through a cursor.
+SELECT i.id
+FROM review_items AS i
+WHERE i.origin_queue = :queue
+  AND i.created_at >= :since::timestamptz
+  AND i.created_at < :until::timestamptz
+ORDER BY i.id;
+
 -- name: items_get_pages
 -- One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
 -- derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
