@@ -568,3 +568,41 @@ async def test_the_queue_export_reads_its_window_through_a_cursor_a_batch_at_a_t
         "application_attempts_get_by_decision_ids": 1,
         "exceptions_get_about_items": 3,
     }
+
+
+async def test_an_effect_that_failed_for_good_brings_its_exception_into_the_items_pack(
+    db: Database, owner_conn: asyncpg.Connection, kyc_queue: str
+) -> None:
+    item = await enqueue_one(db, "kyc", "app-4", FIRST_PAYLOAD)
+    decided = await decide_with_note(db, RITA, await claim(db, RITA), "fine")
+    (due,) = await claim_due(db, 1)
+    state = await record_failure(
+        db,
+        due,
+        error="422 account closed",
+        permanent=True,
+        retry_at=utcnow(),
+        worker="worker-1",
+        started_at=utcnow(),
+    )
+    assert state == "failed"
+    exception = await owner_conn.fetchrow(
+        "SELECT * FROM exceptions WHERE decision_id = $1", decided.id
+    )
+    assert exception is not None
+
+    packs = await audit.audit_packs(db, [item.id, exception["item_id"]])
+    seen_by_rita = await audit.audit_packs(db, [item.id], audit.Viewer(RITA))
+
+    (about_decision,) = packs[item.id]["pack"]["exceptions"]
+    assert (about_decision["id"], about_decision["workflow"]) == (exception["id"], "apply_decision")
+    assert about_decision["source_record_id"] == str(decided.id)
+    assert about_decision["decision_id"] == decided.id
+    assert "422 account closed" in about_decision["detail"]
+    assert [e["kind"] for e in about_decision["events"]] == ["raised"]
+    assert about_decision["corrections"] == about_decision["redrives"] == []
+    # The exception's own item (in the apply_decision team's queue) has the same exception.
+    assert packs[exception["item_id"]]["pack"]["exceptions"] == [about_decision]
+    # A reviewer of kyc does not cover the team that owns the failure.
+    assert seen_by_rita[item.id]["pack"]["exceptions"] == []
+    assert "exceptions_outside_token_scope" in seen_by_rita[item.id]["pack"]["withheld"]
