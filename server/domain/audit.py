@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -88,27 +89,40 @@ def lease_id(token: UUID | str) -> str:
 
 
 def timestamp(value: datetime) -> str:
-    """ISO-8601 in UTC, always to the microsecond: one instant, one string."""
-    return f"{value.astimezone(UTC):%Y-%m-%dT%H:%M:%S.%f}Z"
+    """ISO-8601 in UTC, always to the microsecond: one instant, one string
+    (2026-11-14T09:30:00.000000Z)."""
+    return value.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+# What JSON holds as it is (exact types: the common case, tested first).
+_AS_IS = frozenset({str, int, float, bool, type(None)})
 
 
 def plain(value: Any) -> Any:
     """A value as JSON holds it, the same every time."""
-    if value is None or isinstance(value, str | bool | int | float):
+    kind = type(value)
+    if kind in _AS_IS:
         return value
+    if kind is dict:
+        return {str(key): plain(entry) for key, entry in value.items()}
+    if kind is list or kind is tuple:
+        return [plain(entry) for entry in value]
     if isinstance(value, datetime):
         return timestamp(value)
     if isinstance(value, enum.Enum):
         return plain(value.value)
     if isinstance(value, UUID | Decimal):
         return str(value)
-    if isinstance(value, list | tuple):
-        return [plain(entry) for entry in value]
-    if isinstance(value, dict):
-        return {str(key): plain(entry) for key, entry in value.items()}
+    if isinstance(value, str | int | float):
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    raise TypeError(f"an audit pack cannot hold a {type(value).__name__}: {value!r}")
+        return {name: plain(getattr(value, name)) for name in _field_names(kind)}
+    raise TypeError(f"an audit pack cannot hold a {kind.__name__}: {value!r}")
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 def columns(row: Row, *, leave_out: Iterable[str] = ()) -> dict[str, Any]:
