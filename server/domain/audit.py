@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import hashlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -116,13 +115,15 @@ def plain(value: Any) -> Any:
     if isinstance(value, str | int | float):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {name: plain(getattr(value, name)) for name in _field_names(kind)}
+        names = _FIELD_NAMES.get(kind)
+        if names is None:
+            names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(value))
+        return {name: plain(getattr(value, name)) for name in names}
     raise TypeError(f"an audit pack cannot hold a {kind.__name__}: {value!r}")
 
 
-@functools.cache
-def _field_names(kind: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(kind))
+# The fields of each record type a pack holds (TimelineEvent, TimelineLease), read once.
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def columns(row: Row, *, leave_out: Iterable[str] = ()) -> dict[str, Any]:

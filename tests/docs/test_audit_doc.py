@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from server.cli import _parser
 from server.config import REPO_ROOT
@@ -15,14 +16,14 @@ from tests.docs.helpers import code_blocks, section
 AUDIT = REPO_ROOT / "docs" / "audit.md"
 
 # Text that canonical JSON writes as it is, or escapes: the checks must agree on both.
-AWKWARD = {
+AWKWARD: dict[str, Any] = {
     "format": audit.FORMAT,
     "item": {"payload": {"name": 'Zoë "Ångström"\nline two', "score": 1.5, "tags": []}},
     "withheld": [],
 }
 
 
-def write_pack(tmp_path: Path, pack: dict[str, object]) -> tuple[Path, str]:
+def write_pack(tmp_path: Path, pack: dict[str, Any]) -> tuple[Path, str]:
     document = audit.sealed(pack)
     path = tmp_path / "pack.json"
     path.write_bytes(audit.pack_bytes(document))
