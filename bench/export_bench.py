@@ -208,6 +208,7 @@ async def main() -> None:
             f"  {size.items:,} / {smallest.items:,}: items x{size.items / smallest.items:.1f}, "
             f"peak RSS x{max(size.peak_rss_kib) / max(smallest.peak_rss_kib):.2f}"
         )
+    print("  load average at the end " + " ".join(f"{load:.2f}" for load in os.getloadavg()))
 
 
 if __name__ == "__main__":

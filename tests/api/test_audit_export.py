@@ -12,8 +12,7 @@ from typing import Any
 import asyncpg
 
 from tests.api.conftest import GraphQL, Tokens
-from tests.api.helpers import CLAIM, DECIDE, ENQUEUE, decision_input
-from tests.api.test_cli import casework
+from tests.api.helpers import CLAIM, DECIDE, ENQUEUE, casework, decision_input
 from tests.conftest import TestDatabase
 
 PACK = """
