@@ -284,41 +284,29 @@ def _application_part(
 _EXCEPTION_READ_COLUMNS = ("about_item_id", "item_queue", "approval_queue", "reason_owner_role")
 
 
-def _exception_part(exception: Row, rows: _Rows, viewer: Viewer) -> dict[str, Any]:
-    """An exception about the item, with its whole history, corrections and redrives."""
-    exception_id = exception["id"]
-    queues = (
+def _exception_queues(exception: Row) -> tuple[str, ...]:
+    """The queues whose tokens see the exception (as ExceptionRecord.queues)."""
+    return (
         exception["item_queue"],
         exception["owner_role"],
         exception["reason_owner_role"],
         exception["escalation_role"],
         exception["approval_queue"],
     )
-    shown = viewer.principal is None or apply.may_read_receiver_text(viewer.principal, queues)
+
+
+def _exception_part(exception: Row, rows: _Rows, withheld: frozenset[Withheld]) -> dict[str, Any]:
+    """An exception about the item, with its whole history, corrections and redrives."""
+    exception_id = exception["id"]
+    hidden = Withheld.RECEIVER_TEXT in withheld
     part = columns(exception, leave_out=_EXCEPTION_READ_COLUMNS)
     part["events"] = [columns(event) for event in rows.exception_events.get(exception_id, [])]
     part["corrections"] = [columns(c) for c in rows.corrections.get(exception_id, [])]
     part["redrives"] = [
-        {**columns(redrive), **({} if shown else {"last_delivery_error": None})}
+        {**columns(redrive), **({"last_delivery_error": None} if hidden else {})}
         for redrive in rows.redrives.get(exception_id, [])
     ]
     return part
-
-
-def _exceptions_seen(rows: list[Row], viewer: Viewer) -> list[Row]:
-    return [
-        row
-        for row in rows
-        if viewer.sees(
-            (
-                row["item_queue"],
-                row["owner_role"],
-                row["reason_owner_role"],
-                row["escalation_role"],
-                row["approval_queue"],
-            )
-        )
-    ]
 
 
 def _pack(item_id: int, rows: _Rows, viewer: Viewer) -> dict[str, Any]:
@@ -336,8 +324,9 @@ def _pack(item_id: int, rows: _Rows, viewer: Viewer) -> dict[str, Any]:
                 for decision in rows.decisions.get(item_id, [])
             ],
             "exceptions": [
-                _exception_part(exception, rows, viewer)
-                for exception in _exceptions_seen(rows.exceptions.get(item_id, []), viewer)
+                _exception_part(exception, rows, withheld)
+                for exception in rows.exceptions.get(item_id, [])
+                if viewer.sees(_exception_queues(exception))
             ],
             "withheld": sorted(withheld),
         }
