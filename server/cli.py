@@ -636,12 +636,13 @@ def _output(path: Path | None) -> Iterator[BinaryIO]:
         return
     partial = path.with_name(path.name + ".partial")
     try:
-        with partial.open("wb") as out:
+        out = partial.open("wb")
+    except OSError as error:
+        raise StartupError(f"cannot write {path}: {error.strerror or error}") from error
+    try:
+        with out:
             yield out
         partial.replace(path)
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        raise StartupError(f"cannot write {path}: {error.strerror or error}") from error
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
@@ -649,8 +650,8 @@ def _output(path: Path | None) -> Iterator[BinaryIO]:
 
 @asynccontextmanager
 async def _export_database(databases: Databases, settings: Settings) -> AsyncIterator[Database]:
-    """As the service role, which reads everything an export needs and may change no record,
-    once the schema is this release's (as `worker` checks)."""
+    """As the service role, the one the API reads with (no owner credentials needed), once
+    the schema is this release's (as `worker` checks). The export itself only reads."""
     await check_schema_current(databases, settings.db_dir / "migrations")
     conn = await connect_app(databases)
     try:

@@ -165,8 +165,14 @@ async def test_a_bad_window_or_queue_is_a_one_line_error(
     unknown = await casework(
         test_database, tmp_path, "export queue nope --since 2026-11-01 --until 2026-12-01"
     )
+    nowhere = tmp_path / "missing" / "kyc.jsonl"
+    unwritable = await casework(
+        test_database,
+        tmp_path,
+        f"export queue kyc --since 2026-11-01 --until 2026-12-01 --output {nowhere}",
+    )
 
-    assert bad_date.code == backwards.code == unknown.code == 2
+    assert bad_date.code == backwards.code == unknown.code == unwritable.code == 2
     assert bad_date.stderr.splitlines()[-1] == (
         "casework export queue: error: argument --since: expected an ISO date or date and "
         "time (2026-11-01, 2026-11-01T09:30:00Z): 'yesterday'"
@@ -175,6 +181,9 @@ async def test_a_bad_window_or_queue_is_a_one_line_error(
         "casework export queue: error: --since must be before --until"
     )
     assert unknown.stderr == "casework: error: there is no queue 'nope'\n"
-    for run in (bad_date, backwards, unknown):
+    assert unwritable.stderr == (
+        f"casework: error: cannot write {nowhere}: No such file or directory\n"
+    )
+    for run in (bad_date, backwards, unknown, unwritable):
         assert run.stdout == ""
         assert "Traceback" not in run.stderr
