@@ -6,17 +6,17 @@ import base64
 import enum
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import apply, leases, model, queues, reads
+from server.domain import apply, audit, leases, model, queues, reads
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
-from server.graphql.loaders import LagKey, PageKey
+from server.graphql.loaders import AuditKey, LagKey, PageKey
 from server.graphql.measures.queues import QueueMeasures, queue_measures
 from server.graphql.selection import selected_names
 
@@ -386,6 +386,21 @@ class ReviewItem:
         from server.graphql.timeline import item_events
 
         return await item_events(info, self._item.id, first, after)
+
+    @strawberry.field(
+        description="Everything recorded about the item, as one self-describing document "
+        "with a SHA-256 over its canonical form: the item, its payload "
+        "history, timeline, decisions with their application records, and any exception "
+        "about it. The same document `casework export item` writes; for roles that may not "
+        "read what a receiver answered, and tokens limited to some queues, the parts it "
+        "leaves out are named in its `withheld` list.",
+        graphql_type=JSON,
+    )
+    async def audit_pack(self, info: Info[Context, None]) -> dict[str, Any]:
+        viewer = audit.Viewer(info.context.principal)
+        found = await info.context.loaders.audit_pack.load(AuditKey(self._item.id, viewer))
+        assert found is not None, "a pack is read for an item that was just read"
+        return found
 
     @strawberry.field(description="The exception this item stands for, if it is one.")
     async def exception(
