@@ -76,3 +76,8 @@ JOIN review_decisions AS d ON d.id = e.id
 LEFT JOIN review_decisions AS s ON s.supersedes = d.id
 LEFT JOIN decision_confirmations AS c ON c.decision_id = d.id
 ORDER BY e.txid, e.id;
+
+-- name: decision_confirmations_get_by_decision_ids
+-- The second reviews that confirmed these decisions (migration 0020), for audit packs.
+SELECT c.* FROM decision_confirmations AS c WHERE c.decision_id = ANY (:decision_ids::bigint[])
+ORDER BY c.decision_id;

@@ -27,7 +27,7 @@ from uuid import UUID
 
 from server.domain import apply
 from server.domain.evidence import canonical_json
-from server.domain.model import Principal
+from server.domain.model import Decision, Principal
 from server.domain.timeline import PageKey, TimelineEvent, TimelineKind, events_pages
 from server.store import sql
 from server.store.database import Database, Row
@@ -151,6 +151,7 @@ class _Rows:
     decisions: dict[int, list[Row]]
     applications: dict[int, Row]
     attempts: dict[int, list[Row]]
+    confirmations: dict[int, Row]
     exceptions: dict[int, list[Row]]
     exception_events: dict[str, list[Row]]
     corrections: dict[str, list[Row]]
@@ -165,7 +166,7 @@ def _grouped(rows: list[Row], key: str) -> dict[Any, list[Row]]:
 
 
 async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
-    """At most nine statements, whatever the number of items and rows."""
+    """At most ten statements, whatever the number of items and rows."""
     items = {row["id"]: row for row in await db.fetch(sql.items.ITEMS_GET_BY_IDS, ids=item_ids)}
     found = sorted(items)
     timelines = await events_pages(db, [PageKey(i, None, WHOLE_TIMELINE) for i in found])
@@ -173,7 +174,12 @@ async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
     decision_ids = [row["id"] for row in decision_rows]
     applications: list[Row] = []
     attempts: list[Row] = []
+    confirmations: list[Row] = []
     if decision_ids:
+        confirmations = await db.fetch(
+            sql.decisions_read.DECISION_CONFIRMATIONS_GET_BY_DECISION_IDS,
+            decision_ids=decision_ids,
+        )
         applications = await db.fetch(
             sql.applications.APPLICATIONS_GET_BY_DECISION_IDS, decision_ids=decision_ids
         )
@@ -206,6 +212,7 @@ async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
         decisions=_grouped(decision_rows, "item_id"),
         applications={row["decision_id"]: row for row in applications},
         attempts=_grouped(attempts, "decision_id"),
+        confirmations={row["decision_id"]: row for row in confirmations},
         exceptions=_grouped(exceptions, "about_item_id"),
         exception_events=_grouped(events, "exception_id"),
         corrections=_grouped(corrections, "exception_id"),
@@ -251,12 +258,26 @@ def _timeline_part(timeline: list[TimelineEvent]) -> list[dict[str, Any]]:
 
 def _decision_part(decision: Row, rows: _Rows, withheld: frozenset[Withheld]) -> dict[str, Any]:
     """A decision with every column review_decisions holds (reason, note, evidence hash,
-    reviewer and role, supersedes), what supersedes it, the lease it was made under (by its
-    `lease_id`) and how it was carried out."""
+    reviewer and role, supersedes, provisional), what supersedes it, its status, the lease
+    it was made under (by its `lease_id`), the second review that confirmed it, and how it
+    was carried out."""
     token = decision["lease_token"]
     part = columns(decision)
     part["lease_id"] = lease_id(token) if token is not None else None
+    part["status"] = plain(Decision.from_row(decision).status)
+    part["confirmation"] = _confirmation_part(decision["id"], rows)
     part["application"] = _application_part(decision["id"], rows, withheld)
+    return part
+
+
+def _confirmation_part(decision_id: int, rows: _Rows) -> dict[str, Any] | None:
+    """decision_confirmations' row: who confirmed the provisional decision, in which queue,
+    on which evidence, under which lease (by its `lease_id`), and when."""
+    confirmation = rows.confirmations.get(decision_id)
+    if confirmation is None:
+        return None
+    part = columns(confirmation)
+    part["lease_id"] = lease_id(confirmation["lease_token"])
     return part
 
 

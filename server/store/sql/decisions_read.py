@@ -93,3 +93,18 @@ decision of its own). A provisional decision is never delivered before it is con
 and one that was overridden never is: an integration acting on this stream acts only on
 effective decisions. `position_txid` is the position's transaction.
 """
+
+
+def _decision_confirmations_get_by_decision_ids(
+    *,
+    decision_ids: Any,
+) -> None: ...
+
+
+DECISION_CONFIRMATIONS_GET_BY_DECISION_IDS = Query(
+    "decision_confirmations_get_by_decision_ids", _decision_confirmations_get_by_decision_ids
+)
+"""db/queries/decisions_read.sql:80
+
+The second reviews that confirmed these decisions (migration 0020), for audit packs.
+"""
