@@ -12,6 +12,12 @@
 -- An escalation returns the item to `pending` in the escalation queue, priority boosted.
 -- The row keeps when its lease began, the item's lease count and when the item was
 -- enqueued, for the queue's measures.
+-- QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
+-- draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
+-- queue (`qa_sampled`), with a `qa_sampled` row on the item's timeline, and the hint names
+-- the QA queue among its queues (`qs`) so its backlog subscribers re-read. The decision
+-- goes on the apply work list all the same: QA never holds up the effect. In a queue
+-- without a rate the step costs a comparison on the row `moved` returned.
 WITH moved AS (
     UPDATE review_items AS i
     SET state            = CASE WHEN :verdict = 'escalate' THEN 'pending' ELSE 'decided' END,
@@ -41,8 +47,9 @@ WITH moved AS (
                     AND (NOT r.requires_note OR casework_has_text(:note)))
     -- `q` is the row joined to the item as it was: q.name is the queue the item left. The
     -- decision does not change the lease's start, the lease count or the enqueue time.
+    -- The payload, priority and QA settings are for `qa_sampled` (the item as decided).
     RETURNING i.id, q.name AS decided_in, i.queue AS now_in, i.lease_started_at, i.lease_count,
-              i.created_at
+              i.created_at, i.payload, i.priority, q.qa_sample_rate, q.qa_queue
 ),
 recorded AS (
     INSERT INTO review_decisions
@@ -59,13 +66,41 @@ recorded AS (
 enlisted AS (
     INSERT INTO decision_applications (decision_id, queue, decided_at)
     SELECT r.id, r.queue, r.decided_at FROM recorded AS r
+),
+-- QA sampling, one block (qa_sampled, qa_noted) for every statement that makes an approve or
+-- reject effective. It reads `recorded` (the decision) and `moved` (its item as decided:
+-- id, payload, priority, and its queue's qa_sample_rate and qa_queue). The copy's external
+-- key is made from the decision id; ON CONFLICT DO NOTHING: a key an integration took in
+-- the QA queue costs the copy, never the decision.
+qa_sampled AS (
+    INSERT INTO review_items AS c
+        (origin_queue, queue, external_key, priority, payload, evidence_hash, kind,
+         barred_claimer, qa_of)
+    SELECT m.qa_queue, m.qa_queue, 'qa-of-decision-' || r.id, m.priority, m.payload,
+           r.evidence_hash, 'qa', r.reviewer, r.id
+    FROM recorded AS r
+    JOIN moved AS m ON m.id = r.item_id
+    WHERE m.qa_sample_rate > 0
+      AND m.qa_queue IS NOT NULL
+      AND r.verdict IN ('approve', 'reject')
+      AND casework_qa_draw(r.id) < m.qa_sample_rate
+    ON CONFLICT DO NOTHING
+    RETURNING c.id, c.queue, c.qa_of
+),
+qa_noted AS (
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, detail)
+    SELECT r.item_id, r.queue, 'qa_sampled', 'casework', 'system',
+           jsonb_build_object('decision_id', r.id, 'qa_item_id', s.id, 'to_queue', s.queue)
+    FROM qa_sampled AS s
+    JOIN recorded AS r ON r.id = s.qa_of
 )
 SELECT r.*, hint.notification
 FROM recorded AS r
 JOIN moved AS m ON m.id = r.item_id,
      casework_hint(
          kind => CASE WHEN :verdict = 'escalate' THEN 'escalated' ELSE 'decided' END,
-         queue => m.now_in, item_id => r.item_id, decision_id => r.id, from_queue => r.queue)
+         queue => m.now_in, item_id => r.item_id, decision_id => r.id, from_queue => r.queue,
+         other_queues => (SELECT array_agg(s.queue) FROM qa_sampled AS s))
          AS hint (notification);
 
 -- name: decision_submit_diagnose

@@ -247,3 +247,65 @@ FROM decided AS d
 LEFT JOIN overturned AS o ON o.queue = d.queue AND o.reviewer = d.reviewer
 FULL JOIN lapsed AS l ON l.queue = d.queue AND l.reviewer = d.reviewer
 ORDER BY 1, 3 DESC, 2;
+
+-- name: queue_measures_quality
+-- QA and overturns (Queue.measures.quality) of the window's approve and reject decisions
+-- (first decisions; escalations have no outcome to check or overturn), for each queue and
+-- broken down by reason code and by reviewer, in one statement (GROUPING SETS; `dimension`
+-- says which row is which). A decision is `sampled` when it has a QA copy, `checked` when
+-- a QA result was recorded, `agreed` when that result agrees, `overturned` when an overturn
+-- supersedes it. Each is counted from its own windowed rows, never by probing each
+-- decision: a copy is made in the statement that records its decision (so it was created
+-- in the window, review_items_created_brin), a result and an overturn come after the
+-- decision (so they were recorded in the window: qa_results_recorded_brin,
+-- review_decisions_decided_brin).
+WITH window_decisions AS MATERIALIZED (
+    SELECT d.id, d.queue, d.reason_code, d.reviewer
+    FROM review_decisions AS d
+    WHERE d.queue = ANY (:queues::text[])
+      AND d.decided_at >= now() - make_interval(secs => :since_seconds)
+      AND d.verdict IN ('approve', 'reject')
+      AND (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+),
+window_copies AS (
+    SELECT c.qa_of AS decision_id
+    FROM review_items AS c
+    WHERE c.created_at >= now() - make_interval(secs => :since_seconds)
+      AND c.kind = 'qa'
+),
+window_results AS (
+    SELECT r.decision_id, r.agrees
+    FROM qa_results AS r
+    WHERE r.decision_queue = ANY (:queues::text[])
+      AND r.recorded_at >= now() - make_interval(secs => :since_seconds)
+),
+window_overturns AS (
+    SELECT o.supersedes AS decision_id
+    FROM review_decisions AS o
+    WHERE o.queue = ANY (:queues::text[])
+      AND o.decided_at >= now() - make_interval(secs => :since_seconds)
+      AND o.verdict = 'overturn'
+),
+marked AS (
+    SELECT w.queue, w.reason_code, w.reviewer,
+           c.decision_id IS NOT NULL AS sampled,
+           r.agrees,
+           o.decision_id IS NOT NULL AS overturned
+    FROM window_decisions AS w
+    LEFT JOIN window_copies AS c ON c.decision_id = w.id
+    LEFT JOIN window_results AS r ON r.decision_id = w.id
+    LEFT JOIN window_overturns AS o ON o.decision_id = w.id
+)
+SELECT m.queue,
+       CASE WHEN GROUPING(m.reason_code) = 0 THEN 'reason_code'
+            WHEN GROUPING(m.reviewer) = 0 THEN 'reviewer'
+            ELSE 'queue' END AS dimension,
+       coalesce(m.reason_code, m.reviewer) AS key,
+       count(*) AS decided,
+       count(*) FILTER (WHERE m.sampled) AS sampled,
+       count(m.agrees) AS checked,
+       count(*) FILTER (WHERE m.agrees) AS agreed,
+       count(*) FILTER (WHERE m.overturned) AS overturned
+FROM marked AS m
+GROUP BY GROUPING SETS ((m.queue), (m.queue, m.reason_code), (m.queue, m.reviewer))
+ORDER BY 1, 2, 4 DESC, 3;

@@ -5,12 +5,21 @@
 -- PostgreSQL infers an integer, and asyncpg then truncates a timeout of 0.5 s to 0.
 -- The claim controls can also be cleared: a lease limit or due time of 0 and an
 -- overdue queue of '' mean "none" (:due_seconds_by_priority '[]' clears that list).
+-- QA sampling (migration 0021): :qa_queue names the queue the sampled decisions are copied
+-- to; it is created here (holder role reviewer, every other setting its default) when it
+-- does not exist yet. The foreign key is checked at the end of the statement, so the new
+-- row satisfies it.
+WITH qa_queue_made AS (
+    INSERT INTO queues (name)
+    SELECT :qa_queue::text WHERE :qa_queue::text IS NOT NULL
+    ON CONFLICT (name) DO NOTHING
+)
 INSERT INTO queues AS q (name, lease_ttl_seconds, max_abandons, escalation_queue,
                          escalation_priority_boost, effect_kind, effect_target, effect_secret,
                          effect_max_attempts, effect_timeout_seconds,
                          reviewer_minutes_per_day, max_leases_per_reviewer, due_seconds,
                          due_seconds_by_priority, hold_pauses_due, overdue_queue,
-                         overdue_priority_boost)
+                         overdue_priority_boost, qa_sample_rate, qa_queue)
 VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :escalation_queue,
         coalesce(:escalation_priority_boost, 100), coalesce(:effect_kind, 'none'),
         :effect_target, :effect_secret, coalesce(:effect_max_attempts, 8),
@@ -19,7 +28,8 @@ VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :e
         nullif(:max_leases_per_reviewer::integer, 0), nullif(:due_seconds::integer, 0),
         coalesce(:due_seconds_by_priority::jsonb, '[]'),
         coalesce(:hold_pauses_due::boolean, false), nullif(:overdue_queue::text, ''),
-        coalesce(:overdue_priority_boost::integer, 100))
+        coalesce(:overdue_priority_boost::integer, 100),
+        coalesce(:qa_sample_rate::double precision, 0), :qa_queue::text)
 ON CONFLICT (name) DO UPDATE
     SET lease_ttl_seconds = coalesce(:lease_ttl_seconds, q.lease_ttl_seconds),
         max_abandons = coalesce(:max_abandons, q.max_abandons),
@@ -44,6 +54,8 @@ ON CONFLICT (name) DO UPDATE
                              ELSE nullif(:overdue_queue::text, '') END,
         overdue_priority_boost = coalesce(:overdue_priority_boost::integer,
                                           q.overdue_priority_boost),
+        qa_sample_rate = coalesce(:qa_sample_rate::double precision, q.qa_sample_rate),
+        qa_queue = coalesce(:qa_queue::text, q.qa_queue),
         updated_at = now()
 RETURNING q.*;
 

@@ -9,6 +9,7 @@
 --     item, at its expiry; the claim that notices it writes the row (with the same time).
 --   - Decisions: a verdict is `decided`, or `escalated` for an escalation, and an overturn
 --     `overturned`. The queue an escalation went to is the queue the item was in next.
+--   - `qa_sampled` and `qa_checked` (stored) name the decision in their detail.
 -- Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
 -- order it must have happened: an arrival, a lease's end, a claim, whatever was done under
 -- it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
@@ -68,10 +69,13 @@ story AS (
     SELECT e.item_id, e.kind, e.at,
            CASE WHEN e.kind IN ('enqueued', 'reuploaded') THEN 10
                 WHEN e.kind IN ('lapsed', 'released', 'revoked') THEN 20
+                -- After the decision they follow from, recorded at the same instant.
+                WHEN e.kind IN ('qa_sampled', 'qa_checked') THEN 60
                 ELSE 40 END AS rank,
            e.id AS ref, e.queue, e.actor, e.actor_role, e.body, e.detail,
            e.lease_token, e.lease_owner, e.lease_started_at,
-           NULL::bigint AS decision_id, e.recorded_at
+           -- QA_SAMPLED, QA_CHECKED: the decision sampled (migration 0021).
+           (e.detail ->> 'decision_id')::bigint AS decision_id, e.recorded_at
     FROM stored AS e
     UNION ALL
     SELECT c.item_id, 'claimed', c.lease_started_at, 30,

@@ -57,7 +57,7 @@ def _check_note(note: str | None) -> InvalidInput | None:
     return check_text(note, "note", required=False)
 
 
-def _note_required(reason_code: str) -> InvalidInput:
+def note_required(reason_code: str) -> InvalidInput:
     """A reason code whose catalogue entry requires a note (defineReasonCode requiresNote),
     given without one that says anything."""
     return InvalidInput(f"reason code {reason_code[:100]!r} requires a note saying why", "note")
@@ -134,6 +134,12 @@ async def _why_not_recorded(
             f"item {item_id} stands for an exception: act on it with the exception mutations",
             "itemId",
         )
+    if state["kind"] == "qa":
+        return InvalidInput(
+            f"item {item_id} is a QA copy of a decision: record the check with recordQaResult "
+            "(submitDecision decides review items only); nothing was written",
+            "itemId",
+        )
     lease_holds = (
         state["state"] == "pending"
         and state["lease_live"]
@@ -147,7 +153,7 @@ async def _why_not_recorded(
     if not state["reason_allowed"]:
         return InvalidReasonCode(state["queue"], decision.reason_code, decision.verdict.name)
     if state["note_missing"]:
-        return _note_required(decision.reason_code)
+        return note_required(decision.reason_code)
     # Every condition holds now, so it failed an instant ago: a concurrent write won.
     return StaleLease(item_id, queue=state["queue"])
 
@@ -241,6 +247,6 @@ async def overturn_decision(
     if not state["reason_allowed"]:
         return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)
     if state["note_missing"]:
-        return _note_required(overturn.reason_code)
+        return note_required(overturn.reason_code)
     # Every condition holds now, so it failed an instant ago: the catalogue changed.
     return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)

@@ -102,6 +102,10 @@ class Queue:
     hold_pauses_due: bool = False
     overdue_queue: str | None = None
     overdue_priority_boost: int = 100
+    # QA sampling (migration 0021): the share of approve/reject decisions copied to
+    # `qa_queue` for a check after the effect (0: none).
+    qa_sample_rate: float = 0.0
+    qa_queue: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:
@@ -127,6 +131,8 @@ class Queue:
             hold_pauses_due=row["hold_pauses_due"],
             overdue_queue=row["overdue_queue"],
             overdue_priority_boost=row["overdue_priority_boost"],
+            qa_sample_rate=row["qa_sample_rate"],
+            qa_queue=row["qa_queue"],
         )
 
 
@@ -187,6 +193,8 @@ class Item:
     held_until: datetime | None = None
     hold_reason: str | None = None
     due_at: datetime | None = None
+    # A QA copy (migration 0021): the decision it checks; None for every other item.
+    qa_of: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Item:
@@ -213,6 +221,7 @@ class Item:
             held_until=row["held_until"],
             hold_reason=row["hold_reason"],
             due_at=row["due_at"],
+            qa_of=row.get("qa_of"),
         )
 
     @property

@@ -36,6 +36,10 @@ class TimelineKind(enum.StrEnum):
     NOTED = "noted"
     DECIDED = "decided"
     OVERTURNED = "overturned"
+    # QA sampling (migration 0021), on the item whose decision was sampled: copied to the QA
+    # queue (by `casework`, role `system`), and checked by a QA reviewer (the note as body).
+    QA_SAMPLED = "qa_sampled"
+    QA_CHECKED = "qa_checked"
 
 
 # The kinds `item_events` stores; the others are derived when the timeline is read.

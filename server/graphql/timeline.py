@@ -23,7 +23,9 @@ strawberry.enum(
     name="TimelineKind",
     description="What happened to an item. CLAIMED, DECIDED and OVERTURNED (and ESCALATED "
     "by a verdict) are read from the lease's and the decision's own records; the rest are "
-    "recorded as they happen. A LAPSED is recorded by the claim that notices it.",
+    "recorded as they happen. A LAPSED is recorded by the claim that notices it. "
+    "QA_SAMPLED: the decision was copied to the QA queue (actor casework, role system); "
+    "QA_CHECKED: a QA reviewer recorded agree or disagree (Decision.qaResult).",
 )
 TimelineKind = timeline.TimelineKind
 
@@ -72,7 +74,7 @@ class ItemEvent:
     )
     from_queue: str | None = strawberry.field(description="ESCALATED, MOVED: the queue left.")
     to_queue: str | None = strawberry.field(
-        description="ESCALATED, MOVED: the queue the item went to."
+        description="ESCALATED, MOVED: the queue the item went to. QA_SAMPLED: the QA queue."
     )
     until: datetime | None = strawberry.field(
         description="RENEWED: when the renewed lease runs out. HELD: when the hold ends. "
@@ -113,7 +115,8 @@ class ItemEvent:
         )
 
     @strawberry.field(
-        description="DECIDED, OVERTURNED, and an ESCALATED made by a verdict: the decision."
+        description="DECIDED, OVERTURNED, and an ESCALATED made by a verdict: the decision; "
+        "QA_SAMPLED, QA_CHECKED: the decision sampled."
     )
     async def decision(self, info: Info[Context, None]) -> Decision | None:
         decision_id = self._event.decision_id

@@ -12,7 +12,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import apply, leases, model, queues, reads
+from server.domain import apply, leases, model, qa, queues, reads
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
@@ -181,6 +181,28 @@ class Application:
         ]
 
 
+@strawberry.type(description="A QA reviewer's check of a sampled decision (recordQaResult).")
+class QaResult:
+    agrees: bool
+    reason_code: str = strawberry.field(
+        description="A code of the QA queue's catalogue: one allowed for APPROVE when "
+        "agreeing, for REJECT when disagreeing."
+    )
+    note: str | None
+    reviewer: str = strawberry.field(description="The QA reviewer, never the decider.")
+    recorded_at: datetime
+
+    @classmethod
+    def from_domain(cls, result: qa.QaResult) -> QaResult:
+        return cls(
+            agrees=result.agrees,
+            reason_code=result.reason_code,
+            note=result.note,
+            reviewer=result.reviewer,
+            recorded_at=result.recorded_at,
+        )
+
+
 @strawberry.type
 class Decision:
     _decision: strawberry.Private[model.Decision]
@@ -237,6 +259,23 @@ class Decision:
     @strawberry.field
     async def supersedes(self, info: Info[Context, None]) -> Decision | None:
         return await _load_decision(info, self._decision.supersedes)
+
+    @strawberry.field(
+        description="Whether the decision was sampled for QA: copied to its queue's QA queue "
+        "when it was made (Queue.qaSampleRate)."
+    )
+    async def sampled_for_qa(self, info: Info[Context, None]) -> bool:
+        return await info.context.loaders.qa_check.load(self._decision.id) is not None
+
+    @strawberry.field(
+        description="The QA check of this decision; null when it was not sampled or not "
+        "checked yet. A disagreement is for an approver to act on (overturnDecision)."
+    )
+    async def qa_result(self, info: Info[Context, None]) -> QaResult | None:
+        check = await info.context.loaders.qa_check.load(self._decision.id)
+        if check is None or check.result is None:
+            return None
+        return QaResult.from_domain(check.result)
 
     @strawberry.field
     async def superseded_by(self, info: Info[Context, None]) -> Decision | None:
@@ -353,6 +392,13 @@ class ReviewItem:
         from server.graphql.timeline import item_events
 
         return await item_events(info, self._item.id, first, after)
+
+    @strawberry.field(
+        description="On a QA copy (an item of a QA queue): the decision it checks, with its "
+        "verdict, reason, note, reviewer and evidence hash. Null on every other item."
+    )
+    async def qa_of(self, info: Info[Context, None]) -> Decision | None:
+        return await _load_decision(info, self._item.qa_of)
 
     @strawberry.field(description="The exception this item stands for, if it is one.")
     async def exception(
@@ -474,6 +520,13 @@ class Queue:
         description="Where overdue items move at claim time; null: they stay."
     )
     overdue_priority_boost: int
+    qa_sample_rate: float = strawberry.field(
+        description="The share of approve and reject decisions copied to qaQueue for a QA "
+        "check after the effect, chosen by a hash of the decision id; 0: none."
+    )
+    qa_queue: str | None = strawberry.field(
+        description="Where sampled decisions are copied for QA; null: never configured."
+    )
 
     @strawberry.field(description="Backlog and application lag, read now.")
     async def stats(self, info: Info[Context, None], lag_threshold_seconds: int = 60) -> QueueStats:
@@ -526,6 +579,8 @@ class Queue:
             hold_pauses_due=queue.hold_pauses_due,
             overdue_queue=queue.overdue_queue,
             overdue_priority_boost=queue.overdue_priority_boost,
+            qa_sample_rate=queue.qa_sample_rate,
+            qa_queue=queue.qa_queue,
         )
 
     @strawberry.field(

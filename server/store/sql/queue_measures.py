@@ -83,3 +83,27 @@ QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", _queue_measures_rev
 One row per reviewer with a decision or a lapsed lease in the window: throughput beside
 its quality (decisions later overturned) and the leases that ran out in their hands.
 """
+
+
+def _queue_measures_quality(
+    *,
+    queues: Any,
+    since_seconds: Any,
+    reviewer: Any,
+) -> None: ...
+
+
+QUEUE_MEASURES_QUALITY = Query("queue_measures_quality", _queue_measures_quality)
+"""db/queries/queue_measures.sql:251
+
+QA and overturns (Queue.measures.quality) of the window's approve and reject decisions
+(first decisions; escalations have no outcome to check or overturn), for each queue and
+broken down by reason code and by reviewer, in one statement (GROUPING SETS; `dimension`
+says which row is which). A decision is `sampled` when it has a QA copy, `checked` when
+a QA result was recorded, `agreed` when that result agrees, `overturned` when an overturn
+supersedes it. Each is counted from its own windowed rows, never by probing each
+decision: a copy is made in the statement that records its decision (so it was created
+in the window, review_items_created_brin), a result and an overturn come after the
+decision (so they were recorded in the window: qa_results_recorded_brin,
+review_decisions_decided_brin).
+"""
