@@ -68,19 +68,16 @@ CREATE TABLE qa_results (
     FOREIGN KEY (queue, reason_code) REFERENCES reason_codes (queue, code)
 );
 
--- Measures read the results recorded in a window (see 0008 for why BRIN).
-CREATE INDEX qa_results_recorded_brin ON qa_results USING brin (recorded_at);
-
 GRANT SELECT, INSERT ON qa_results TO casework_app;
 REVOKE UPDATE, DELETE, TRUNCATE ON qa_results FROM casework_app;
 
--- Two more kinds of the item timeline, on the item whose decision was sampled: `qa_sampled`
--- (written with the copy) and `qa_checked` (written with the result, the QA note as its
--- body). Their detail names the decision and the copy.
+-- One more kind of the item timeline, on the item whose decision was checked: `qa_checked`
+-- (written with the result, the QA note as its body; its detail names the decision and the
+-- copy). That the decision was sampled is read from the copy (`qa_of`), as decisions are
+-- read from review_decisions: the decision statement writes no timeline row.
 ALTER TABLE item_events DROP CONSTRAINT item_events_kind;
 ALTER TABLE item_events ADD CONSTRAINT item_events_kind CHECK (kind IN (
     'enqueued', 'reuploaded', 'renewed', 'released', 'lapsed', 'revoked', 'escalated',
     'moved', 'held', 'resumed', 'assigned', 'unassigned', 'noted',
-    'qa_sampled',   -- the decision was copied to the QA queue
     'qa_checked'    -- a QA reviewer recorded agree or disagree
 ));

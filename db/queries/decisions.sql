@@ -14,8 +14,9 @@
 -- enqueued, for the queue's measures.
 -- QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
 -- draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
--- queue (`qa_sampled`), with a `qa_sampled` row on the item's timeline, and the hint names
--- the QA queue among its queues (`qs`) so its backlog subscribers re-read. The decision
+-- queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
+-- backlog subscribers re-read. The item's timeline reads QA_SAMPLED from the copy: no
+-- timeline row is written here. The decision
 -- goes on the apply work list all the same: QA never holds up the effect. In a queue
 -- without a rate the step costs a comparison on the row `moved` returned.
 WITH moved AS (
@@ -67,7 +68,7 @@ enlisted AS (
     INSERT INTO decision_applications (decision_id, queue, decided_at)
     SELECT r.id, r.queue, r.decided_at FROM recorded AS r
 ),
--- QA sampling, one block (qa_sampled, qa_noted) for every statement that makes an approve or
+-- QA sampling, one block (qa_sampled) for every statement that makes an approve or
 -- reject effective. It reads `recorded` (the decision) and `moved` (its item as decided:
 -- id, payload, priority, and its queue's qa_sample_rate and qa_queue). The copy's external
 -- key is made from the decision id; ON CONFLICT DO NOTHING: a key an integration took in
@@ -86,13 +87,6 @@ qa_sampled AS (
       AND casework_qa_draw(r.id) < m.qa_sample_rate
     ON CONFLICT DO NOTHING
     RETURNING c.id, c.queue, c.qa_of
-),
-qa_noted AS (
-    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, detail)
-    SELECT r.item_id, r.queue, 'qa_sampled', 'casework', 'system',
-           jsonb_build_object('decision_id', r.id, 'qa_item_id', s.id, 'to_queue', s.queue)
-    FROM qa_sampled AS s
-    JOIN recorded AS r ON r.id = s.qa_of
 )
 SELECT r.*, hint.notification
 FROM recorded AS r

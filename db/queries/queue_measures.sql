@@ -254,58 +254,34 @@ ORDER BY 1, 3 DESC, 2;
 -- broken down by reason code and by reviewer, in one statement (GROUPING SETS; `dimension`
 -- says which row is which). A decision is `sampled` when it has a QA copy, `checked` when
 -- a QA result was recorded, `agreed` when that result agrees, `overturned` when an overturn
--- supersedes it. Each is counted from its own windowed rows, never by probing each
--- decision: a copy is made in the statement that records its decision (so it was created
--- in the window, review_items_created_brin), a result and an overturn come after the
--- decision (so they were recorded in the window: qa_results_recorded_brin,
--- review_decisions_decided_brin).
+-- supersedes it. Each is read per window decision through a scalar subquery on a unique
+-- index (review_items_one_qa_copy_each, qa_results_one_per_decision,
+-- review_decisions_one_overturn_each): three probes a decision, in custom and generic plans
+-- alike. As joins, or as EXISTS (which a generic plan may turn into a hash of the whole
+-- table), the planner may read every QA copy or overturn ever made when it cannot tell how
+-- small the window is; a scalar subquery it can only run per row.
 WITH window_decisions AS MATERIALIZED (
-    SELECT d.id, d.queue, d.reason_code, d.reviewer
+    SELECT d.queue, d.reason_code, d.reviewer,
+           (SELECT true FROM review_items AS c WHERE c.qa_of = d.id) IS NOT NULL AS sampled,
+           (SELECT r.agrees FROM qa_results AS r WHERE r.decision_id = d.id) AS agrees,
+           (SELECT true FROM review_decisions AS o WHERE o.supersedes = d.id) IS NOT NULL
+               AS overturned
     FROM review_decisions AS d
     WHERE d.queue = ANY (:queues::text[])
       AND d.decided_at >= now() - make_interval(secs => :since_seconds)
       AND d.verdict IN ('approve', 'reject')
       AND (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-),
-window_copies AS (
-    SELECT c.qa_of AS decision_id
-    FROM review_items AS c
-    WHERE c.created_at >= now() - make_interval(secs => :since_seconds)
-      AND c.kind = 'qa'
-),
-window_results AS (
-    SELECT r.decision_id, r.agrees
-    FROM qa_results AS r
-    WHERE r.decision_queue = ANY (:queues::text[])
-      AND r.recorded_at >= now() - make_interval(secs => :since_seconds)
-),
-window_overturns AS (
-    SELECT o.supersedes AS decision_id
-    FROM review_decisions AS o
-    WHERE o.queue = ANY (:queues::text[])
-      AND o.decided_at >= now() - make_interval(secs => :since_seconds)
-      AND o.verdict = 'overturn'
-),
-marked AS (
-    SELECT w.queue, w.reason_code, w.reviewer,
-           c.decision_id IS NOT NULL AS sampled,
-           r.agrees,
-           o.decision_id IS NOT NULL AS overturned
-    FROM window_decisions AS w
-    LEFT JOIN window_copies AS c ON c.decision_id = w.id
-    LEFT JOIN window_results AS r ON r.decision_id = w.id
-    LEFT JOIN window_overturns AS o ON o.decision_id = w.id
 )
-SELECT m.queue,
-       CASE WHEN GROUPING(m.reason_code) = 0 THEN 'reason_code'
-            WHEN GROUPING(m.reviewer) = 0 THEN 'reviewer'
+SELECT w.queue,
+       CASE WHEN GROUPING(w.reason_code) = 0 THEN 'reason_code'
+            WHEN GROUPING(w.reviewer) = 0 THEN 'reviewer'
             ELSE 'queue' END AS dimension,
-       coalesce(m.reason_code, m.reviewer) AS key,
+       coalesce(w.reason_code, w.reviewer) AS key,
        count(*) AS decided,
-       count(*) FILTER (WHERE m.sampled) AS sampled,
-       count(m.agrees) AS checked,
-       count(*) FILTER (WHERE m.agrees) AS agreed,
-       count(*) FILTER (WHERE m.overturned) AS overturned
-FROM marked AS m
-GROUP BY GROUPING SETS ((m.queue), (m.queue, m.reason_code), (m.queue, m.reviewer))
+       count(*) FILTER (WHERE w.sampled) AS sampled,
+       count(w.agrees) AS checked,
+       count(*) FILTER (WHERE w.agrees) AS agreed,
+       count(*) FILTER (WHERE w.overturned) AS overturned
+FROM window_decisions AS w
+GROUP BY GROUPING SETS ((w.queue), (w.queue, w.reason_code), (w.queue, w.reviewer))
 ORDER BY 1, 2, 4 DESC, 3;

@@ -9,7 +9,8 @@
 --     item, at its expiry; the claim that notices it writes the row (with the same time).
 --   - Decisions: a verdict is `decided`, or `escalated` for an escalation, and an overturn
 --     `overturned`. The queue an escalation went to is the queue the item was in next.
---   - `qa_sampled` and `qa_checked` (stored) name the decision in their detail.
+--   - A decision sampled for QA is `qa_sampled`, read from its copy (`qa_of`); `qa_checked`
+--     is stored, naming the decision in its detail.
 -- Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
 -- order it must have happened: an arrival, a lease's end, a claim, whatever was done under
 -- it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
@@ -70,11 +71,11 @@ story AS (
            CASE WHEN e.kind IN ('enqueued', 'reuploaded') THEN 10
                 WHEN e.kind IN ('lapsed', 'released', 'revoked') THEN 20
                 -- After the decision they follow from, recorded at the same instant.
-                WHEN e.kind IN ('qa_sampled', 'qa_checked') THEN 60
+                WHEN e.kind = 'qa_checked' THEN 60
                 ELSE 40 END AS rank,
            e.id AS ref, e.queue, e.actor, e.actor_role, e.body, e.detail,
            e.lease_token, e.lease_owner, e.lease_started_at,
-           -- QA_SAMPLED, QA_CHECKED: the decision sampled (migration 0021).
+           -- QA_CHECKED: the decision checked (migration 0021).
            (e.detail ->> 'decision_id')::bigint AS decision_id, e.recorded_at
     FROM stored AS e
     UNION ALL
@@ -99,6 +100,13 @@ story AS (
            d.decided_at, 50, d.id, d.queue, d.reviewer, d.reviewer_role, d.note, NULL,
            d.lease_token, d.reviewer, d.lease_started_at, d.id, NULL
     FROM decisions AS d
+    UNION ALL
+    -- A decision sampled for QA: read from its copy (review_items_one_qa_copy_each), made
+    -- by the statement that recorded the decision, so at the same instant, after it.
+    SELECT d.item_id, 'qa_sampled', c.created_at, 60, c.id, d.queue, 'casework', 'system',
+           NULL, jsonb_build_object('to_queue', c.queue), NULL, NULL, NULL, d.id, NULL
+    FROM decisions AS d
+    JOIN review_items AS c ON c.qa_of = d.id
 ),
 ordered AS (
     SELECT s.*,

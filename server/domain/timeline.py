@@ -2,10 +2,10 @@
 reading of one item's timeline (ReviewItem.events).
 
 `item_events.kind` (db/migrations/0012_item_timeline.sql) holds the kinds written there;
-`CLAIMED`, `DECIDED` and `OVERTURNED` (and the `ESCALATED` of a verdict) are read from the
-records that already hold them (the lease's ending and review_decisions), so the
-claim+decide cycle writes no timeline row. item_events_get_pages (db/queries/timeline.sql)
-merges the two, in one order.
+`CLAIMED`, `DECIDED`, `OVERTURNED` and `QA_SAMPLED` (and the `ESCALATED` of a verdict) are
+read from the records that already hold them (the lease's ending, review_decisions, the QA
+copy), so the claim+decide cycle writes no timeline row. item_events_get_pages
+(db/queries/timeline.sql) merges the two, in one order.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ class TimelineKind(enum.StrEnum):
     DECIDED = "decided"
     OVERTURNED = "overturned"
     # QA sampling (migration 0021), on the item whose decision was sampled: copied to the QA
-    # queue (by `casework`, role `system`), and checked by a QA reviewer (the note as body).
+    # queue (by `casework`, role `system`; read from the copy), and checked by a QA reviewer
+    # (stored, the note as body).
     QA_SAMPLED = "qa_sampled"
     QA_CHECKED = "qa_checked"
 
@@ -47,6 +48,7 @@ STORED_KINDS = frozenset(TimelineKind) - {
     TimelineKind.CLAIMED,
     TimelineKind.DECIDED,
     TimelineKind.OVERTURNED,
+    TimelineKind.QA_SAMPLED,
 }
 
 

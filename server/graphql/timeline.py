@@ -24,7 +24,8 @@ strawberry.enum(
     description="What happened to an item. CLAIMED, DECIDED and OVERTURNED (and ESCALATED "
     "by a verdict) are read from the lease's and the decision's own records; the rest are "
     "recorded as they happen. A LAPSED is recorded by the claim that notices it. "
-    "QA_SAMPLED: the decision was copied to the QA queue (actor casework, role system); "
+    "QA_SAMPLED: the decision was copied to the QA queue (actor casework, role system; read "
+    "from the copy); "
     "QA_CHECKED: a QA reviewer recorded agree or disagree (Decision.qaResult).",
 )
 TimelineKind = timeline.TimelineKind

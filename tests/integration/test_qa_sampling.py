@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+
 import asyncpg
 import pytest
 
@@ -19,6 +20,8 @@ from server.domain.failures import (
 )
 from server.domain.items import NewItem, enqueue_items
 from server.domain.leases import claim_next
+from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
+from server.domain.measures.queues import MeasureKey, QualityCounts, quality
 from server.domain.model import Claim, Decision, Principal, Role, Verdict
 from server.domain.qa import QaResult, QaResultInput, qa_draw, record_qa_result
 from server.domain.queues import QueueSettings, configure_queue, define_reason_code
@@ -121,7 +124,8 @@ async def test_a_rate_creates_the_default_qa_queue_for_reviewers_and_0_turns_it_
     assert not isinstance(configured, InvalidInput | NotPermitted)
     assert (configured.qa_sample_rate, configured.qa_queue) == (0.1, "kyc-qa")
     made = await owner_conn.fetchrow("SELECT * FROM queues WHERE name = 'kyc-qa'")
-    assert made is not None and made["holder_role"] == "reviewer"
+    assert made is not None
+    assert made["holder_role"] == "reviewer"
 
     off = await configure_queue(db, ADMIN, QueueSettings("kyc", qa_sample_rate=0))
     assert not isinstance(off, InvalidInput | NotPermitted)
@@ -140,9 +144,12 @@ async def test_a_named_qa_queue_must_be_a_reviewers_queue_the_token_covers(
     scoped = Principal("scoped-admin", Role.ADMIN, frozenset({"kyc"}))
     uncovered = await configure_queue(db, scoped, QueueSettings("kyc", qa_sample_rate=0.5))
 
-    assert isinstance(approvers, InvalidInput) and approvers.field == "qaQueue"
-    assert isinstance(itself, InvalidInput) and itself.field == "qaQueue"
-    assert isinstance(uncovered, NotPermitted) and "kyc-qa" in uncovered.message
+    assert isinstance(approvers, InvalidInput)
+    assert approvers.field == "qaQueue"
+    assert isinstance(itself, InvalidInput)
+    assert itself.field == "qaQueue"
+    assert isinstance(uncovered, NotPermitted)
+    assert "kyc-qa" in uncovered.message
     assert await snapshot(owner_conn) == before
 
     named = await configure_queue(db, ADMIN, QueueSettings("kyc", qa_queue="kyc-check"))
@@ -198,9 +205,7 @@ async def test_a_rate_of_a_tenth_samples_about_200_of_2000_and_exactly_those_the
 ) -> None:
     await configure(db, RATE)
     for start in range(0, DECISIONS, 1000):
-        batch = [
-            NewItem(f"cust-{n}", {"n": n}, priority=n % 7) for n in range(start, start + 1000)
-        ]
+        batch = [NewItem(f"cust-{n}", {"n": n}, priority=n % 7) for n in range(start, start + 1000)]
         assert isinstance(await enqueue_items(db, INTEGRATION, "kyc", batch), list)
     decided: list[Decision] = []
 
@@ -302,7 +307,8 @@ async def test_another_reviewer_checks_it_and_no_effect_is_sent_for_the_copy(
         "bob",
     )
     copy = await owner_conn.fetchrow("SELECT * FROM review_items WHERE id = $1", claimed.item.id)
-    assert copy["state"] == "decided" and copy["lease_token"] is None
+    assert copy["state"] == "decided"
+    assert copy["lease_token"] is None
     # The original decision's application, and no other.
     applications = await owner_conn.fetch("SELECT decision_id FROM decision_applications")
     assert [row["decision_id"] for row in applications] == [decision.id]
@@ -312,7 +318,8 @@ async def test_another_reviewer_checks_it_and_no_effect_is_sent_for_the_copy(
     overturned = await overturn_decision(
         db, APPROVER, OverturnInput(str(decision.id), "name_mismatch", "QA disagreed")
     )
-    assert isinstance(overturned, Decision) and overturned.supersedes == decision.id
+    assert isinstance(overturned, Decision)
+    assert overturned.supersedes == decision.id
 
 
 async def test_submit_decision_refuses_a_qa_copy_with_a_typed_error(
@@ -328,7 +335,8 @@ async def test_submit_decision_refuses_a_qa_copy_with_a_typed_error(
     refused = await submit_decision(db, BOB, verdict_for(claimed, reason_code="ok"))
 
     assert isinstance(refused, InvalidInput), refused
-    assert refused.field == "itemId" and "recordQaResult" in refused.message
+    assert refused.field == "itemId"
+    assert "recordQaResult" in refused.message
     assert await snapshot(owner_conn) == before
 
 
@@ -447,7 +455,78 @@ async def test_the_decision_hint_names_the_qa_queue_only_when_sampled(
 
     (sampled_event,) = [parse_event(p) for p in sampled_hints]
     (plain_event,) = [parse_event(p) for p in plain_hints]
-    assert sampled_event is not None and plain_event is not None
+    assert sampled_event is not None
+    assert plain_event is not None
     assert sampled_event.other_queues == (QA_QUEUE,)
     assert QA_QUEUE in sampled_event.queues
     assert plain_event.other_queues == ()
+
+
+# --- measures ----------------------------------------------------------------------------
+
+
+async def test_quality_measures_of_a_scripted_set_of_results(
+    db: Database, qa_queue: str, owner_conn: asyncpg.Connection
+) -> None:
+    """Alice approves 3 and Bob rejects 2, all sampled (rate 1); Carol agrees with Alice's
+    first and Bob's first and disagrees with Alice's second, which an approver overturns;
+    then, with sampling off, Alice approves one more and Bob escalates one."""
+    alice = [await sampled_decision(db, f"a{n}") for n in range(3)]
+    bob = []
+    for n in range(2):
+        await enqueue_one(db, "kyc", f"b{n}")
+        bob.append(await decide(db, BOB, await claim(db, BOB), Verdict.REJECT, "name_mismatch"))
+    # Carol takes all five copies, and answers three of them.
+    copies = [await claim(db, CAROL, QA_QUEUE) for _ in range(5)]
+    by_decision = {c.item.qa_of: c for c in copies}
+    assert set(by_decision) == {d.id for d in alice + bob}
+    for decision, agrees in ((alice[0], True), (bob[0], True), (alice[1], False)):
+        code = AGREE if agrees else WRONG_OUTCOME
+        result = await record_qa_result(db, CAROL, answer(by_decision[decision.id], agrees, code))
+        assert isinstance(result, QaResult), result
+        assert result.decision_id == decision.id
+    overturned = await overturn_decision(
+        db, APPROVER, OverturnInput(str(alice[1].id), "name_mismatch")
+    )
+    assert isinstance(overturned, Decision)
+    await configure(db, 0)
+    await sampled_decision(db, "a-unsampled")
+    await enqueue_one(db, "kyc", "b-escalated")
+    await decide(db, BOB, await claim(db, BOB), Verdict.ESCALATE, "needs_senior")
+
+    whole_key = MeasureKey("kyc", DEFAULT_WINDOW_SECONDS, None)
+    own_key = MeasureKey("kyc", DEFAULT_WINDOW_SECONDS, "alice")
+    found = await quality(db, [whole_key, own_key])
+
+    counts = QualityCounts
+    whole = found[whole_key]
+    assert whole.whole == counts(None, decided=6, sampled=5, checked=3, agreed=2, overturned=1)
+    assert whole.whole.agreement_rate == pytest.approx(2 / 3)
+    assert whole.whole.overturn_rate == pytest.approx(1 / 6)
+    assert whole.whole.sampled_share == pytest.approx(5 / 6)
+    assert whole.by_reason_code == [
+        counts("documents_ok", decided=4, sampled=3, checked=2, agreed=1, overturned=1),
+        counts("name_mismatch", decided=2, sampled=2, checked=1, agreed=1, overturned=0),
+    ]
+    assert whole.by_reviewer == [
+        counts("alice", decided=4, sampled=3, checked=2, agreed=1, overturned=1),
+        counts("bob", decided=2, sampled=2, checked=1, agreed=1, overturned=0),
+    ]
+    assert [row.agreement_rate for row in whole.by_reviewer] == [0.5, 1.0]
+    # Alice's own token: her decisions only, her row only.
+    own = found[own_key]
+    assert own.whole == counts(None, decided=4, sampled=3, checked=2, agreed=1, overturned=1)
+    assert [row.key for row in own.by_reviewer] == ["alice"]
+    assert [row.key for row in own.by_reason_code] == ["documents_ok"]
+
+
+async def test_quality_of_a_queue_without_decisions_is_zero_with_null_rates(
+    db: Database, qa_queue: str
+) -> None:
+    key = MeasureKey("kyc", DEFAULT_WINDOW_SECONDS, None)
+
+    found = (await quality(db, [key]))[key]
+
+    assert found.whole == QualityCounts(None, 0, 0, 0, 0, 0)
+    assert (found.whole.agreement_rate, found.whole.overturn_rate) == (None, None)
+    assert (found.by_reason_code, found.by_reviewer) == ([], [])

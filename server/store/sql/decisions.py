@@ -43,8 +43,9 @@ The row keeps when its lease began, the item's lease count and when the item was
 enqueued, for the queue's measures.
 QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
 draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
-queue (`qa_sampled`), with a `qa_sampled` row on the item's timeline, and the hint names
-the QA queue among its queues (`qs`) so its backlog subscribers re-read. The decision
+queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
+backlog subscribers re-read. The item's timeline reads QA_SAMPLED from the copy: no
+timeline row is written here. The decision
 goes on the apply work list all the same: QA never holds up the effect. In a queue
 without a rate the step costs a comparison on the row `moved` returned.
 """
@@ -61,7 +62,7 @@ def _decision_submit_diagnose(
 
 
 DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
-"""db/queries/decisions.sql:106
+"""db/queries/decisions.sql:100
 
 Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
@@ -82,7 +83,7 @@ def _decision_overturn(
 
 
 DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
-"""db/queries/decisions.sql:123
+"""db/queries/decisions.sql:117
 
 Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, and
@@ -101,7 +102,7 @@ def _decision_overturn_diagnose(
 
 
 DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", _decision_overturn_diagnose)
-"""db/queries/decisions.sql:162
+"""db/queries/decisions.sql:156
 
 Read-only: why did decision_overturn write nothing? Runs only on that failure path.
 `superseded_by`: a concurrent overturn won; `reason_allowed`: the catalogue allows the

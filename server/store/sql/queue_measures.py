@@ -101,9 +101,10 @@ QA and overturns (Queue.measures.quality) of the window's approve and reject dec
 broken down by reason code and by reviewer, in one statement (GROUPING SETS; `dimension`
 says which row is which). A decision is `sampled` when it has a QA copy, `checked` when
 a QA result was recorded, `agreed` when that result agrees, `overturned` when an overturn
-supersedes it. Each is counted from its own windowed rows, never by probing each
-decision: a copy is made in the statement that records its decision (so it was created
-in the window, review_items_created_brin), a result and an overturn come after the
-decision (so they were recorded in the window: qa_results_recorded_brin,
-review_decisions_decided_brin).
+supersedes it. Each is read per window decision through a scalar subquery on a unique
+index (review_items_one_qa_copy_each, qa_results_one_per_decision,
+review_decisions_one_overturn_each): three probes a decision, in custom and generic plans
+alike. As joins, or as EXISTS (which a generic plan may turn into a hash of the whole
+table), the planner may read every QA copy or overturn ever made when it cannot tell how
+small the window is; a scalar subquery it can only run per row.
 """

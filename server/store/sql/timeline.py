@@ -33,7 +33,8 @@ item_events, or the item while it holds the lease; once per token.
 item, at its expiry; the claim that notices it writes the row (with the same time).
 - Decisions: a verdict is `decided`, or `escalated` for an escalation, and an overturn
 `overturned`. The queue an escalation went to is the queue the item was in next.
-- `qa_sampled` and `qa_checked` (stored) name the decision in their detail.
+- A decision sampled for QA is `qa_sampled`, read from its copy (`qa_of`); `qa_checked`
+is stored, naming the decision in its detail.
 Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
 order it must have happened: an arrival, a lease's end, a claim, whatever was done under
 it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
@@ -55,7 +56,7 @@ def _item_note_add(
 
 
 ITEM_NOTE_ADD = Query("item_note_add", _item_note_add)
-"""db/queries/timeline.sql:138
+"""db/queries/timeline.sql:146
 
 Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 that open consoles re-read. No lease is needed: whoever may see the item may note it.
@@ -71,7 +72,7 @@ def _item_events_get_latest_id(
 
 
 ITEM_EVENTS_GET_LATEST_ID = Query("item_events_get_latest_id", _item_events_get_latest_id)
-"""db/queries/timeline.sql:162
+"""db/queries/timeline.sql:170
 
 The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
 and after it starts listening, as it compares the item's row, so that a note (which
