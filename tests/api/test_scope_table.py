@@ -80,6 +80,10 @@ mutation($t: String!, $senior: String!, $ops: String!, $leads: String!, $approva
   bad: defineReasonCode(input: {queue: $t, code: "bad", label: "No", verdicts: [REJECT]}) {
     __typename
   }
+  qa: defineReasonCode(input: {queue: $senior, code: "qa_ok", label: "Agree",
+                               verdicts: [APPROVE]}) {
+    __typename
+  }
   hold: defineHoldReason(input: {queue: $t, code: "waiting", label: "Waiting"}) {
     __typename
   }
@@ -424,6 +428,31 @@ async def submit_decision(w: World, role: str, scope: str) -> Prepared:
     )
 
 
+async def record_qa_result(w: World, role: str, scope: str) -> Prepared:
+    # A decision of the helper reviewer's, copied for QA into alpha-senior as decision_submit
+    # copies a sampled one (tests/integration/test_qa_sampling.py proves the copying), ahead
+    # of anything else waiting there; then claimed by whoever holds the case's lease.
+    decision_id = int(await w.decision())
+    copy_id = await w.owner.fetchval(
+        "INSERT INTO review_items (origin_queue, queue, external_key, priority, payload, "
+        "evidence_hash, kind, barred_claimer, qa_of) "
+        "SELECT 'alpha-senior', 'alpha-senior', 'qa-of-decision-' || d.id, 1000000, '{}', "
+        "d.evidence_hash, 'qa', d.reviewer, d.id FROM review_decisions AS d WHERE d.id = $1 "
+        "RETURNING id",
+        decision_id,
+    )
+    claim = (await w.call(w.holder(role, "reviewer"), CLAIM, queue="alpha-senior"))["claimNext"]
+    assert claim["__typename"] == "Claim", claim
+    item_id = claim["item"]["id"]
+    assert item_id == str(copy_id), claim
+    answer = {"leaseToken": claim["leaseToken"], "agrees": True, "reasonCode": "qa_ok"}
+    return Prepared(
+        {"input": {"itemId": item_id, **answer}},
+        {"input": {"itemId": NO_ITEM, **answer}},
+        (item_id, NO_ITEM),
+    )
+
+
 async def assign_item(w: World, role: str, scope: str) -> Prepared:
     await w.call(w.integration, ENQUEUE, queue="alpha", key=f"assignable-{w.next()}")
     item_id = await newest_item(w)
@@ -730,6 +759,13 @@ CASES = [
         REVIEWER,
         "DecisionRecorded",
         submit_decision,
+    ),
+    Case(
+        "recordQaResult",
+        with_input("recordQaResult", "RecordQaResultInput", STALE),
+        REVIEWER,
+        "QaResultRecorded",
+        record_qa_result,
     ),
     Case(
         "assignItem",

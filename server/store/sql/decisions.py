@@ -45,9 +45,9 @@ QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRat
 draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
 queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
 backlog subscribers re-read. The item's timeline reads QA_SAMPLED from the copy: no
-timeline row is written here. The decision
-goes on the apply work list all the same: QA never holds up the effect. In a queue
-without a rate the step costs a comparison on the row `moved` returned.
+timeline row is written here. The decision goes on the apply work list all the same: QA
+never holds up the effect. In a queue without a rate the step costs a comparison on the
+row `moved` returned.
 """
 
 
