@@ -429,10 +429,28 @@ async def submit_decision(w: World, role: str, scope: str) -> Prepared:
 
 
 async def record_qa_result(w: World, role: str, scope: str) -> Prepared:
-    # A decision of the helper reviewer's, copied for QA into alpha-senior as decision_submit
-    # copies a sampled one (tests/integration/test_qa_sampling.py proves the copying), ahead
-    # of anything else waiting there; then claimed by whoever holds the case's lease.
-    decision_id = int(await w.decision())
+    # A decision copied for QA into alpha-senior as decision_submit copies a sampled one
+    # (tests/integration/test_qa_sampling.py proves the copying), ahead of anything else
+    # waiting there; then claimed by whoever holds the case's lease. The decision is made by
+    # someone other than that holder: the claim never hands a copy to its decider.
+    holder = w.holder(role, "reviewer")
+    decider = w.tokens["in"]["reviewer"] if holder == w.reviewer else w.reviewer
+    await w.call(w.integration, ENQUEUE, queue="alpha", key=f"item-{w.next()}")
+    claim = (await w.call(decider, CLAIM, queue="alpha"))["claimNext"]
+    assert claim["__typename"] == "Claim", claim
+    decided = await w.call(
+        decider,
+        DECIDE,
+        input={
+            "itemId": claim["item"]["id"],
+            "leaseToken": claim["leaseToken"],
+            "verdict": "APPROVE",
+            "reasonCode": "ok",
+            "evidenceHash": claim["evidenceHash"],
+        },
+    )
+    assert decided["submitDecision"]["__typename"] == "DecisionRecorded", decided
+    decision_id = int(decided["submitDecision"]["decision"]["id"])
     copy_id = await w.owner.fetchval(
         "INSERT INTO review_items (origin_queue, queue, external_key, priority, payload, "
         "evidence_hash, kind, barred_claimer, qa_of) "
@@ -441,7 +459,7 @@ async def record_qa_result(w: World, role: str, scope: str) -> Prepared:
         "RETURNING id",
         decision_id,
     )
-    claim = (await w.call(w.holder(role, "reviewer"), CLAIM, queue="alpha-senior"))["claimNext"]
+    claim = (await w.call(holder, CLAIM, queue="alpha-senior"))["claimNext"]
     assert claim["__typename"] == "Claim", claim
     item_id = claim["item"]["id"]
     assert item_id == str(copy_id), claim
