@@ -108,8 +108,8 @@ async def test_application_role_cannot_rewrite_a_qa_result(
     )
     copy_id = await app_conn.fetchval(
         "INSERT INTO review_items (origin_queue, queue, external_key, payload, evidence_hash, "
-        "kind, barred_claimer, qa_of) VALUES ('kyc-qa', 'kyc-qa', 'qa-of-decision-' || $1, "
-        "'{}', $2, 'qa', 'alice', $1) RETURNING id",
+        "kind, barred_claimer, qa_of) VALUES ('kyc-qa', 'kyc-qa', 'qa-of-decision-' || $1::bigint, "
+        "'{}', $2, 'qa', 'alice', $1::bigint) RETURNING id",
         decision.id,
         decision.evidence_hash,
     )
