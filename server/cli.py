@@ -23,6 +23,8 @@ from server.demo import (
     ESCALATIONS,
     ITEM_COUNT,
     KYC,
+    KYC_QA,
+    KYC_QA_SAMPLE_RATE,
     SECOND_REVIEW,
     SUPPLIER_EXCEPTIONS,
     SUPPLIER_OPS,
@@ -405,7 +407,8 @@ async def _prepare_service(
             else ""
         )
         print(
-            f"demo: queues {KYC} and {ESCALATIONS} are configured; {KYC} has {ITEM_COUNT} "
+            f"demo: queues {KYC}, {ESCALATIONS} and {KYC_QA} are configured ({KYC} samples "
+            f"{KYC_QA_SAMPLE_RATE:.0%} of its decisions for QA); {KYC} has {ITEM_COUNT} "
             f"applications ({seed.items_created} new this run); its rejections wait for a "
             f"second review in {SECOND_REVIEW}. Workflow {SUPPLIER_WORKFLOW} "
             f"has {len(SUPPLIER_EXCEPTIONS)} open exceptions in {SUPPLIER_OPS}. "

@@ -14,6 +14,8 @@
 --     `confirmed` (read from decision_confirmations, which carries the second reviewer's
 --     lease like a decision does), and an override `overridden`, in the queue its lease
 --     was held in.
+--   - A decision sampled for QA is `qa_sampled`, read from its copy (`qa_of`); `qa_checked`
+--     is stored, naming the decision in its detail.
 -- Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
 -- order it must have happened: an arrival, a lease's end, a claim, whatever was done under
 -- it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
@@ -83,10 +85,13 @@ story AS (
     SELECT e.item_id, e.kind, e.at,
            CASE WHEN e.kind IN ('enqueued', 'reuploaded') THEN 10
                 WHEN e.kind IN ('lapsed', 'released', 'revoked') THEN 20
+                -- After the decision they follow from, recorded at the same instant.
+                WHEN e.kind = 'qa_checked' THEN 60
                 ELSE 40 END AS rank,
            e.id AS ref, e.queue, e.actor, e.actor_role, e.body, e.detail,
            e.lease_token, e.lease_owner, e.lease_started_at,
-           NULL::bigint AS decision_id, e.recorded_at
+           -- QA_CHECKED: the decision checked (migration 0021).
+           (e.detail ->> 'decision_id')::bigint AS decision_id, e.recorded_at
     FROM stored AS e
     UNION ALL
     SELECT c.item_id, 'claimed', c.lease_started_at, 30,
@@ -119,6 +124,13 @@ story AS (
            c.confirmed_by, c.confirmed_by_role, NULL, NULL,
            c.lease_token, c.confirmed_by, c.lease_started_at, c.decision_id, NULL
     FROM confirmations AS c
+    UNION ALL
+    -- A decision sampled for QA: read from its copy (review_items_one_qa_copy_each), made
+    -- by the statement that recorded the decision, so at the same instant, after it.
+    SELECT d.item_id, 'qa_sampled', c.created_at, 60, c.id, d.queue, 'casework', 'system',
+           NULL, jsonb_build_object('to_queue', c.queue), NULL, NULL, NULL, d.id, NULL
+    FROM decisions AS d
+    JOIN review_items AS c ON c.qa_of = d.id
 ),
 ordered AS (
     SELECT s.*,

@@ -64,7 +64,7 @@ def _check_note(note: str | None) -> InvalidInput | None:
     return check_text(note, "note", required=False)
 
 
-def _note_required(reason_code: str) -> InvalidInput:
+def note_required(reason_code: str) -> InvalidInput:
     """A reason code whose catalogue entry requires a note (defineReasonCode requiresNote),
     given without one that says anything."""
     return InvalidInput(f"reason code {reason_code[:100]!r} requires a note saying why", "note")
@@ -143,6 +143,12 @@ async def _why_not_recorded(
         )
     if state["awaiting_decision_id"] is not None:
         return _awaits_second_review(item_id, state["awaiting_decision_id"])
+    if state["kind"] == "qa":
+        return InvalidInput(
+            f"item {item_id} is a QA copy of a decision: record the check with recordQaResult "
+            "(submitDecision decides review items only); nothing was written",
+            "itemId",
+        )
     lease_holds = (
         state["state"] == "pending"
         and state["lease_live"]
@@ -156,7 +162,7 @@ async def _why_not_recorded(
     if not state["reason_allowed"]:
         return InvalidReasonCode(state["queue"], decision.reason_code, decision.verdict.name)
     if state["note_missing"]:
-        return _note_required(decision.reason_code)
+        return note_required(decision.reason_code)
     # Every condition holds now, so it failed an instant ago: a concurrent write won.
     return StaleLease(item_id, queue=state["queue"])
 
@@ -262,7 +268,7 @@ async def overturn_decision(
     if not state["reason_allowed"]:
         return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)
     if state["note_missing"]:
-        return _note_required(overturn.reason_code)
+        return note_required(overturn.reason_code)
     # Every condition holds now, so it failed an instant ago: the catalogue changed.
     return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)
 
@@ -449,7 +455,7 @@ async def override_decision(
     if not state["reason_allowed"]:
         return InvalidReasonCode(state["decided_in"], override.reason_code, override.verdict.name)
     if state["note_missing"]:
-        return _note_required(override.reason_code)
+        return note_required(override.reason_code)
     return StaleLease(item_id, queue=state["queue"])
 
 

@@ -142,6 +142,10 @@ class Queue:
     overdue_priority_boost: int = 100
     # Four-eyes before the effect (migration 0020); None: decisions take effect alone.
     second_review: SecondReview | None = None
+    # QA sampling (migration 0021): the share of approve/reject decisions copied to
+    # `qa_queue` for a check after the effect (0: none).
+    qa_sample_rate: float = 0.0
+    qa_queue: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:
@@ -168,6 +172,8 @@ class Queue:
             overdue_queue=row["overdue_queue"],
             overdue_priority_boost=row["overdue_priority_boost"],
             second_review=SecondReview.from_row(row),
+            qa_sample_rate=row["qa_sample_rate"],
+            qa_queue=row["qa_queue"],
         )
 
 
@@ -232,6 +238,8 @@ class Item:
     # and the one person who may not claim it (the decision's maker).
     awaiting_decision_id: int | None = None
     barred_claimer: str | None = None
+    # A QA copy (migration 0021): the decision it checks; None for every other item.
+    qa_of: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Item:
@@ -260,6 +268,7 @@ class Item:
             due_at=row["due_at"],
             awaiting_decision_id=row.get("awaiting_decision_id"),
             barred_claimer=row.get("barred_claimer"),
+            qa_of=row.get("qa_of"),
         )
 
     @property

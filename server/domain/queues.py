@@ -52,6 +52,11 @@ class QueueSettings:
     # Four-eyes before the effect (migration 0020): None leaves it as it is; no verdicts
     # turn it off.
     second_review: SecondReviewSettings | None = None
+    # QA sampling (migration 0021): the share of approve/reject decisions checked after the
+    # effect (0 to 1; 0 turns it off) and the queue the copies go to (default `<name>-qa`,
+    # created if it does not exist). None leaves a setting as it is.
+    qa_sample_rate: float | None = None
+    qa_queue: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,10 +128,29 @@ def _check_settings(settings: QueueSettings, allowed_hosts: frozenset[str]) -> I
         return InvalidInput(
             "escalationPriorityBoost must be between 0 and 1000000", "escalationPriorityBoost"
         )
-    return _check_claim_controls(settings)
+    return _check_claim_controls(settings) or _check_qa(settings)
 
 
 MAX_LEASES_PER_REVIEWER = 1000
+QA_QUEUE_SUFFIX = "-qa"
+
+
+def _check_qa(settings: QueueSettings) -> InvalidInput | None:
+    rate = settings.qa_sample_rate
+    # `not 0 <= rate <= 1` is true for NaN too.
+    if rate is not None and not 0 <= rate <= 1:
+        return InvalidInput("qaSampleRate must be between 0 and 1 (0: off)", "qaSampleRate")
+    qa_queue = settings.qa_queue
+    if qa_queue is not None:
+        if not QUEUE_NAME.fullmatch(qa_queue):
+            return InvalidInput("qaQueue is a queue name", "qaQueue")
+        if qa_queue == settings.name:
+            return InvalidInput("qaQueue must name another queue", "qaQueue")
+    return None
+
+
+def default_qa_queue(name: str) -> str:
+    return name + QA_QUEUE_SUFFIX
 
 
 def _check_claim_controls(settings: QueueSettings) -> InvalidInput | None:
@@ -280,6 +304,9 @@ async def configure_queue(
                 "secondReview.queue",
             )
     second = settings.second_review
+    qa_queue = await _qa_queue(db, principal, settings)
+    if isinstance(qa_queue, InvalidInput | NotPermitted):
+        return qa_queue
     try:
         row = await db.fetchrow(
             sql.queues.QUEUE_UPSERT,
@@ -307,6 +334,8 @@ async def configure_queue(
             else sorted({verdict.value for verdict in second.verdicts}),
             second_review_min_priority=second.min_priority if second and second.verdicts else None,
             second_review_queue=review_queue,
+            qa_sample_rate=settings.qa_sample_rate,
+            qa_queue=qa_queue,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":
@@ -314,6 +343,41 @@ async def configure_queue(
         raise
     assert row is not None
     return Queue.from_row(row)
+
+
+async def _qa_queue(
+    db: Database, principal: Principal, settings: QueueSettings
+) -> str | InvalidInput | NotPermitted | None:
+    """The QA queue the upsert names (and creates if missing), or None to leave it as it is.
+
+    Named only when the settings give a qaQueue, or a qaSampleRate above 0 for a queue that
+    has no QA queue yet (then `<name>-qa`). Like an escalation queue, it must lie in the
+    admin's token, and it is worked by reviewers: an approval queue will not do. Read only
+    when QA settings are given."""
+    rate = settings.qa_sample_rate
+    if settings.qa_queue is None and not rate:
+        return None
+    wanted = settings.qa_queue or default_qa_queue(settings.name)
+    known = await get_queues(db, [settings.name, wanted])
+    current = known.get(settings.name)
+    if settings.qa_queue is None:
+        if current is not None and current.qa_queue is not None:
+            return None
+        if not QUEUE_NAME.fullmatch(wanted):
+            return InvalidInput(
+                f"name a qaQueue: the default {wanted[:80]!r} is longer than a queue name may be",
+                "qaQueue",
+            )
+    if not principal.works_in(wanted):
+        return not_covered(wanted)
+    existing = known.get(wanted)
+    if existing is not None and existing.holder_role is not Role.REVIEWER:
+        return InvalidInput(
+            f"queue {wanted!r} is worked by {existing.holder_role.value}s; a QA queue is "
+            "worked by reviewers",
+            "qaQueue",
+        )
+    return wanted
 
 
 async def _missing_queue_named(db: Database, settings: QueueSettings) -> InvalidInput:

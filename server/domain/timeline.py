@@ -2,11 +2,11 @@
 reading of one item's timeline (ReviewItem.events).
 
 `item_events.kind` (db/migrations/0012_item_timeline.sql) holds the kinds written there;
-`CLAIMED`, `DECIDED` and `OVERTURNED` (and the `ESCALATED` of a verdict), and the second
-review's `SECOND_REVIEW`, `CONFIRMED` and `OVERRIDDEN`, are read from the records that
-already hold them (the lease's ending, review_decisions, decision_confirmations), so the
-claim+decide cycle writes no timeline row. item_events_get_pages (db/queries/timeline.sql)
-merges the two, in one order.
+`CLAIMED`, `DECIDED`, `OVERTURNED` and `QA_SAMPLED` (and the `ESCALATED` of a verdict), and
+the second review's `SECOND_REVIEW`, `CONFIRMED` and `OVERRIDDEN`, are read from the records
+that already hold them (the lease's ending, review_decisions, decision_confirmations, the QA
+copy), so the claim+decide cycle writes no timeline row. item_events_get_pages
+(db/queries/timeline.sql) merges the two, in one order.
 """
 
 from __future__ import annotations
@@ -41,6 +41,11 @@ class TimelineKind(enum.StrEnum):
     SECOND_REVIEW = "second_review"
     CONFIRMED = "confirmed"
     OVERRIDDEN = "overridden"
+    # QA sampling (migration 0021), on the item whose decision was sampled: copied to the QA
+    # queue (by `casework`, role `system`; read from the copy), and checked by a QA reviewer
+    # (stored, the note as body).
+    QA_SAMPLED = "qa_sampled"
+    QA_CHECKED = "qa_checked"
 
 
 # The kinds `item_events` stores; the others are derived when the timeline is read.
@@ -51,6 +56,7 @@ STORED_KINDS = frozenset(TimelineKind) - {
     TimelineKind.SECOND_REVIEW,
     TimelineKind.CONFIRMED,
     TimelineKind.OVERRIDDEN,
+    TimelineKind.QA_SAMPLED,
 }
 
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from server.domain import apply, audit, holds, live, queues, reads, timeline
+from server.domain import apply, audit, holds, live, qa, queues, reads, timeline
 from server.domain.exceptions import measures as workflow_measures
 from server.domain.exceptions import reads as exception_reads
 from server.domain.exceptions import workflows
@@ -126,6 +126,10 @@ class Loaders:
         return _loader(self._db, reads.decisions_by_ids, None)
 
     @cached_property
+    def qa_check(self) -> DataLoader[int, qa.QaCheck | None]:
+        return _loader(self._db, qa.checks_by_decision_ids, None)
+
+    @cached_property
     def item_decisions(self) -> DataLoader[int, list[Decision]]:
         return _loader(self._db, reads.decisions_by_item_ids, [])
 
@@ -208,6 +212,10 @@ class Loaders:
     @cached_property
     def queue_reasons(self) -> DataLoader[MeasureKey, list[queue_measures.ReasonCount]]:
         return _loader(self._db, queue_measures.reasons, [])
+
+    @cached_property
+    def queue_quality(self) -> DataLoader[MeasureKey, queue_measures.Quality | None]:
+        return _loader(self._db, queue_measures.quality, None)
 
     @cached_property
     def queue_reviewers(self) -> DataLoader[MeasureKey, list[queue_measures.ReviewerMeasures]]:

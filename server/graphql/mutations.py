@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import decisions, failures, leases, model, notes, queues
+from server.domain import decisions, failures, leases, model, notes, qa, queues
 from server.domain import items as enqueueing
 from server.domain.failures import is_failure
 from server.domain.model import Decision as DomainDecision
@@ -29,7 +29,7 @@ from server.graphql.errors import (
 from server.graphql.observe import note_decision
 from server.graphql.timeline import ItemEvent
 from server.graphql.types import Decision as DecisionType
-from server.graphql.types import EffectKind, Queue, ReasonCode, ReviewItem, Verdict
+from server.graphql.types import EffectKind, QaResult, Queue, ReasonCode, ReviewItem, Verdict
 from server.observability import metrics
 
 # --- payloads -----------------------------------------------------------------------------
@@ -75,6 +75,13 @@ class DecisionRecorded:
         description="This submission repeated one recorded already under the same lease "
         "(a retry after a lost answer): the decision is that one, and nothing was written."
     )
+
+
+@strawberry.type(description="The QA check is recorded and its copy decided.")
+class QaResultRecorded:
+    result: QaResult
+    decision: DecisionType = strawberry.field(description="The decision checked.")
+    item: ReviewItem = strawberry.field(description="The QA copy, now decided.")
 
 
 @strawberry.type
@@ -133,6 +140,10 @@ OverrideDecisionResult = Annotated[
 OverturnDecisionResult = Annotated[
     DecisionRecorded | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput,
     strawberry.union("OverturnDecisionResult"),
+]
+RecordQaResultResult = Annotated[
+    QaResultRecorded | StaleLease | InvalidReasonCode | NotPermitted | InvalidInput,
+    strawberry.union("RecordQaResultResult"),
 ]
 ConfigureQueueResult = Annotated[
     QueueConfigured | NotPermitted | InvalidInput, strawberry.union("ConfigureQueueResult")
@@ -261,6 +272,23 @@ class SecondReviewInput:
         return queues.SecondReviewSettings(tuple(self.verdicts), self.min_priority, self.queue)
 
 
+@strawberry.input(description="A QA reviewer's check of a sampled decision, under a lease.")
+class RecordQaResultInput:
+    item_id: strawberry.ID = strawberry.field(description="The QA copy (an item of a QA queue).")
+    lease_token: str
+    agrees: bool = strawberry.field(description="Whether the decision checked was right.")
+    reason_code: str = strawberry.field(
+        description="A code of the QA queue's catalogue allowed for APPROVE when agreeing, "
+        "for REJECT when disagreeing (InvalidReasonCode otherwise)."
+    )
+    note: str | None = None
+
+    def to_domain(self) -> qa.QaResultInput:
+        return qa.QaResultInput(
+            self.item_id, self.lease_token, self.agrees, self.reason_code, self.note
+        )
+
+
 @strawberry.input(description="How a queue's decisions are carried out.")
 class EffectInput:
     kind: EffectKind
@@ -316,6 +344,17 @@ class ConfigureQueueInput:
         description="Which decisions need a second person before they take effect; null: "
         "unchanged.",
     )
+    qa_sample_rate: float | None = strawberry.field(
+        default=None,
+        description="The share (0 to 1) of approve and reject decisions copied to the QA "
+        "queue for a check after the effect, chosen by a hash of the decision id; 0 turns "
+        "it off.",
+    )
+    qa_queue: str | None = strawberry.field(
+        default=None,
+        description="Where the sampled decisions go (default `<name>-qa`); created, worked "
+        "by reviewers, if it does not exist.",
+    )
 
     def to_domain(self) -> queues.QueueSettings:
         return queues.QueueSettings(
@@ -337,6 +376,8 @@ class ConfigureQueueInput:
             overdue_queue=self.overdue_queue,
             overdue_priority_boost=self.overdue_priority_boost,
             second_review=None if self.second_review is None else self.second_review.to_domain(),
+            qa_sample_rate=self.qa_sample_rate,
+            qa_queue=self.qa_queue,
         )
 
 
@@ -509,6 +550,30 @@ class Mutation:
             return from_failure(result)
         _recorded(result)
         return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+
+    @strawberry.mutation(
+        description="Records agree or disagree on a decision sampled for QA, under a lease on "
+        "its QA copy. Never by the decision's own reviewer; no effect is sent."
+    )
+    async def record_qa_result(
+        self, info: Info[Context, None], input: RecordQaResultInput
+    ) -> RecordQaResultResult:
+        ctx = info.context
+        result = await qa.record_qa_result(ctx.db, ctx.principal, input.to_domain())
+        if is_failure(result):
+            return from_failure(result)
+        # Both loads join their batches before the first await.
+        decision_load = ctx.loaders.decision.load(result.decision_id)
+        item_load = ctx.loaders.item.load(result.qa_item_id)
+        decision = await decision_load
+        item = await item_load
+        assert decision is not None, "decisions are never deleted"
+        assert item is not None, "items are never deleted"
+        return QaResultRecorded(
+            result=QaResult.from_domain(result),
+            decision=DecisionType.from_domain(decision),
+            item=ReviewItem.from_domain(item),
+        )
 
     @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")
     async def configure_queue(

@@ -26,7 +26,10 @@ strawberry.enum(
     "the second review's: SECOND_REVIEW (a provisional decision sent the item to its "
     "second-review queue), CONFIRMED (a second reviewer confirmed it) and OVERRIDDEN (a "
     "second reviewer's decision replaced it); the rest are recorded as they happen. A "
-    "LAPSED is recorded by the claim that notices it.",
+    "LAPSED is recorded by the claim that notices it. "
+    "QA_SAMPLED: the decision was copied to the QA queue (actor casework, role system; read "
+    "from the copy); "
+    "QA_CHECKED: a QA reviewer recorded agree or disagree (Decision.qaResult).",
 )
 TimelineKind = timeline.TimelineKind
 
@@ -77,7 +80,8 @@ class ItemEvent:
         description="ESCALATED, MOVED, SECOND_REVIEW: the queue left."
     )
     to_queue: str | None = strawberry.field(
-        description="ESCALATED, MOVED, SECOND_REVIEW: the queue the item went to."
+        description="ESCALATED, MOVED, SECOND_REVIEW: the queue the item went to. QA_SAMPLED: "
+        "the QA queue."
     )
     until: datetime | None = strawberry.field(
         description="RENEWED: when the renewed lease runs out. HELD: when the hold ends. "
@@ -120,7 +124,8 @@ class ItemEvent:
     @strawberry.field(
         description="DECIDED, OVERTURNED, and an ESCALATED made by a verdict: the decision. "
         "SECOND_REVIEW: the provisional decision; CONFIRMED: the decision confirmed; "
-        "OVERRIDDEN: the override (its `supersedes` is the provisional decision)."
+        "OVERRIDDEN: the override (its `supersedes` is the provisional decision); "
+        "QA_SAMPLED, QA_CHECKED: the decision sampled."
     )
     async def decision(self, info: Info[Context, None]) -> Decision | None:
         decision_id = self._event.decision_id

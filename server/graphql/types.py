@@ -12,7 +12,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import apply, audit, leases, model, queues, reads
+from server.domain import apply, audit, leases, model, qa, queues, reads
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
@@ -190,6 +190,28 @@ class Application:
         ]
 
 
+@strawberry.type(description="A QA reviewer's check of a sampled decision (recordQaResult).")
+class QaResult:
+    agrees: bool
+    reason_code: str = strawberry.field(
+        description="A code of the QA queue's catalogue: one allowed for APPROVE when "
+        "agreeing, for REJECT when disagreeing."
+    )
+    note: str | None
+    reviewer: str = strawberry.field(description="The QA reviewer, never the decider.")
+    recorded_at: datetime
+
+    @classmethod
+    def from_domain(cls, result: qa.QaResult) -> QaResult:
+        return cls(
+            agrees=result.agrees,
+            reason_code=result.reason_code,
+            note=result.note,
+            reviewer=result.reviewer,
+            recorded_at=result.recorded_at,
+        )
+
+
 @strawberry.type
 class Decision:
     _decision: strawberry.Private[model.Decision]
@@ -270,6 +292,23 @@ class Decision:
     @strawberry.field
     async def supersedes(self, info: Info[Context, None]) -> Decision | None:
         return await _load_decision(info, self._decision.supersedes)
+
+    @strawberry.field(
+        description="Whether the decision was sampled for QA: copied to its queue's QA queue "
+        "when it was made (Queue.qaSampleRate)."
+    )
+    async def sampled_for_qa(self, info: Info[Context, None]) -> bool:
+        return await info.context.loaders.qa_check.load(self._decision.id) is not None
+
+    @strawberry.field(
+        description="The QA check of this decision; null when it was not sampled or not "
+        "checked yet. A disagreement is for an approver to act on (overturnDecision)."
+    )
+    async def qa_result(self, info: Info[Context, None]) -> QaResult | None:
+        check = await info.context.loaders.qa_check.load(self._decision.id)
+        if check is None or check.result is None:
+            return None
+        return QaResult.from_domain(check.result)
 
     @strawberry.field
     async def superseded_by(self, info: Info[Context, None]) -> Decision | None:
@@ -401,6 +440,13 @@ class ReviewItem:
         found = await info.context.loaders.audit_pack.load(AuditKey(self._item.id, viewer))
         assert found is not None, "a pack is read for an item that was just read"
         return found
+
+    @strawberry.field(
+        description="On a QA copy (an item of a QA queue): the decision it checks, with its "
+        "verdict, reason, note, reviewer and evidence hash. Null on every other item."
+    )
+    async def qa_of(self, info: Info[Context, None]) -> Decision | None:
+        return await _load_decision(info, self._item.qa_of)
 
     @strawberry.field(description="The exception this item stands for, if it is one.")
     async def exception(
@@ -545,6 +591,13 @@ class Queue:
     second_review: SecondReview | None = strawberry.field(
         description="The queue's four-eyes setting; null: decisions take effect alone."
     )
+    qa_sample_rate: float = strawberry.field(
+        description="The share of approve and reject decisions copied to qaQueue for a QA "
+        "check after the effect, chosen by a hash of the decision id; 0: none."
+    )
+    qa_queue: str | None = strawberry.field(
+        description="Where sampled decisions are copied for QA; null: never configured."
+    )
 
     @strawberry.field(description="Backlog and application lag, read now.")
     async def stats(self, info: Info[Context, None], lag_threshold_seconds: int = 60) -> QueueStats:
@@ -604,6 +657,8 @@ class Queue:
                 min_priority=queue.second_review.min_priority,
                 queue=queue.second_review.queue,
             ),
+            qa_sample_rate=queue.qa_sample_rate,
+            qa_queue=queue.qa_queue,
         )
 
     @strawberry.field(

@@ -81,6 +81,10 @@ mutation($t: String!, $senior: String!, $ops: String!, $leads: String!, $approva
   bad: defineReasonCode(input: {queue: $t, code: "bad", label: "No", verdicts: [REJECT]}) {
     __typename
   }
+  qa: defineReasonCode(input: {queue: $senior, code: "qa_ok", label: "Agree",
+                               verdicts: [APPROVE]}) {
+    __typename
+  }
   hold: defineHoldReason(input: {queue: $t, code: "waiting", label: "Waiting"}) {
     __typename
   }
@@ -467,6 +471,49 @@ async def second_review(w: World, role: str, scope: str, **answer: str) -> Prepa
     )
 
 
+async def record_qa_result(w: World, role: str, scope: str) -> Prepared:
+    # A decision copied for QA into alpha-senior as decision_submit copies a sampled one
+    # (tests/integration/test_qa_sampling.py proves the copying), ahead of anything else
+    # waiting there; then claimed by whoever holds the case's lease. The decision is made by
+    # someone other than that holder: the claim never hands a copy to its decider.
+    holder = w.holder(role, "reviewer")
+    decider = w.tokens["in"]["reviewer"] if holder == w.reviewer else w.reviewer
+    await w.call(w.integration, ENQUEUE, queue="alpha", key=f"item-{w.next()}")
+    claim = (await w.call(decider, CLAIM, queue="alpha"))["claimNext"]
+    assert claim["__typename"] == "Claim", claim
+    decided = await w.call(
+        decider,
+        DECIDE,
+        input={
+            "itemId": claim["item"]["id"],
+            "leaseToken": claim["leaseToken"],
+            "verdict": "APPROVE",
+            "reasonCode": "ok",
+            "evidenceHash": claim["evidenceHash"],
+        },
+    )
+    assert decided["submitDecision"]["__typename"] == "DecisionRecorded", decided
+    decision_id = int(decided["submitDecision"]["decision"]["id"])
+    copy_id = await w.owner.fetchval(
+        "INSERT INTO review_items (origin_queue, queue, external_key, priority, payload, "
+        "evidence_hash, kind, barred_claimer, qa_of) "
+        "SELECT 'alpha-senior', 'alpha-senior', 'qa-of-decision-' || d.id, 1000000, '{}', "
+        "d.evidence_hash, 'qa', d.reviewer, d.id FROM review_decisions AS d WHERE d.id = $1 "
+        "RETURNING id",
+        decision_id,
+    )
+    claim = (await w.call(holder, CLAIM, queue="alpha-senior"))["claimNext"]
+    assert claim["__typename"] == "Claim", claim
+    item_id = claim["item"]["id"]
+    assert item_id == str(copy_id), claim
+    answer = {"leaseToken": claim["leaseToken"], "agrees": True, "reasonCode": "qa_ok"}
+    return Prepared(
+        {"input": {"itemId": item_id, **answer}},
+        {"input": {"itemId": NO_ITEM, **answer}},
+        (item_id, NO_ITEM),
+    )
+
+
 async def confirm_decision(w: World, role: str, scope: str) -> Prepared:
     return await second_review(w, role, scope)
 
@@ -795,6 +842,13 @@ CASES = [
         REVIEWER,
         "DecisionRecorded",
         override_decision,
+    ),
+    Case(
+        "recordQaResult",
+        with_input("recordQaResult", "RecordQaResultInput", STALE),
+        REVIEWER,
+        "QaResultRecorded",
+        record_qa_result,
     ),
     Case(
         "assignItem",

@@ -51,6 +51,13 @@ that the item and the decision can name each other in one statement). The hint i
 comparison against its empty list.
 The row keeps when its lease began, the item's lease count and when the item was
 enqueued, for the queue's measures.
+QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
+draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
+queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
+backlog subscribers re-read. The item's timeline reads QA_SAMPLED from the copy: no
+timeline row is written here. The decision goes on the apply work list all the same: QA
+never holds up the effect. In a queue without a rate the step costs a comparison on the
+row `moved` returned.
 """
 
 
@@ -65,7 +72,7 @@ def _decision_submit_diagnose(
 
 
 DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
-"""db/queries/decisions.sql:99
+"""db/queries/decisions.sql:130
 
 Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
@@ -86,7 +93,7 @@ def _decision_overturn(
 
 
 DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
-"""db/queries/decisions.sql:116
+"""db/queries/decisions.sql:147
 
 Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, not
@@ -106,7 +113,7 @@ def _decision_overturn_diagnose(
 
 
 DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", _decision_overturn_diagnose)
-"""db/queries/decisions.sql:158
+"""db/queries/decisions.sql:189
 
 Read-only: why did decision_overturn write nothing? Runs only on that failure path.
 `superseded_by`: a concurrent overturn won; `awaits_review`: a provisional decision
@@ -128,7 +135,7 @@ def _decision_confirm(
 
 
 DECISION_CONFIRM = Query("decision_confirm", _decision_confirm)
-"""db/queries/decisions.sql:175
+"""db/queries/decisions.sql:206
 
 A second reviewer confirms the provisional decision an item waits on (migration 0020).
 Fence: every condition sits in the WHERE clause of the UPDATE `moved`: a live lease of
@@ -162,7 +169,7 @@ def _decision_override(
 
 
 DECISION_OVERRIDE = Query("decision_override", _decision_override)
-"""db/queries/decisions.sql:234
+"""db/queries/decisions.sql:287
 
 A second reviewer overrides the provisional decision an item waits on with a decision of
 their own (migration 0020), which supersedes it: effective at once, while the provisional
@@ -192,7 +199,7 @@ def _second_review_diagnose(
 
 
 SECOND_REVIEW_DIAGNOSE = Query("second_review_diagnose", _second_review_diagnose)
-"""db/queries/decisions.sql:298
+"""db/queries/decisions.sql:372
 
 Read-only: why did decision_confirm or decision_override write nothing? Runs only on that
 failure path. `first_decider`, `decided_on`, `decided_in`: the provisional decision the

@@ -38,6 +38,8 @@ went from the decision's queue to the queue it was in next), its confirmation
 `confirmed` (read from decision_confirmations, which carries the second reviewer's
 lease like a decision does), and an override `overridden`, in the queue its lease
 was held in.
+- A decision sampled for QA is `qa_sampled`, read from its copy (`qa_of`); `qa_checked`
+is stored, naming the decision in its detail.
 Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
 order it must have happened: an arrival, a lease's end, a claim, whatever was done under
 it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
@@ -59,7 +61,7 @@ def _item_note_add(
 
 
 ITEM_NOTE_ADD = Query("item_note_add", _item_note_add)
-"""db/queries/timeline.sql:159
+"""db/queries/timeline.sql:171
 
 Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 that open consoles re-read. No lease is needed: whoever may see the item may note it.
@@ -75,7 +77,7 @@ def _item_events_get_latest_id(
 
 
 ITEM_EVENTS_GET_LATEST_ID = Query("item_events_get_latest_id", _item_events_get_latest_id)
-"""db/queries/timeline.sql:183
+"""db/queries/timeline.sql:195
 
 The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
 and after it starts listening, as it compares the item's row, so that a note (which
