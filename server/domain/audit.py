@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from server.domain import apply
+from server.domain import apply, qa
 from server.domain.evidence import canonical_json
 from server.domain.model import Decision, Principal
 from server.domain.timeline import PageKey, TimelineEvent, TimelineKind, events_pages
@@ -152,6 +152,7 @@ class _Rows:
     applications: dict[int, Row]
     attempts: dict[int, list[Row]]
     confirmations: dict[int, Row]
+    qa_checks: dict[int, qa.QaCheck]
     exceptions: dict[int, list[Row]]
     exception_events: dict[str, list[Row]]
     corrections: dict[str, list[Row]]
@@ -166,7 +167,7 @@ def _grouped(rows: list[Row], key: str) -> dict[Any, list[Row]]:
 
 
 async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
-    """At most ten statements, whatever the number of items and rows."""
+    """At most eleven statements, whatever the number of items and rows."""
     items = {row["id"]: row for row in await db.fetch(sql.items.ITEMS_GET_BY_IDS, ids=item_ids)}
     found = sorted(items)
     timelines = await events_pages(db, [PageKey(i, None, WHOLE_TIMELINE) for i in found])
@@ -175,7 +176,9 @@ async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
     applications: list[Row] = []
     attempts: list[Row] = []
     confirmations: list[Row] = []
+    qa_checks: dict[int, qa.QaCheck] = {}
     if decision_ids:
+        qa_checks = await qa.checks_by_decision_ids(db, decision_ids)
         confirmations = await db.fetch(
             sql.decisions_read.DECISION_CONFIRMATIONS_GET_BY_DECISION_IDS,
             decision_ids=decision_ids,
@@ -213,6 +216,7 @@ async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
         applications={row["decision_id"]: row for row in applications},
         attempts=_grouped(attempts, "decision_id"),
         confirmations={row["decision_id"]: row for row in confirmations},
+        qa_checks=qa_checks,
         exceptions=_grouped(exceptions, "about_item_id"),
         exception_events=_grouped(events, "exception_id"),
         corrections=_grouped(corrections, "exception_id"),
@@ -259,13 +263,15 @@ def _timeline_part(timeline: list[TimelineEvent]) -> list[dict[str, Any]]:
 def _decision_part(decision: Row, rows: _Rows, withheld: frozenset[Withheld]) -> dict[str, Any]:
     """A decision with every column review_decisions holds (reason, note, evidence hash,
     reviewer and role, supersedes, provisional), what supersedes it, its status, the lease
-    it was made under (by its `lease_id`), the second review that confirmed it, and how it
-    was carried out."""
+    it was made under (by its `lease_id`), the second review that confirmed it, its QA
+    sample and check, and how it was carried out."""
     token = decision["lease_token"]
     part = columns(decision)
     part["lease_id"] = lease_id(token) if token is not None else None
     part["status"] = plain(Decision.from_row(decision).status)
     part["confirmation"] = _confirmation_part(decision["id"], rows)
+    # Sampled for QA: the copy's item id and queue, and the QA reviewer's result once given.
+    part["qa"] = plain(rows.qa_checks.get(decision["id"]))
     part["application"] = _application_part(decision["id"], rows, withheld)
     return part
 

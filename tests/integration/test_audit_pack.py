@@ -217,6 +217,8 @@ async def test_the_pack_of_a_scripted_item_is_the_document_its_story_gives(
             "reserved": False,
             "reserved_until": None,
             "barred_claimer": None,
+            "awaiting_decision_id": None,
+            "qa_of": None,
         },
         "payload_history": [
             {
@@ -319,6 +321,13 @@ async def test_the_pack_of_a_scripted_item_is_the_document_its_story_gives(
                 "superseded_by": overturned.id,
                 "traceparent": None,
                 "txid": approved["txid"],
+                "provisional": False,
+                "review_queue": None,
+                "confirmed_by": None,
+                "confirmed_at": None,
+                "status": "superseded",
+                "confirmation": None,
+                "qa": None,
                 "application": {
                     "decision_id": decided.id,
                     "idempotency_key": str(decided.id),
@@ -380,6 +389,13 @@ async def test_the_pack_of_a_scripted_item_is_the_document_its_story_gives(
                 "superseded_by": None,
                 "traceparent": None,
                 "txid": reversed_["txid"],
+                "provisional": False,
+                "review_queue": None,
+                "confirmed_by": None,
+                "confirmed_at": None,
+                "status": "effective",
+                "confirmation": None,
+                "qa": None,
                 "application": {
                     "decision_id": overturned.id,
                     "idempotency_key": str(overturned.id),
@@ -566,6 +582,8 @@ async def test_the_queue_export_reads_its_window_through_a_cursor_a_batch_at_a_t
         "decisions_get_by_item_ids": 3,
         "applications_get_by_decision_ids": 1,
         "application_attempts_get_by_decision_ids": 1,
+        "decision_confirmations_get_by_decision_ids": 1,
+        "qa_get_by_decision_ids": 1,
         "exceptions_get_about_items": 3,
     }
 
