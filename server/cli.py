@@ -1,4 +1,4 @@
-"""The `casework` command: serve, worker, migrate, token create/list/revoke."""
+"""The `casework` command: serve, worker, migrate, token create/list/revoke, export."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import importlib.metadata
 import signal
 import socket
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import asyncpg
 
@@ -22,11 +23,15 @@ from server.demo import (
     ESCALATIONS,
     ITEM_COUNT,
     KYC,
+    KYC_QA,
+    KYC_QA_SAMPLE_RATE,
+    SECOND_REVIEW,
     SUPPLIER_EXCEPTIONS,
     SUPPLIER_OPS,
     SUPPLIER_WORKFLOW,
     seed_demo,
 )
+from server.domain import audit
 from server.domain.model import Role
 from server.domain.queues import QUEUE_NAME, get_queues
 from server.domain.tokens import (
@@ -42,6 +47,7 @@ from server.runtime import (
     StartupError,
     check_app_role,
     check_schema_current,
+    connect_app,
     connect_owner,
     migrate,
     migration_label,
@@ -173,6 +179,38 @@ def _parser() -> argparse.ArgumentParser:
         "--token-id", type=_token_id, metavar="ID", help="revoke this token (see `token list`)"
     )
     revoke.set_defaults(run=_token_revoke)
+
+    export = commands.add_parser(
+        "export", help="write audit packs: everything recorded about items, hashed (JSON)"
+    )
+    export_commands = export.add_subparsers(title="export commands", required=True, metavar="WHAT")
+    export_item = export_commands.add_parser(
+        "item", help="one item's audit pack, the document ReviewItem.auditPack returns"
+    )
+    export_item.add_argument("id", type=_item_id, metavar="ID", help="the item's id")
+    export_item.add_argument(
+        "--output", type=Path, metavar="FILE", help="write to FILE (default: standard output)"
+    )
+    export_item.set_defaults(run=_export_item)
+    export_queue = export_commands.add_parser(
+        "queue",
+        help="one line per item first enqueued to the queue from --since up to (not "
+        "including) --until: its audit pack",
+    )
+    export_queue.add_argument("name", type=_queue_name, metavar="NAME", help="the queue")
+    for bound, meaning in (("--since", "from (included)"), ("--until", "up to (excluded)")):
+        export_queue.add_argument(
+            bound,
+            required=True,
+            type=_moment,
+            metavar="WHEN",
+            help=f"enqueue times {meaning}: an ISO date (2026-11-01, midnight UTC) or date "
+            "and time (2026-11-01T09:30:00+01:00; UTC without an offset)",
+        )
+    export_queue.add_argument(
+        "--output", type=Path, metavar="FILE", help="write to FILE (default: standard output)"
+    )
+    export_queue.set_defaults(run=_export_queue, parser=export_queue)
     return parser
 
 
@@ -193,6 +231,23 @@ def _token_id(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"a token id is a positive whole number: {value!r}")
     return int(value)
+
+
+def _item_id(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) < 2**63:
+        raise argparse.ArgumentTypeError(f"an item id is a positive whole number: {value!r}")
+    return int(value)
+
+
+def _moment(value: str) -> datetime:
+    """An ISO-8601 date (midnight UTC) or date and time (UTC unless it says otherwise)."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO date or date and time (2026-11-01, 2026-11-01T09:30:00Z): {value!r}"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _user_name(value: str) -> str:
@@ -352,8 +407,10 @@ async def _prepare_service(
             else ""
         )
         print(
-            f"demo: queues {KYC} and {ESCALATIONS} are configured; {KYC} has {ITEM_COUNT} "
-            f"applications ({seed.items_created} new this run). Workflow {SUPPLIER_WORKFLOW} "
+            f"demo: queues {KYC}, {ESCALATIONS} and {KYC_QA} are configured ({KYC} samples "
+            f"{KYC_QA_SAMPLE_RATE:.0%} of its decisions for QA); {KYC} has {ITEM_COUNT} "
+            f"applications ({seed.items_created} new this run); its rejections wait for a "
+            f"second review in {SECOND_REVIEW}. Workflow {SUPPLIER_WORKFLOW} "
             f"has {len(SUPPLIER_EXCEPTIONS)} open exceptions in {SUPPLIER_OPS}. "
             f"Tokens, shown once{earlier}:"
         )
@@ -571,6 +628,80 @@ def _token_list(args: argparse.Namespace, settings: Settings) -> int:
             await conn.close()
 
     print(format_token_table(asyncio.run(fetch()), now=datetime.now(UTC)), flush=True)
+    return 0
+
+
+@contextmanager
+def _output(path: Path | None) -> Iterator[BinaryIO]:
+    """Standard output, or FILE written beside itself and renamed into place once complete,
+    so that a FILE that exists is never half an export."""
+    if path is None:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    partial = path.with_name(path.name + ".partial")
+    try:
+        out = partial.open("wb")
+    except OSError as error:
+        raise StartupError(f"cannot write {path}: {error.strerror or error}") from error
+    try:
+        with out:
+            yield out
+        partial.replace(path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+@asynccontextmanager
+async def _export_database(databases: Databases, settings: Settings) -> AsyncIterator[Database]:
+    """As the service role, the one the API reads with (no owner credentials needed), once
+    the schema is this release's (as `worker` checks). The export itself only reads."""
+    await check_schema_current(databases, settings.db_dir / "migrations")
+    conn = await connect_app(databases)
+    try:
+        yield Database(conn, Queries(settings.db_dir / "queries"))
+    finally:
+        await conn.close()
+
+
+def _export_item(args: argparse.Namespace, settings: Settings) -> int:
+    databases = resolve_databases(settings)
+
+    async def read() -> dict[str, Any] | None:
+        async with _export_database(databases, settings) as db:
+            return (await audit.audit_packs(db, [args.id])).get(args.id)
+
+    document = asyncio.run(read())
+    if document is None:
+        raise StartupError(f"there is no item {args.id}")
+    with _output(args.output) as out:
+        out.write(audit.pack_bytes(document))
+    return 0
+
+
+def _export_queue(args: argparse.Namespace, settings: Settings) -> int:
+    if args.since >= args.until:
+        args.parser.error("--since must be before --until")
+    databases = resolve_databases(settings)
+
+    async def write(out: BinaryIO) -> int:
+        async with _export_database(databases, settings) as db:
+            if not await get_queues(db, [args.name]):
+                raise StartupError(f"there is no queue {args.name!r}")
+            count = 0
+            async for document in audit.export_queue(db, args.name, args.since, args.until):
+                out.write(audit.pack_bytes(document))
+                count += 1
+            return count
+
+    with _output(args.output) as out:
+        count = asyncio.run(write(out))
+    window = f"[{audit.timestamp(args.since)}, {audit.timestamp(args.until)})"
+    print(
+        f"casework export: {count} item(s) first enqueued to {args.name} in {window}",
+        file=sys.stderr,
+    )
     return 0
 
 

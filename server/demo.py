@@ -1,4 +1,5 @@
-"""A demo: two KYC queues, their reason codes, 300 applications, a supplier-onboarding
+"""A demo: two KYC queues, their reason codes, a QA queue sampling a fifth of kyc's
+decisions, 300 applications, a supplier-onboarding
 workflow with a few open exceptions, and a token per role.
 
 Seeding goes through the domain functions as the service's own role, so the demo exercises
@@ -21,13 +22,24 @@ from server.domain.exceptions.records import Consequence, ExceptionAction
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.items import NewItem, enqueue_items
 from server.domain.model import Principal, Role, Verdict
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.queues import (
+    QueueSettings,
+    SecondReviewSettings,
+    configure_queue,
+    define_reason_code,
+)
 from server.domain.tokens import create_token, revoke_demo_tokens
 from server.store.database import Database, connect
 from server.store.queries import Queries
 
 KYC = "kyc"
 ESCALATIONS = "kyc-escalations"
+# A rejection in kyc closes an application: it takes a second person before it takes effect.
+SECOND_REVIEW = "kyc-second-review"
+SECOND_REVIEW_VERDICTS = (Verdict.REJECT,)
+# QA sampling: a fifth of kyc's approve and reject decisions are copied here for a check.
+KYC_QA = "kyc-qa"
+KYC_QA_SAMPLE_RATE = 0.2
 ITEM_COUNT = 300
 SUPPLIER_WORKFLOW = "supplier_onboarding"
 SUPPLIER_OPS = "supplier-ops"
@@ -46,13 +58,25 @@ REASON_CODES = (
     ("needs_senior", "Needs a senior reviewer's judgement", Verdict.ESCALATE),
 )
 
+# The QA queue's catalogue: a code for APPROVE is given when agreeing with the decision
+# checked, one for REJECT when disagreeing (recordQaResult).
+QA_REASON_CODES = (
+    ("qa_agree", "Right call, well documented", Verdict.APPROVE, False),
+    ("qa_wrong_outcome", "The other outcome was right", Verdict.REJECT, True),
+    ("qa_missing_evidence", "Right call, but the evidence does not show it", Verdict.REJECT, True),
+)
+
 # (environment variable, user, role, queues); the reviewer comes last so that the last line
-# of output is the token a reader needs first.
+# of output is the token a reader needs first. The QA reviewer checks the reviewer's
+# sampled decisions: a QA copy is never handed to its own decider.
 DEMO_TOKENS = (
     ("CASEWORK_INTEGRATION_TOKEN", INTEGRATION.user, Role.INTEGRATION, ()),
     ("CASEWORK_APPROVER_TOKEN", "ann-approver", Role.APPROVER, ()),
     ("CASEWORK_ADMIN_TOKEN", ADMIN.user, Role.ADMIN, ()),
     ("CASEWORK_MANAGER_TOKEN", "max-manager", Role.MANAGER, ()),
+    # Confirms or overrides the rejections the reviewer below makes in kyc.
+    ("CASEWORK_SECOND_REVIEWER_TOKEN", "sam-second-reviewer", Role.REVIEWER, (SECOND_REVIEW,)),
+    ("CASEWORK_QA_REVIEWER_TOKEN", "quinn-qa", Role.REVIEWER, (KYC_QA,)),
     (
         "CASEWORK_REVIEWER_TOKEN",
         "rita-reviewer",
@@ -141,7 +165,15 @@ async def _configure_queues(db: Database) -> None:
     # The escalation target must exist before a queue can point at it.
     for settings in (
         QueueSettings(ESCALATIONS, lease_ttl_seconds=600),
-        QueueSettings(KYC, lease_ttl_seconds=300, max_abandons=3, escalation_queue=ESCALATIONS),
+        QueueSettings(
+            KYC,
+            lease_ttl_seconds=300,
+            max_abandons=3,
+            escalation_queue=ESCALATIONS,
+            second_review=SecondReviewSettings(SECOND_REVIEW_VERDICTS, queue=SECOND_REVIEW),
+            qa_sample_rate=KYC_QA_SAMPLE_RATE,
+            qa_queue=KYC_QA,
+        ),
     ):
         _expect_success(await configure_queue(db, ADMIN, settings), f"queue {settings.name}")
     for queue in (KYC, ESCALATIONS):
@@ -150,6 +182,17 @@ async def _configure_queues(db: Database) -> None:
                 db, ADMIN, queue=queue, code=code, label=label, verdicts=[verdict]
             )
             _expect_success(defined, f"reason code {queue}/{code}")
+    for code, label, verdict, requires_note in QA_REASON_CODES:
+        defined = await define_reason_code(
+            db,
+            ADMIN,
+            queue=KYC_QA,
+            code=code,
+            label=label,
+            verdicts=[verdict],
+            requires_note=requires_note,
+        )
+        _expect_success(defined, f"reason code {KYC_QA}/{code}")
 
 
 async def _configure_supplier_onboarding(db: Database) -> None:

@@ -188,11 +188,12 @@ async def migrate(databases: Databases, migrations_dir: Path) -> list[Migration]
 
 async def check_app_role(databases: Databases) -> None:
     """Fails before the service starts if it could not connect as its own role."""
-    conn = await _connect_app(databases)
+    conn = await connect_app(databases)
     await conn.close()
 
 
-async def _connect_app(databases: Databases) -> asyncpg.Connection:
+async def connect_app(databases: Databases) -> asyncpg.Connection:
+    """A connection as the service role, which reads everything and may rewrite no record."""
     if databases.app_dsn_from_env:
         hint = "check CASEWORK_APP_DATABASE_URL"
     else:
@@ -212,7 +213,7 @@ async def check_schema_current(databases: Databases, migrations_dir: Path) -> No
     What `serve --no-migrate` and `worker` check before they start, so that a release never
     runs its queries against the schema of an older one.
     """
-    conn = await _connect_app(databases)
+    conn = await connect_app(databases)
     try:
         pending = await pending_migrations(conn, migrations_dir)
     except MigrationError as error:

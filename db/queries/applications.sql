@@ -1,7 +1,8 @@
 -- name: applications_claim
 -- Takes up to :batch_size due applications for one attempt each, under a lock that lapses
 -- if the worker dies, long enough for the queue's effect timeout. Returns what the effect needs,
--- including the outcome an overturn reverses.
+-- including the outcome an overturn reverses. Only effective decisions are ever on this
+-- list: decision_submit enlists a provisional one only once decision_confirm confirms it.
 WITH due AS (
     SELECT a.decision_id
     FROM decision_applications AS a
@@ -23,7 +24,7 @@ claimed AS (
 )
 SELECT c.decision_id, c.attempts, c.attempts_before_redrive, c.redrive_key,
        d.item_id, d.queue, d.verdict, d.outcome, d.reason_code, d.note, d.reviewer,
-       d.evidence_hash, d.decided_at, d.supersedes, s.outcome AS superseded_outcome,
+       d.evidence_hash, d.decided_at, s.id AS supersedes, s.outcome AS superseded_outcome,
        d.traceparent,
        i.external_key,
        q.effect_kind, q.effect_target, q.effect_secret, q.effect_max_attempts,
@@ -32,7 +33,9 @@ FROM claimed AS c
 JOIN review_decisions AS d ON d.id = c.decision_id
 JOIN review_items AS i ON i.id = d.item_id
 JOIN queues AS q ON q.name = d.queue
-LEFT JOIN review_decisions AS s ON s.id = d.supersedes;
+-- Only an overturn names what it supersedes: it reverses an outcome that was carried out.
+-- An override at second review supersedes a provisional decision that never was.
+LEFT JOIN review_decisions AS s ON s.id = d.supersedes AND d.verdict = 'overturn';
 
 -- name: application_record_applied
 -- The proof of application, once per decision: a second recording of the same decision

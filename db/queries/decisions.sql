@@ -3,28 +3,57 @@
 -- sits in the WHERE clause of the UPDATE `moved`: a live lease of the caller with this token on a
 -- pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
 -- allows for this verdict (with a note that says something, if the code requires one), in
--- a queue the caller's token covers. If any fails, nothing is written and no row comes
--- back. The fence is the UPDATE's own condition, not a SELECT ... FOR UPDATE before it: an
--- UPDATE that meets a row another transaction changed waits, and rechecks the whole
--- condition on the row as it now is (as FOR UPDATE did), without a separate row lock to
--- write first.
--- The decision goes on the apply work list (decision_applications) in the same statement.
+-- a queue the caller's token covers, on an item that is not waiting for a second review
+-- (that one is confirmed or overridden: decision_confirm, decision_override). If any
+-- fails, nothing is written and no row comes back. The fence is the UPDATE's own
+-- condition, not a SELECT ... FOR UPDATE before it: an UPDATE that meets a row another
+-- transaction changed waits, and rechecks the whole condition on the row as it now is (as
+-- FOR UPDATE did), without a separate row lock to write first.
+-- The decision goes on the apply work list (decision_applications) in the same statement,
+-- unless it needs a second review.
 -- An escalation returns the item to `pending` in the escalation queue, priority boosted.
+-- Second review (migration 0020): a verdict the queue's setting names, at or above its
+-- minimum priority (casework_needs_second_review), is recorded as provisional and not
+-- enlisted; the item returns to `pending` in the second-review queue, unleased, naming the
+-- decider as the one person who may not claim it (`barred_claimer`) and the decision as
+-- the one it waits on (`awaiting_decision_id`, whose id is taken from the sequence here so
+-- that the item and the decision can name each other in one statement). The hint is
+-- `second_review`, routed to both queues. A queue without second review pays one
+-- comparison against its empty list.
 -- The row keeps when its lease began, the item's lease count and when the item was
 -- enqueued, for the queue's measures.
+-- QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
+-- draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
+-- queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
+-- backlog subscribers re-read. The item's timeline reads QA_SAMPLED from the copy: no
+-- timeline row is written here. The decision goes on the apply work list all the same: QA
+-- never holds up the effect. In a queue without a rate the step costs a comparison on the
+-- row `moved` returned.
 WITH moved AS (
     UPDATE review_items AS i
-    SET state            = CASE WHEN :verdict = 'escalate' THEN 'pending' ELSE 'decided' END,
-        decided_at       = CASE WHEN :verdict = 'escalate' THEN NULL ELSE now() END,
+    SET state            = CASE WHEN :verdict = 'escalate'
+                                  OR casework_needs_second_review(q, :verdict, i.priority)
+                                THEN 'pending' ELSE 'decided' END,
+        decided_at       = CASE WHEN :verdict = 'escalate'
+                                  OR casework_needs_second_review(q, :verdict, i.priority)
+                                THEN NULL ELSE now() END,
         queue            = CASE WHEN :verdict = 'escalate' THEN coalesce(q.escalation_queue, q.name)
+                                WHEN casework_needs_second_review(q, :verdict, i.priority)
+                                THEN q.second_review_queue
                                 ELSE i.queue END,
         priority         = CASE WHEN :verdict = 'escalate' THEN i.priority + q.escalation_priority_boost
                                 ELSE i.priority END,
-        abandon_count    = CASE WHEN :verdict = 'escalate' THEN 0 ELSE i.abandon_count END,
+        abandon_count    = CASE WHEN :verdict = 'escalate'
+                                  OR casework_needs_second_review(q, :verdict, i.priority)
+                                THEN 0 ELSE i.abandon_count END,
         escalation_count = i.escalation_count + (:verdict = 'escalate')::int,
         lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
         -- Decided, or moved on to another queue: an assignment has done its work.
         assigned_to = NULL, assigned_until = NULL,
+        barred_claimer   = CASE WHEN casework_needs_second_review(q, :verdict, i.priority)
+                                THEN :actor ELSE i.barred_claimer END,
+        awaiting_decision_id = CASE WHEN casework_needs_second_review(q, :verdict, i.priority)
+                                    THEN nextval('review_decisions_id_seq') END,
         updated_at = now()
     FROM queues AS q
     WHERE q.name = i.queue
@@ -35,37 +64,67 @@ WITH moved AS (
       AND i.lease_expires_at > now()
       AND i.evidence_hash = :evidence_hash
       AND i.kind = 'review'
+      AND i.awaiting_decision_id IS NULL
       AND i.queue = ANY (:queue_scope::text[])
       AND EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts)
                     AND (NOT r.requires_note OR casework_has_text(:note)))
     -- `q` is the row joined to the item as it was: q.name is the queue the item left. The
     -- decision does not change the lease's start, the lease count or the enqueue time.
+    -- The payload, priority and QA settings are for `qa_sampled` (the item as decided).
     RETURNING i.id, q.name AS decided_in, i.queue AS now_in, i.lease_started_at, i.lease_count,
-              i.created_at
+              i.created_at, i.awaiting_decision_id, i.payload, i.priority, q.qa_sample_rate,
+              q.qa_queue
 ),
 recorded AS (
+    -- The id is the identity's own next value, or the one the item already names.
     INSERT INTO review_decisions
-        (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
+        (id, item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
          evidence_hash, lease_token, lease_started_at, lease_count, item_created_at,
-         traceparent)
-    SELECT m.id, m.decided_in, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
+         traceparent, provisional)
+    OVERRIDING SYSTEM VALUE
+    SELECT coalesce(m.awaiting_decision_id, nextval('review_decisions_id_seq')),
+           m.id, m.decided_in, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
            :evidence_hash, :lease_token, m.lease_started_at, m.lease_count, m.created_at,
-           :traceparent
+           :traceparent, m.awaiting_decision_id IS NOT NULL
     FROM moved AS m
     RETURNING *
 ),
--- On the apply work list in the same statement (migration 0017).
+-- On the apply work list in the same statement (migration 0017), if it is effective now.
 enlisted AS (
     INSERT INTO decision_applications (decision_id, queue, decided_at)
-    SELECT r.id, r.queue, r.decided_at FROM recorded AS r
+    SELECT r.id, r.queue, r.decided_at FROM recorded AS r WHERE NOT r.provisional
+),
+-- QA sampling, one block (qa_sampled) for every statement that makes an approve or
+-- reject effective. It reads `recorded` (the decision) and `moved` (its item as decided:
+-- id, payload, priority, and its queue's qa_sample_rate and qa_queue). The copy's external
+-- key is made from the decision id; ON CONFLICT DO NOTHING: a key an integration took in
+-- the QA queue costs the copy, never the decision.
+qa_sampled AS (
+    INSERT INTO review_items AS c
+        (origin_queue, queue, external_key, priority, payload, evidence_hash, kind,
+         barred_claimer, qa_of)
+    SELECT m.qa_queue, m.qa_queue, 'qa-of-decision-' || r.id, m.priority, m.payload,
+           r.evidence_hash, 'qa', r.reviewer, r.id
+    FROM recorded AS r
+    JOIN moved AS m ON m.id = r.item_id
+    WHERE m.qa_sample_rate > 0
+      AND m.qa_queue IS NOT NULL
+      AND r.verdict IN ('approve', 'reject')
+      AND NOT r.provisional
+      AND casework_qa_draw(r.id) < m.qa_sample_rate
+    ON CONFLICT DO NOTHING
+    RETURNING c.id, c.queue, c.qa_of
 )
 SELECT r.*, hint.notification
 FROM recorded AS r
 JOIN moved AS m ON m.id = r.item_id,
      casework_hint(
-         kind => CASE WHEN :verdict = 'escalate' THEN 'escalated' ELSE 'decided' END,
-         queue => m.now_in, item_id => r.item_id, decision_id => r.id, from_queue => r.queue)
+         kind => CASE WHEN :verdict = 'escalate' THEN 'escalated'
+                      WHEN r.provisional THEN 'second_review'
+                      ELSE 'decided' END,
+         queue => m.now_in, item_id => r.item_id, decision_id => r.id, from_queue => r.queue,
+         other_queues => (SELECT array_agg(s.queue) FROM qa_sampled AS s))
          AS hint (notification);
 
 -- name: decision_submit_diagnose
@@ -75,7 +134,7 @@ JOIN moved AS m ON m.id = r.item_id,
 -- `note_missing`: the reason code requires a note and this one says nothing.
 SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        i.lease_expires_at > now() AS lease_live,
-       i.evidence_hash,
+       i.evidence_hash, i.awaiting_decision_id,
        r.code IS NOT NULL AS reason_allowed,
        coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing,
        d.id AS prior_decision_id
@@ -87,8 +146,9 @@ WHERE i.id = :item_id;
 
 -- name: decision_overturn
 -- Writes an overturn that supersedes :decision_id.
--- Fence: :decision_id is the effective decision of its item (not superseded already, and
--- not an escalation), and the catalogue allows :reason_code for the reversed outcome (with
+-- Fence: :decision_id is the effective decision of its item (not superseded already, not
+-- an escalation, and not a provisional decision still waiting for its second review), and
+-- the catalogue allows :reason_code for the reversed outcome (with
 -- a note that says something, if the code requires one).
 -- The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
 WITH target AS (
@@ -98,6 +158,8 @@ WITH target AS (
     WHERE d.id = :decision_id
       AND d.outcome IN ('approve', 'reject')
       AND NOT EXISTS (SELECT 1 FROM review_decisions AS s WHERE s.supersedes = d.id)
+      AND (NOT d.provisional
+           OR EXISTS (SELECT 1 FROM decision_confirmations AS c WHERE c.decision_id = d.id))
 ),
 recorded AS (
     INSERT INTO review_decisions
@@ -126,9 +188,12 @@ FROM recorded AS r,
 
 -- name: decision_overturn_diagnose
 -- Read-only: why did decision_overturn write nothing? Runs only on that failure path.
--- `superseded_by`: a concurrent overturn won; `reason_allowed`: the catalogue allows the
+-- `superseded_by`: a concurrent overturn won; `awaits_review`: a provisional decision
+-- nobody has confirmed (migration 0020); `reason_allowed`: the catalogue allows the
 -- code for the reversed outcome; `note_missing`: it requires a note and this one says nothing.
 SELECT s.id AS superseded_by,
+       d.provisional AND NOT EXISTS (SELECT 1 FROM decision_confirmations AS c
+                                     WHERE c.decision_id = d.id) AS awaits_review,
        r.code IS NOT NULL AS reason_allowed,
        coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing
 FROM review_decisions AS d
@@ -137,3 +202,191 @@ LEFT JOIN reason_codes AS r
     ON r.queue = d.queue AND r.code = :reason_code
    AND (CASE d.outcome WHEN 'approve' THEN 'reject' ELSE 'approve' END) = ANY (r.verdicts)
 WHERE d.id = :decision_id;
+
+-- name: decision_confirm
+-- A second reviewer confirms the provisional decision an item waits on (migration 0020).
+-- Fence: every condition sits in the WHERE clause of the UPDATE `moved`: a live lease of
+-- the caller with this token on a pending review item, in a queue the caller's token
+-- covers; the item waits on a decision (`awaiting_decision_id`) that the caller did not
+-- make (four-eyes: the first decider is refused even holding a lease); and :evidence_hash
+-- is both the item's evidence now and the evidence the decision was made on (pinned: if
+-- the evidence changed since, the decision cannot be confirmed). If any fails, nothing is
+-- written and no row comes back.
+-- In the same statement: the item is decided and leaves no lease; the confirmation row
+-- (append-only) records who, under which lease, on which evidence; the decision goes on
+-- the apply work list, so the worker carries it out from now on; one hint, `decided`, in
+-- the item's queue and the decision's (other_queues: decisionEvents of the decision's
+-- queue delivers it now). The timeline reads the confirmation from its row.
+WITH moved AS (
+    UPDATE review_items AS i
+    SET state = 'decided', decided_at = now(),
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+        assigned_to = NULL, assigned_until = NULL,
+        awaiting_decision_id = NULL,
+        updated_at = now()
+    FROM review_decisions AS d, queues AS q
+    WHERE d.id = i.awaiting_decision_id
+      AND q.name = d.queue
+      AND i.id = :item_id
+      AND i.lease_token = :lease_token
+      AND i.lease_owner = :actor
+      AND i.state = 'pending'
+      AND i.lease_expires_at > now()
+      AND i.kind = 'review'
+      AND i.queue = ANY (:queue_scope::text[])
+      AND d.reviewer <> :actor
+      AND i.evidence_hash = :evidence_hash
+      AND d.evidence_hash = :evidence_hash
+    -- The decider, payload, priority and the decision queue's QA settings are for
+    -- `qa_sampled` (the item as decided).
+    RETURNING i.id, i.queue AS review_queue, d.id AS decision_id, d.queue,
+              i.lease_started_at, d.reviewer AS decided_by, d.evidence_hash, i.payload,
+              i.priority, q.qa_sample_rate, q.qa_queue
+),
+confirmed AS (
+    INSERT INTO decision_confirmations
+        (decision_id, item_id, queue, review_queue, confirmed_by, confirmed_by_role,
+         evidence_hash, lease_token, lease_started_at, traceparent)
+    SELECT m.decision_id, m.id, m.queue, m.review_queue, :actor, :actor_role,
+           :evidence_hash, :lease_token, m.lease_started_at, :traceparent
+    FROM moved AS m
+    RETURNING *
+),
+-- Effective now: on the apply work list, decided (for the lag measures) when confirmed.
+enlisted AS (
+    INSERT INTO decision_applications (decision_id, queue, decided_at)
+    SELECT c.decision_id, c.queue, c.confirmed_at FROM confirmed AS c
+),
+-- QA sampling (migration 0021), as in decision_submit: this statement makes the decision
+-- effective, so the draw of its id decides here whether it is copied to the QA queue of
+-- the decision's queue, barred to its decider. A provisional decision is always an approve
+-- or a reject.
+qa_sampled AS (
+    INSERT INTO review_items AS c
+        (origin_queue, queue, external_key, priority, payload, evidence_hash, kind,
+         barred_claimer, qa_of)
+    SELECT m.qa_queue, m.qa_queue, 'qa-of-decision-' || m.decision_id, m.priority, m.payload,
+           m.evidence_hash, 'qa', m.decided_by, m.decision_id
+    FROM confirmed AS k
+    JOIN moved AS m ON m.decision_id = k.decision_id
+    WHERE m.qa_sample_rate > 0
+      AND m.qa_queue IS NOT NULL
+      AND casework_qa_draw(m.decision_id) < m.qa_sample_rate
+    ON CONFLICT DO NOTHING
+    RETURNING c.id, c.queue, c.qa_of
+)
+SELECT d.*, c.confirmed_by, c.confirmed_at, hint.notification
+FROM confirmed AS c
+JOIN review_decisions AS d ON d.id = c.decision_id,
+     casework_hint(kind => 'decided', queue => c.review_queue, item_id => c.item_id,
+                   decision_id => c.decision_id,
+                   other_queues => ARRAY[c.queue]::text[]
+                                   || (SELECT array_agg(s.queue) FROM qa_sampled AS s))
+         AS hint (notification);
+
+-- name: decision_override
+-- A second reviewer overrides the provisional decision an item waits on with a decision of
+-- their own (migration 0020), which supersedes it: effective at once, while the provisional
+-- one is never applied.
+-- Fence: every condition sits in the WHERE clause of the UPDATE `moved`: a live lease of
+-- the caller with this token on a pending review item, in a queue the caller's token
+-- covers; the item waits on a decision the caller did not make (four-eyes); the evidence
+-- the caller saw is the item's now; the verdict is approve or reject (an escalation is not
+-- a decision on the subject); and the catalogue of the decision's own queue allows the
+-- reason code for the verdict (with a note that says something, if the code requires
+-- one). If any fails, nothing is written and no row comes back.
+-- The override is recorded against the decision's queue (its catalogue, its effect, its
+-- measures and its stream), with the second-review queue the lease was held in as
+-- `review_queue`. One verdict per lease (review_decisions_one_per_lease) and one row
+-- superseding a decision (review_decisions_one_overturn_each) hold here too.
+WITH moved AS (
+    UPDATE review_items AS i
+    SET state = 'decided', decided_at = now(),
+        lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+        assigned_to = NULL, assigned_until = NULL,
+        awaiting_decision_id = NULL,
+        updated_at = now()
+    FROM review_decisions AS d, queues AS q
+    WHERE d.id = i.awaiting_decision_id
+      AND q.name = d.queue
+      AND i.id = :item_id
+      AND i.lease_token = :lease_token
+      AND i.lease_owner = :actor
+      AND i.state = 'pending'
+      AND i.lease_expires_at > now()
+      AND i.kind = 'review'
+      AND i.queue = ANY (:queue_scope::text[])
+      AND d.reviewer <> :actor
+      AND i.evidence_hash = :evidence_hash
+      AND :verdict IN ('approve', 'reject')
+      AND EXISTS (SELECT 1 FROM reason_codes AS r
+                  WHERE r.queue = d.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts)
+                    AND (NOT r.requires_note OR casework_has_text(:note)))
+    -- The payload, priority and the decision queue's QA settings are for `qa_sampled`.
+    RETURNING i.id, i.queue AS review_queue, d.id AS superseded_id, d.queue AS decided_in,
+              i.lease_started_at, i.lease_count, i.created_at, i.payload, i.priority,
+              q.qa_sample_rate, q.qa_queue
+),
+recorded AS (
+    INSERT INTO review_decisions
+        (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
+         evidence_hash, lease_token, lease_started_at, lease_count, item_created_at,
+         supersedes, review_queue, traceparent)
+    SELECT m.id, m.decided_in, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
+           :evidence_hash, :lease_token, m.lease_started_at, m.lease_count, m.created_at,
+           m.superseded_id, m.review_queue, :traceparent
+    FROM moved AS m
+    RETURNING *
+),
+enlisted AS (
+    INSERT INTO decision_applications (decision_id, queue, decided_at)
+    SELECT r.id, r.queue, r.decided_at FROM recorded AS r
+),
+-- QA sampling (migration 0021): the same block as decision_submit's. The override is the
+-- effective decision, its decider the second reviewer.
+qa_sampled AS (
+    INSERT INTO review_items AS c
+        (origin_queue, queue, external_key, priority, payload, evidence_hash, kind,
+         barred_claimer, qa_of)
+    SELECT m.qa_queue, m.qa_queue, 'qa-of-decision-' || r.id, m.priority, m.payload,
+           r.evidence_hash, 'qa', r.reviewer, r.id
+    FROM recorded AS r
+    JOIN moved AS m ON m.id = r.item_id
+    WHERE m.qa_sample_rate > 0
+      AND m.qa_queue IS NOT NULL
+      AND r.verdict IN ('approve', 'reject')
+      AND NOT r.provisional
+      AND casework_qa_draw(r.id) < m.qa_sample_rate
+    ON CONFLICT DO NOTHING
+    RETURNING c.id, c.queue, c.qa_of
+)
+SELECT r.*, hint.notification
+FROM recorded AS r
+JOIN moved AS m ON m.id = r.item_id,
+     casework_hint(kind => 'decided', queue => m.review_queue, item_id => r.item_id,
+                   decision_id => r.id,
+                   other_queues => ARRAY[r.queue]::text[]
+                                   || (SELECT array_agg(s.queue) FROM qa_sampled AS s))
+         AS hint (notification);
+
+-- name: second_review_diagnose
+-- Read-only: why did decision_confirm or decision_override write nothing? Runs only on that
+-- failure path. `first_decider`, `decided_on`, `decided_in`: the provisional decision the
+-- item waits on, if any. `confirmed_here` and `decided_here`: what was recorded on this
+-- item under this very lease already (a confirmation, an override), so that a retry after
+-- a lost answer is answered with it. :verdict and :reason_code are NULL for a confirmation.
+SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
+       i.lease_expires_at > now() AS lease_live,
+       i.evidence_hash, i.awaiting_decision_id,
+       d.reviewer AS first_decider, d.evidence_hash AS decided_on, d.queue AS decided_in,
+       r.code IS NOT NULL AS reason_allowed,
+       coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing,
+       c.decision_id AS confirmed_here, c.confirmed_by, c.evidence_hash AS confirmed_on,
+       o.id AS decided_here
+FROM review_items AS i
+LEFT JOIN review_decisions AS d ON d.id = i.awaiting_decision_id
+LEFT JOIN reason_codes AS r
+    ON r.queue = d.queue AND r.code = :reason_code AND :verdict::text = ANY (r.verdicts)
+LEFT JOIN decision_confirmations AS c ON c.lease_token = :lease_token AND c.item_id = i.id
+LEFT JOIN review_decisions AS o ON o.lease_token = :lease_token AND o.item_id = i.id
+WHERE i.id = :item_id;

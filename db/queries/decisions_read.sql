@@ -1,29 +1,42 @@
+-- Every read of decisions names the row that supersedes each (an override or an overturn)
+-- and its confirmation, if any: a decision's status (PROVISIONAL, EFFECTIVE, SUPERSEDED;
+-- migration 0020) is read from them.
+
 -- name: decisions_get_by_ids
-SELECT d.*, s.id AS superseded_by
+SELECT d.*, s.id AS superseded_by, c.confirmed_by, c.confirmed_at
 FROM review_decisions AS d
 LEFT JOIN review_decisions AS s ON s.supersedes = d.id
+LEFT JOIN decision_confirmations AS c ON c.decision_id = d.id
 WHERE d.id = ANY (:ids::bigint[]);
 
 -- name: decisions_get_by_item_ids
 -- Every decision of each item, oldest first.
-SELECT d.*, s.id AS superseded_by
+SELECT d.*, s.id AS superseded_by, c.confirmed_by, c.confirmed_at
 FROM review_decisions AS d
 LEFT JOIN review_decisions AS s ON s.supersedes = d.id
+LEFT JOIN decision_confirmations AS c ON c.decision_id = d.id
 WHERE d.item_id = ANY (:item_ids::bigint[])
 ORDER BY d.item_id, d.id;
 
 -- name: decisions_get_page
--- One page of a queue's decisions, oldest first.
-SELECT d.*, s.id AS superseded_by
+-- One page of a queue's decisions, oldest first, whatever their status.
+SELECT d.*, s.id AS superseded_by, c.confirmed_by, c.confirmed_at
 FROM review_decisions AS d
 LEFT JOIN review_decisions AS s ON s.supersedes = d.id
+LEFT JOIN decision_confirmations AS c ON c.decision_id = d.id
 WHERE d.queue = :queue AND d.id > :after_id
 ORDER BY d.id
 LIMIT :page_size;
 
 -- name: decision_get_position
--- Where a decision sits in its queue's commit-ordered stream.
-SELECT d.queue, d.txid, d.id FROM review_decisions AS d WHERE d.id = :decision_id;
+-- Where a decision sits in its queue's commit-ordered stream: at the transaction that made
+-- it effective (its own, or its confirmation's). `in_stream` is false for a provisional
+-- decision nobody has confirmed: the stream has not delivered it.
+SELECT d.queue, coalesce(c.txid, d.txid) AS txid, d.id,
+       NOT d.provisional OR c.decision_id IS NOT NULL AS in_stream
+FROM review_decisions AS d
+LEFT JOIN decision_confirmations AS c ON c.decision_id = d.id
+WHERE d.id = :decision_id;
 
 -- name: decisions_get_stream_horizon
 -- Every transaction below this id has ended: no decision below it can still appear.
@@ -32,11 +45,39 @@ SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon;
 -- name: decisions_get_after_position
 -- The next decisions of a queue in commit-safe order: after the position, and only from
 -- transactions below the horizon, so a late commit can never land behind the cursor.
-SELECT d.*, s.id AS superseded_by
-FROM review_decisions AS d
+-- Each decision is delivered once, when it takes effect: a decision that needed no second
+-- review at its own transaction, a provisional one at its confirmation's (an override is a
+-- decision of its own). A provisional decision is never delivered before it is confirmed,
+-- and one that was overridden never is: an integration acting on this stream acts only on
+-- effective decisions. `position_txid` is the position's transaction.
+WITH effective AS (
+    (SELECT d.txid, d.id
+     FROM review_decisions AS d
+     WHERE d.queue = :queue
+       AND (d.txid, d.id) > (:after_txid::xid8, :after_id::bigint)
+       AND d.txid < pg_snapshot_xmin(pg_current_snapshot())
+       AND NOT d.provisional
+     ORDER BY d.txid, d.id
+     LIMIT :page_size)
+    UNION ALL
+    (SELECT c.txid, c.decision_id
+     FROM decision_confirmations AS c
+     WHERE c.queue = :queue
+       AND (c.txid, c.decision_id) > (:after_txid::xid8, :after_id::bigint)
+       AND c.txid < pg_snapshot_xmin(pg_current_snapshot())
+     ORDER BY c.txid, c.decision_id
+     LIMIT :page_size)
+    ORDER BY 1, 2
+    LIMIT :page_size
+)
+SELECT d.*, e.txid AS position_txid, s.id AS superseded_by, c.confirmed_by, c.confirmed_at
+FROM effective AS e
+JOIN review_decisions AS d ON d.id = e.id
 LEFT JOIN review_decisions AS s ON s.supersedes = d.id
-WHERE d.queue = :queue
-  AND (d.txid, d.id) > (:after_txid::xid8, :after_id::bigint)
-  AND d.txid < pg_snapshot_xmin(pg_current_snapshot())
-ORDER BY d.txid, d.id
-LIMIT :page_size;
+LEFT JOIN decision_confirmations AS c ON c.decision_id = d.id
+ORDER BY e.txid, e.id;
+
+-- name: decision_confirmations_get_by_decision_ids
+-- The second reviews that confirmed these decisions (migration 0020), for audit packs.
+SELECT c.* FROM decision_confirmations AS c WHERE c.decision_id = ANY (:decision_ids::bigint[])
+ORDER BY c.decision_id;

@@ -22,6 +22,33 @@ WHERE e.id = ANY (:ids::text[]);
 -- name: exception_ids_get_by_item_ids
 SELECT e.item_id, e.id FROM exceptions AS e WHERE e.item_id = ANY (:item_ids::bigint[]);
 
+-- name: exceptions_get_about_items
+-- Every exception about each item of :item_ids, for its audit pack (server/domain/audit.py),
+-- oldest first: the item's own (an exception's item) and those raised because one of its
+-- decisions could not be carried out (workflow :apply_workflow, whose source record is the
+-- decision id: exceptions_source). `about_item_id` names the item; `item_queue`,
+-- `approval_queue` and `reason_owner_role` are, with the owner and escalation roles, the
+-- queues that see the exception (ExceptionRecord.queues).
+WITH about AS (
+    SELECT e.item_id AS about_item_id, e.id
+    FROM exceptions AS e
+    WHERE e.item_id = ANY (:item_ids::bigint[])
+    UNION
+    SELECT d.item_id, e.id
+    FROM review_decisions AS d
+    JOIN exceptions AS e
+      ON e.workflow = :apply_workflow AND e.source_record_id = d.id::text
+    WHERE d.item_id = ANY (:item_ids::bigint[])
+)
+SELECT a.about_item_id, e.*,
+       i.queue AS item_queue, w.approval_queue, r.owner_role AS reason_owner_role
+FROM about AS a
+JOIN exceptions AS e ON e.id = a.id
+JOIN review_items AS i ON i.id = e.item_id
+JOIN workflows AS w ON w.name = e.workflow
+JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+ORDER BY a.about_item_id, e.id;
+
 -- name: exceptions_get_page
 -- One page of exceptions, oldest first (ids sort by time), filtered; every filter is
 -- optional (NULL). The caller's queue scope limits what it sees.

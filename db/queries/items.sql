@@ -56,6 +56,22 @@ WHERE i.origin_queue = :origin_queue AND i.external_key = ANY (:external_keys::t
 -- name: items_get_by_ids
 SELECT i.* FROM review_items AS i WHERE i.id = ANY (:ids::bigint[]);
 
+-- name: item_ids_get_enqueued_between
+-- The items first enqueued to :queue (their origin queue, which never changes) from :since
+-- up to, not including, :until, by their enqueue time (created_at), oldest id first: what
+-- `casework export queue` packs (server/domain/audit.py), read through a cursor.
+-- The window is read first (review_items_created_brin: the window's blocks only), then
+-- sorted: as a cursor's query, a plain ORDER BY id would be planned for its first rows, as
+-- a walk of the whole table in id order (tests/migrations/test_export_plan.py).
+WITH window_items AS MATERIALIZED (
+    SELECT i.id
+    FROM review_items AS i
+    WHERE i.origin_queue = :queue
+      AND i.created_at >= :since::timestamptz
+      AND i.created_at < :until::timestamptz
+)
+SELECT w.id FROM window_items AS w ORDER BY w.id;
+
 -- name: items_get_pages
 -- One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
 -- derived state. :state is 'pending', 'leased', 'decided' or NULL for all.

@@ -247,3 +247,41 @@ FROM decided AS d
 LEFT JOIN overturned AS o ON o.queue = d.queue AND o.reviewer = d.reviewer
 FULL JOIN lapsed AS l ON l.queue = d.queue AND l.reviewer = d.reviewer
 ORDER BY 1, 3 DESC, 2;
+
+-- name: queue_measures_quality
+-- QA and overturns (Queue.measures.quality) of the window's approve and reject decisions
+-- (first decisions; escalations have no outcome to check or overturn), for each queue and
+-- broken down by reason code and by reviewer, in one statement (GROUPING SETS; `dimension`
+-- says which row is which). A decision is `sampled` when it has a QA copy, `checked` when
+-- a QA result was recorded, `agreed` when that result agrees, `overturned` when an overturn
+-- supersedes it. Each is read per window decision through a scalar subquery on a unique
+-- index (review_items_one_qa_copy_each, qa_results_one_per_decision,
+-- review_decisions_one_overturn_each): three probes a decision, in custom and generic plans
+-- alike. As joins, or as EXISTS (which a generic plan may turn into a hash of the whole
+-- table), the planner may read every QA copy or overturn ever made when it cannot tell how
+-- small the window is; a scalar subquery it can only run per row.
+WITH window_decisions AS MATERIALIZED (
+    SELECT d.queue, d.reason_code, d.reviewer,
+           (SELECT true FROM review_items AS c WHERE c.qa_of = d.id) IS NOT NULL AS sampled,
+           (SELECT r.agrees FROM qa_results AS r WHERE r.decision_id = d.id) AS agrees,
+           (SELECT true FROM review_decisions AS o WHERE o.supersedes = d.id) IS NOT NULL
+               AS overturned
+    FROM review_decisions AS d
+    WHERE d.queue = ANY (:queues::text[])
+      AND d.decided_at >= now() - make_interval(secs => :since_seconds)
+      AND d.verdict IN ('approve', 'reject')
+      AND (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+)
+SELECT w.queue,
+       CASE WHEN GROUPING(w.reason_code) = 0 THEN 'reason_code'
+            WHEN GROUPING(w.reviewer) = 0 THEN 'reviewer'
+            ELSE 'queue' END AS dimension,
+       coalesce(w.reason_code, w.reviewer) AS key,
+       count(*) AS decided,
+       count(*) FILTER (WHERE w.sampled) AS sampled,
+       count(w.agrees) AS checked,
+       count(*) FILTER (WHERE w.agrees) AS agreed,
+       count(*) FILTER (WHERE w.overturned) AS overturned
+FROM window_decisions AS w
+GROUP BY GROUPING SETS ((w.queue), (w.queue, w.reason_code), (w.queue, w.reviewer))
+ORDER BY 1, 2, 4 DESC, 3;

@@ -5,12 +5,34 @@
 -- PostgreSQL infers an integer, and asyncpg then truncates a timeout of 0.5 s to 0.
 -- The claim controls can also be cleared: a lease limit or due time of 0 and an
 -- overdue queue of '' mean "none" (:due_seconds_by_priority '[]' clears that list).
+-- Second review (migration 0020): :second_review_verdicts NULL leaves the three settings
+-- as they are; a list sets all three (an empty one turns second review off, and the queue
+-- and minimum priority go with it). The second-review queue is created here, with the
+-- defaults (worked by reviewers), when it does not exist yet: its foreign key is checked
+-- at the end of the statement, after that insert.
+-- QA sampling (migration 0021): :qa_queue names the queue the sampled decisions are copied
+-- to; it is created here (holder role reviewer, every other setting its default) when it
+-- does not exist yet. The foreign key is checked at the end of the statement, so the new
+-- row satisfies it.
+WITH review_queue AS (
+    INSERT INTO queues (name)
+    SELECT :second_review_queue::text
+    WHERE :second_review_queue::text IS NOT NULL
+    ON CONFLICT (name) DO NOTHING
+),
+qa_queue_made AS (
+    INSERT INTO queues (name)
+    SELECT :qa_queue::text WHERE :qa_queue::text IS NOT NULL
+    ON CONFLICT (name) DO NOTHING
+)
 INSERT INTO queues AS q (name, lease_ttl_seconds, max_abandons, escalation_queue,
                          escalation_priority_boost, effect_kind, effect_target, effect_secret,
                          effect_max_attempts, effect_timeout_seconds,
                          reviewer_minutes_per_day, max_leases_per_reviewer, due_seconds,
                          due_seconds_by_priority, hold_pauses_due, overdue_queue,
-                         overdue_priority_boost)
+                         overdue_priority_boost, second_review_verdicts,
+                         second_review_min_priority, second_review_queue, qa_sample_rate,
+                         qa_queue)
 VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :escalation_queue,
         coalesce(:escalation_priority_boost, 100), coalesce(:effect_kind, 'none'),
         :effect_target, :effect_secret, coalesce(:effect_max_attempts, 8),
@@ -19,7 +41,10 @@ VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :e
         nullif(:max_leases_per_reviewer::integer, 0), nullif(:due_seconds::integer, 0),
         coalesce(:due_seconds_by_priority::jsonb, '[]'),
         coalesce(:hold_pauses_due::boolean, false), nullif(:overdue_queue::text, ''),
-        coalesce(:overdue_priority_boost::integer, 100))
+        coalesce(:overdue_priority_boost::integer, 100),
+        coalesce(:second_review_verdicts::text[], '{}'), :second_review_min_priority::integer,
+        :second_review_queue::text, coalesce(:qa_sample_rate::double precision, 0),
+        :qa_queue::text)
 ON CONFLICT (name) DO UPDATE
     SET lease_ttl_seconds = coalesce(:lease_ttl_seconds, q.lease_ttl_seconds),
         max_abandons = coalesce(:max_abandons, q.max_abandons),
@@ -44,6 +69,16 @@ ON CONFLICT (name) DO UPDATE
                              ELSE nullif(:overdue_queue::text, '') END,
         overdue_priority_boost = coalesce(:overdue_priority_boost::integer,
                                           q.overdue_priority_boost),
+        second_review_verdicts = coalesce(:second_review_verdicts::text[],
+                                          q.second_review_verdicts),
+        second_review_min_priority = CASE WHEN :second_review_verdicts::text[] IS NULL
+                                          THEN q.second_review_min_priority
+                                          ELSE :second_review_min_priority::integer END,
+        second_review_queue = CASE WHEN :second_review_verdicts::text[] IS NULL
+                                   THEN q.second_review_queue
+                                   ELSE :second_review_queue::text END,
+        qa_sample_rate = coalesce(:qa_sample_rate::double precision, q.qa_sample_rate),
+        qa_queue = coalesce(:qa_queue::text, q.qa_queue),
         updated_at = now()
 RETURNING q.*;
 

@@ -9,6 +9,13 @@
 --     item, at its expiry; the claim that notices it writes the row (with the same time).
 --   - Decisions: a verdict is `decided`, or `escalated` for an escalation, and an overturn
 --     `overturned`. The queue an escalation went to is the queue the item was in next.
+--   - Second review (migration 0020): a provisional decision is `second_review` (the item
+--     went from the decision's queue to the queue it was in next), its confirmation
+--     `confirmed` (read from decision_confirmations, which carries the second reviewer's
+--     lease like a decision does), and an override `overridden`, in the queue its lease
+--     was held in.
+--   - A decision sampled for QA is `qa_sampled`, read from its copy (`qa_of`); `qa_checked`
+--     is stored, naming the decision in its detail.
 -- Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
 -- order it must have happened: an arrival, a lease's end, a claim, whatever was done under
 -- it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
@@ -38,11 +45,21 @@ decisions AS (
     FROM review_decisions AS d
     WHERE d.item_id = ANY (:item_ids::bigint[])
 ),
+confirmations AS (
+    SELECT c.*
+    FROM decision_confirmations AS c
+    WHERE c.item_id = ANY (:item_ids::bigint[])
+),
 lease_records AS (
     SELECT d.item_id, d.lease_token, d.reviewer AS owner, d.reviewer_role AS owner_role,
-           d.lease_started_at, d.queue, 1 AS preference
+           d.lease_started_at, coalesce(d.review_queue, d.queue) AS queue, 1 AS preference
     FROM decisions AS d
     WHERE d.lease_token IS NOT NULL AND d.lease_started_at IS NOT NULL
+    UNION ALL
+    SELECT c.item_id, c.lease_token, c.confirmed_by, c.confirmed_by_role, c.lease_started_at,
+           c.review_queue, 1
+    FROM confirmations AS c
+    WHERE c.lease_started_at IS NOT NULL
     UNION ALL
     -- A revocation's actor is the manager; the owner held leases in the queue as its
     -- holder role, like every claimer there.
@@ -68,10 +85,13 @@ story AS (
     SELECT e.item_id, e.kind, e.at,
            CASE WHEN e.kind IN ('enqueued', 'reuploaded') THEN 10
                 WHEN e.kind IN ('lapsed', 'released', 'revoked') THEN 20
+                -- After the decision they follow from, recorded at the same instant.
+                WHEN e.kind = 'qa_checked' THEN 60
                 ELSE 40 END AS rank,
            e.id AS ref, e.queue, e.actor, e.actor_role, e.body, e.detail,
            e.lease_token, e.lease_owner, e.lease_started_at,
-           NULL::bigint AS decision_id, e.recorded_at
+           -- QA_CHECKED: the decision checked (migration 0021).
+           (e.detail ->> 'decision_id')::bigint AS decision_id, e.recorded_at
     FROM stored AS e
     UNION ALL
     SELECT c.item_id, 'claimed', c.lease_started_at, 30,
@@ -89,12 +109,28 @@ story AS (
     WHERE i.state = 'pending' AND i.lease_token IS NOT NULL AND i.lease_expires_at <= now()
     UNION ALL
     SELECT d.item_id,
-           CASE d.verdict WHEN 'overturn' THEN 'overturned'
-                          WHEN 'escalate' THEN 'escalated'
-                          ELSE 'decided' END,
-           d.decided_at, 50, d.id, d.queue, d.reviewer, d.reviewer_role, d.note, NULL,
+           CASE WHEN d.verdict = 'overturn' THEN 'overturned'
+                WHEN d.verdict = 'escalate' THEN 'escalated'
+                WHEN d.provisional THEN 'second_review'
+                WHEN d.supersedes IS NOT NULL THEN 'overridden'
+                ELSE 'decided' END,
+           d.decided_at, 50, d.id, coalesce(d.review_queue, d.queue), d.reviewer,
+           d.reviewer_role, d.note, NULL,
            d.lease_token, d.reviewer, d.lease_started_at, d.id, NULL
     FROM decisions AS d
+    UNION ALL
+    -- After the decisions of the same instant (rank 50): a confirmation follows its decision.
+    SELECT c.item_id, 'confirmed', c.confirmed_at, 51, c.decision_id, c.review_queue,
+           c.confirmed_by, c.confirmed_by_role, NULL, NULL,
+           c.lease_token, c.confirmed_by, c.lease_started_at, c.decision_id, NULL
+    FROM confirmations AS c
+    UNION ALL
+    -- A decision sampled for QA: read from its copy (review_items_one_qa_copy_each), made
+    -- by the statement that recorded the decision, so at the same instant, after it.
+    SELECT d.item_id, 'qa_sampled', c.created_at, 60, c.id, d.queue, 'casework', 'system',
+           NULL, jsonb_build_object('to_queue', c.queue), NULL, NULL, NULL, d.id, NULL
+    FROM decisions AS d
+    JOIN review_items AS c ON c.qa_of = d.id
 ),
 ordered AS (
     SELECT s.*,
@@ -118,9 +154,10 @@ SELECT p.item_id, p.kind, p.at, p.rank, p.ref, p.queue, p.actor, p.actor_role, p
        p.lease_owner,
        p.lease_started_at,
        p.detail ->> 'evidence_hash' AS evidence_hash,
-       CASE WHEN p.kind = 'escalated' AND p.decision_id IS NOT NULL THEN p.queue
+       CASE WHEN p.kind IN ('escalated', 'second_review') AND p.decision_id IS NOT NULL
+            THEN p.queue
             ELSE p.detail ->> 'from_queue' END AS from_queue,
-       CASE WHEN p.kind = 'escalated' AND p.decision_id IS NOT NULL
+       CASE WHEN p.kind IN ('escalated', 'second_review') AND p.decision_id IS NOT NULL
             THEN coalesce(p.next_queue, i.queue)
             ELSE p.detail ->> 'to_queue' END AS to_queue,
        (p.detail ->> 'until')::timestamptz AS until,

@@ -133,6 +133,12 @@ async def stream_start(
     row = await db.fetchrow(sql.decisions_read.DECISION_GET_POSITION, decision_id=decision_id)
     if row is None or row["queue"] != queue:
         return InvalidInput(f"no decision {decision_id} in queue {queue!r}", "after")
+    if not row["in_stream"]:
+        return InvalidInput(
+            f"decision {decision_id} waits for its second review or was overridden: the "
+            "stream delivers decisions when they take effect, and has not delivered it",
+            "after",
+        )
     return StreamPosition(row["txid"], row["id"])
 
 
@@ -146,4 +152,6 @@ async def decisions_after(
         after_id=position.row_id,
         page_size=limit,
     )
-    return [(StreamPosition(row["txid"], row["id"]), Decision.from_row(row)) for row in rows]
+    return [
+        (StreamPosition(row["position_txid"], row["id"]), Decision.from_row(row)) for row in rows
+    ]

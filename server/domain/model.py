@@ -36,6 +36,44 @@ class EffectKind(enum.Enum):
     HANDLER = "handler"
 
 
+class DecisionStatus(enum.Enum):
+    """Where a decision stands (migration 0020). Read from the append-only records, never
+    stored: a provisional decision waits for its second review and is not carried out; an
+    effective one is (or was, before something superseded it); a superseded one has been
+    replaced by an override at second review or an approver's overturn."""
+
+    PROVISIONAL = "provisional"
+    EFFECTIVE = "effective"
+    SUPERSEDED = "superseded"
+
+
+# The verdicts a queue's second review may name: decisions on the subject. An escalation
+# moves the item and is carried out by nobody, so there is nothing to hold back.
+SECOND_REVIEW_VERDICTS = frozenset({Verdict.APPROVE, Verdict.REJECT})
+
+
+@dataclass(frozen=True)
+class SecondReview:
+    """A queue's four-eyes setting: decisions with these verdicts (at or above the minimum
+    priority, if there is one) are provisional until a second reviewer, in `queue`,
+    confirms or overrides them."""
+
+    verdicts: tuple[Verdict, ...]
+    min_priority: int | None
+    queue: str
+
+    @classmethod
+    def from_row(cls, row: Row) -> SecondReview | None:
+        verdicts = row["second_review_verdicts"]
+        if not verdicts:
+            return None
+        return cls(
+            verdicts=tuple(sorted((Verdict(v) for v in verdicts), key=lambda v: v.value)),
+            min_priority=row["second_review_min_priority"],
+            queue=row["second_review_queue"],
+        )
+
+
 class ItemState(enum.Enum):
     """What a reader sees; `leased` is a pending item under a live lease, `parked` an
     exception's item while no one can act on it under a lease (redrive pending, closed)."""
@@ -102,6 +140,12 @@ class Queue:
     hold_pauses_due: bool = False
     overdue_queue: str | None = None
     overdue_priority_boost: int = 100
+    # Four-eyes before the effect (migration 0020); None: decisions take effect alone.
+    second_review: SecondReview | None = None
+    # QA sampling (migration 0021): the share of approve/reject decisions copied to
+    # `qa_queue` for a check after the effect (0: none).
+    qa_sample_rate: float = 0.0
+    qa_queue: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:
@@ -127,6 +171,9 @@ class Queue:
             hold_pauses_due=row["hold_pauses_due"],
             overdue_queue=row["overdue_queue"],
             overdue_priority_boost=row["overdue_priority_boost"],
+            second_review=SecondReview.from_row(row),
+            qa_sample_rate=row["qa_sample_rate"],
+            qa_queue=row["qa_queue"],
         )
 
 
@@ -187,6 +234,12 @@ class Item:
     held_until: datetime | None = None
     hold_reason: str | None = None
     due_at: datetime | None = None
+    # The provisional decision the item waits on in a second-review queue (migration 0020),
+    # and the one person who may not claim it (the decision's maker).
+    awaiting_decision_id: int | None = None
+    barred_claimer: str | None = None
+    # A QA copy (migration 0021): the decision it checks; None for every other item.
+    qa_of: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Item:
@@ -213,6 +266,9 @@ class Item:
             held_until=row["held_until"],
             hold_reason=row["hold_reason"],
             due_at=row["due_at"],
+            awaiting_decision_id=row.get("awaiting_decision_id"),
+            barred_claimer=row.get("barred_claimer"),
+            qa_of=row.get("qa_of"),
         )
 
     @property
@@ -264,6 +320,30 @@ class Decision:
     # in comparing decisions.
     lease_count: int | None = field(default=None, compare=False)
     lease_started_at: datetime | None = field(default=None, compare=False)
+    # Second review (migration 0020): recorded as needing one, and who confirmed it, when.
+    provisional: bool = False
+    confirmed_by: str | None = None
+    confirmed_at: datetime | None = None
+    # An override's: the second-review queue its lease was held in (None: `queue`).
+    review_queue: str | None = None
+
+    @property
+    def lease_queue(self) -> str:
+        """The queue the lease it was made under was held in."""
+        return self.review_queue or self.queue
+
+    @property
+    def status(self) -> DecisionStatus:
+        if self.superseded_by is not None:
+            return DecisionStatus.SUPERSEDED
+        if self.provisional and self.confirmed_by is None:
+            return DecisionStatus.PROVISIONAL
+        return DecisionStatus.EFFECTIVE
+
+    @property
+    def is_override(self) -> bool:
+        """Made at second review in place of the provisional decision it supersedes."""
+        return self.supersedes is not None and not self.is_overturn
 
     @property
     def handling_seconds(self) -> float | None:
@@ -288,6 +368,10 @@ class Decision:
             decided_at=row["decided_at"],
             lease_count=row.get("lease_count"),
             lease_started_at=row.get("lease_started_at"),
+            provisional=row["provisional"],
+            confirmed_by=row.get("confirmed_by"),
+            confirmed_at=row.get("confirmed_at"),
+            review_queue=row.get("review_queue"),
         )
 
 

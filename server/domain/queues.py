@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 from server.domain import due
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import (
+    PRIORITY_LIMIT,
+    SECOND_REVIEW_VERDICTS,
     DueByPriority,
     EffectKind,
     Principal,
@@ -47,6 +49,34 @@ class QueueSettings:
     hold_pauses_due: bool | None = None
     overdue_queue: str | None = None
     overdue_priority_boost: int | None = None
+    # Four-eyes before the effect (migration 0020): None leaves it as it is; no verdicts
+    # turn it off.
+    second_review: SecondReviewSettings | None = None
+    # QA sampling (migration 0021): the share of approve/reject decisions checked after the
+    # effect (0 to 1; 0 turns it off) and the queue the copies go to (default `<name>-qa`,
+    # created if it does not exist). None leaves a setting as it is.
+    qa_sample_rate: float | None = None
+    qa_queue: str | None = None
+
+
+@dataclass(frozen=True)
+class SecondReviewSettings:
+    verdicts: tuple[Verdict, ...]
+    min_priority: int | None = None
+    # None: `<queue>-second-review`.
+    queue: str | None = None
+
+
+SECOND_REVIEW_SUFFIX = "-second-review"
+
+
+def second_review_queue_name(settings: QueueSettings) -> str | None:
+    """The second-review queue the settings name (its default, if they name none); None
+    when they leave second review as it is or turn it off."""
+    second = settings.second_review
+    if second is None or not second.verdicts:
+        return None
+    return second.queue or settings.name + SECOND_REVIEW_SUFFIX
 
 
 # A day's hands-on minutes of a very large team (about 20,000 people at 8 hours).
@@ -98,10 +128,29 @@ def _check_settings(settings: QueueSettings, allowed_hosts: frozenset[str]) -> I
         return InvalidInput(
             "escalationPriorityBoost must be between 0 and 1000000", "escalationPriorityBoost"
         )
-    return _check_claim_controls(settings)
+    return _check_claim_controls(settings) or _check_qa(settings)
 
 
 MAX_LEASES_PER_REVIEWER = 1000
+QA_QUEUE_SUFFIX = "-qa"
+
+
+def _check_qa(settings: QueueSettings) -> InvalidInput | None:
+    rate = settings.qa_sample_rate
+    # `not 0 <= rate <= 1` is true for NaN too.
+    if rate is not None and not 0 <= rate <= 1:
+        return InvalidInput("qaSampleRate must be between 0 and 1 (0: off)", "qaSampleRate")
+    qa_queue = settings.qa_queue
+    if qa_queue is not None:
+        if not QUEUE_NAME.fullmatch(qa_queue):
+            return InvalidInput("qaQueue is a queue name", "qaQueue")
+        if qa_queue == settings.name:
+            return InvalidInput("qaQueue must name another queue", "qaQueue")
+    return None
+
+
+def default_qa_queue(name: str) -> str:
+    return name + QA_QUEUE_SUFFIX
 
 
 def _check_claim_controls(settings: QueueSettings) -> InvalidInput | None:
@@ -126,6 +175,38 @@ def _check_claim_controls(settings: QueueSettings) -> InvalidInput | None:
         return InvalidInput(
             "overduePriorityBoost must be between 0 and 1000000", "overduePriorityBoost"
         )
+    return _check_second_review(settings)
+
+
+def _check_second_review(settings: QueueSettings) -> InvalidInput | None:
+    second = settings.second_review
+    if second is None:
+        return None
+    if set(second.verdicts) - SECOND_REVIEW_VERDICTS:
+        return InvalidInput(
+            "secondReview.verdicts may name APPROVE and REJECT only: an escalation moves the "
+            "item and has no effect to hold back",
+            "secondReview.verdicts",
+        )
+    if not second.verdicts:
+        # Off: nothing else is read.
+        return None
+    low = second.min_priority
+    if low is not None and not -PRIORITY_LIMIT <= low <= PRIORITY_LIMIT:
+        return InvalidInput(
+            f"secondReview.minPriority must be between {-PRIORITY_LIMIT} and {PRIORITY_LIMIT}",
+            "secondReview.minPriority",
+        )
+    name = second_review_queue_name(settings)
+    assert name is not None
+    if not QUEUE_NAME.fullmatch(name):
+        return InvalidInput(
+            f"the second-review queue would be named {name[:100]!r}, which is not a queue "
+            "name: name one in secondReview.queue",
+            "secondReview.queue",
+        )
+    if name == settings.name:
+        return InvalidInput("secondReview.queue must name another queue", "secondReview.queue")
     return None
 
 
@@ -207,12 +288,25 @@ async def configure_queue(
         return NotPermitted("only an admin may configure queues")
     # The queue and the queues it escalates to are all the admin's to change: an escalation
     # into another team's queue hands that team work, so it must be in the token's scope.
-    for name in (settings.name, settings.escalation_queue, settings.overdue_queue):
+    problem = _check_settings(settings, allowed_hosts)
+    review_queue = None if problem else second_review_queue_name(settings)
+    for name in (settings.name, settings.escalation_queue, settings.overdue_queue, review_queue):
         if name and not principal.works_in(name):
             return not_covered(name)
-    problem = _check_settings(settings, allowed_hosts)
     if problem:
         return problem
+    if review_queue is not None:
+        existing = (await get_queues(db, [review_queue])).get(review_queue)
+        if existing is not None and existing.holder_role is not Role.REVIEWER:
+            return InvalidInput(
+                f"queue {review_queue!r} is worked by {existing.holder_role.value}s; a "
+                "second review is made by reviewers",
+                "secondReview.queue",
+            )
+    second = settings.second_review
+    qa_queue = await _qa_queue(db, principal, settings)
+    if isinstance(qa_queue, InvalidInput | NotPermitted):
+        return qa_queue
     try:
         row = await db.fetchrow(
             sql.queues.QUEUE_UPSERT,
@@ -235,6 +329,13 @@ async def configure_queue(
             hold_pauses_due=settings.hold_pauses_due,
             overdue_queue=settings.overdue_queue,
             overdue_priority_boost=settings.overdue_priority_boost,
+            second_review_verdicts=None
+            if second is None
+            else sorted({verdict.value for verdict in second.verdicts}),
+            second_review_min_priority=second.min_priority if second and second.verdicts else None,
+            second_review_queue=review_queue,
+            qa_sample_rate=settings.qa_sample_rate,
+            qa_queue=qa_queue,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":
@@ -242,6 +343,41 @@ async def configure_queue(
         raise
     assert row is not None
     return Queue.from_row(row)
+
+
+async def _qa_queue(
+    db: Database, principal: Principal, settings: QueueSettings
+) -> str | InvalidInput | NotPermitted | None:
+    """The QA queue the upsert names (and creates if missing), or None to leave it as it is.
+
+    Named only when the settings give a qaQueue, or a qaSampleRate above 0 for a queue that
+    has no QA queue yet (then `<name>-qa`). Like an escalation queue, it must lie in the
+    admin's token, and it is worked by reviewers: an approval queue will not do. Read only
+    when QA settings are given."""
+    rate = settings.qa_sample_rate
+    if settings.qa_queue is None and not rate:
+        return None
+    wanted = settings.qa_queue or default_qa_queue(settings.name)
+    known = await get_queues(db, [settings.name, wanted])
+    current = known.get(settings.name)
+    if settings.qa_queue is None:
+        if current is not None and current.qa_queue is not None:
+            return None
+        if not QUEUE_NAME.fullmatch(wanted):
+            return InvalidInput(
+                f"name a qaQueue: the default {wanted[:80]!r} is longer than a queue name may be",
+                "qaQueue",
+            )
+    if not principal.works_in(wanted):
+        return not_covered(wanted)
+    existing = known.get(wanted)
+    if existing is not None and existing.holder_role is not Role.REVIEWER:
+        return InvalidInput(
+            f"queue {wanted!r} is worked by {existing.holder_role.value}s; a QA queue is "
+            "worked by reviewers",
+            "qaQueue",
+        )
+    return wanted
 
 
 async def _missing_queue_named(db: Database, settings: QueueSettings) -> InvalidInput:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.domain.model import Decision, Item, ItemState
+from server.domain.model import Decision, DecisionStatus, Item, ItemState
 from server.store import sql
 from server.store.database import Database
 
@@ -25,8 +25,9 @@ async def decisions_by_item_ids(db: Database, item_ids: list[int]) -> dict[int, 
 
 
 def effective_decision(decisions: list[Decision]) -> Decision | None:
-    """The decision that stands: the last verdict that nothing supersedes."""
-    standing = [d for d in decisions if d.superseded_by is None]
+    """The decision that stands: the last verdict that nothing supersedes and that does not
+    wait for its second review (a provisional decision does not stand until confirmed)."""
+    standing = [d for d in decisions if d.status is DecisionStatus.EFFECTIVE]
     return standing[-1] if standing else None
 
 

@@ -2,10 +2,11 @@
 reading of one item's timeline (ReviewItem.events).
 
 `item_events.kind` (db/migrations/0012_item_timeline.sql) holds the kinds written there;
-`CLAIMED`, `DECIDED` and `OVERTURNED` (and the `ESCALATED` of a verdict) are read from the
-records that already hold them (the lease's ending and review_decisions), so the
-claim+decide cycle writes no timeline row. item_events_get_pages (db/queries/timeline.sql)
-merges the two, in one order.
+`CLAIMED`, `DECIDED`, `OVERTURNED` and `QA_SAMPLED` (and the `ESCALATED` of a verdict), and
+the second review's `SECOND_REVIEW`, `CONFIRMED` and `OVERRIDDEN`, are read from the records
+that already hold them (the lease's ending, review_decisions, decision_confirmations, the QA
+copy), so the claim+decide cycle writes no timeline row. item_events_get_pages
+(db/queries/timeline.sql) merges the two, in one order.
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ class TimelineKind(enum.StrEnum):
     NOTED = "noted"
     DECIDED = "decided"
     OVERTURNED = "overturned"
+    # Second review (migration 0020), read from review_decisions and decision_confirmations.
+    SECOND_REVIEW = "second_review"
+    CONFIRMED = "confirmed"
+    OVERRIDDEN = "overridden"
+    # QA sampling (migration 0021), on the item whose decision was sampled: copied to the QA
+    # queue (by `casework`, role `system`; read from the copy), and checked by a QA reviewer
+    # (stored, the note as body).
+    QA_SAMPLED = "qa_sampled"
+    QA_CHECKED = "qa_checked"
 
 
 # The kinds `item_events` stores; the others are derived when the timeline is read.
@@ -43,6 +53,10 @@ STORED_KINDS = frozenset(TimelineKind) - {
     TimelineKind.CLAIMED,
     TimelineKind.DECIDED,
     TimelineKind.OVERTURNED,
+    TimelineKind.SECOND_REVIEW,
+    TimelineKind.CONFIRMED,
+    TimelineKind.OVERRIDDEN,
+    TimelineKind.QA_SAMPLED,
 }
 
 

@@ -37,6 +37,9 @@ class EventKind(enum.StrEnum):
     RESUMED = "resumed"
     ASSIGNED = "assigned"
     UNASSIGNED = "unassigned"
+    # A decision needing a second review was recorded, provisional (migration 0020): its
+    # item left the decision's queue (`from`) for the second-review queue (`q`), unleased.
+    SECOND_REVIEW = "second_review"
     # A bulk action (migration 0016) changed many items of the queue at once: `item_ids`
     # lists them (`more`: not all).
     BULK = "bulk"

@@ -75,6 +75,6 @@ class RedisTransport(ReconnectingTransport):
     async def _close_session(self) -> None:
         pubsub, client, self._pubsub, self._client = self._pubsub, self._client, None, None
         if pubsub is not None:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]
         if client is not None:
             await client.aclose()

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from server.domain import apply, holds, live, queues, reads, timeline
+from server.domain import apply, audit, holds, live, qa, queues, reads, timeline
 from server.domain.exceptions import measures as workflow_measures
 from server.domain.exceptions import reads as exception_reads
 from server.domain.exceptions import workflows
@@ -68,6 +68,25 @@ class PagedItem:
     decisions: list[Decision] | None
 
 
+@dataclass(frozen=True)
+class AuditKey:
+    """One item's audit pack, as one reader may see it (audit.Viewer)."""
+
+    item_id: int
+    viewer: audit.Viewer
+
+
+async def _audit_packs(db: Database, keys: list[AuditKey]) -> dict[AuditKey, dict[str, Any]]:
+    """Every pack a request asks for, in one snapshot: the same statements for one or many."""
+    found: dict[AuditKey, dict[str, Any]] = {}
+    async with db.snapshot() as snapshot:
+        for viewer in {key.viewer for key in keys}:
+            ids = sorted({key.item_id for key in keys if key.viewer == viewer})
+            for item_id, pack in (await audit.read_packs(snapshot, ids, viewer)).items():
+                found[AuditKey(item_id, viewer)] = pack
+    return found
+
+
 async def _lags(db: Database, keys: list[LagKey]) -> dict[LagKey, apply.ApplicationLag]:
     found: dict[LagKey, apply.ApplicationLag] = {}
     for threshold in {key.threshold_seconds for key in keys}:
@@ -107,12 +126,20 @@ class Loaders:
         return _loader(self._db, reads.decisions_by_ids, None)
 
     @cached_property
+    def qa_check(self) -> DataLoader[int, qa.QaCheck | None]:
+        return _loader(self._db, qa.checks_by_decision_ids, None)
+
+    @cached_property
     def item_decisions(self) -> DataLoader[int, list[Decision]]:
         return _loader(self._db, reads.decisions_by_item_ids, [])
 
     @cached_property
     def item_events(self) -> DataLoader[timeline.PageKey, list[timeline.TimelineEvent]]:
         return _loader(self._db, timeline.events_pages, [])
+
+    @cached_property
+    def audit_pack(self) -> DataLoader[AuditKey, dict[str, Any] | None]:
+        return _loader(self._db, _audit_packs, None)
 
     @cached_property
     def queue(self) -> DataLoader[str, Queue | None]:
@@ -185,6 +212,10 @@ class Loaders:
     @cached_property
     def queue_reasons(self) -> DataLoader[MeasureKey, list[queue_measures.ReasonCount]]:
         return _loader(self._db, queue_measures.reasons, [])
+
+    @cached_property
+    def queue_quality(self) -> DataLoader[MeasureKey, queue_measures.Quality | None]:
+        return _loader(self._db, queue_measures.quality, None)
 
     @cached_property
     def queue_reviewers(self) -> DataLoader[MeasureKey, list[queue_measures.ReviewerMeasures]]:

@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import decisions, failures, leases, model, notes, queues
+from server.domain import decisions, failures, leases, model, notes, qa, queues
 from server.domain import items as enqueueing
 from server.domain.failures import is_failure
 from server.domain.model import Decision as DomainDecision
@@ -29,7 +29,7 @@ from server.graphql.errors import (
 from server.graphql.observe import note_decision
 from server.graphql.timeline import ItemEvent
 from server.graphql.types import Decision as DecisionType
-from server.graphql.types import EffectKind, Queue, ReasonCode, ReviewItem, Verdict
+from server.graphql.types import EffectKind, QaResult, Queue, ReasonCode, ReviewItem, Verdict
 from server.observability import metrics
 
 # --- payloads -----------------------------------------------------------------------------
@@ -77,6 +77,13 @@ class DecisionRecorded:
     )
 
 
+@strawberry.type(description="The QA check is recorded and its copy decided.")
+class QaResultRecorded:
+    result: QaResult
+    decision: DecisionType = strawberry.field(description="The decision checked.")
+    item: ReviewItem = strawberry.field(description="The QA copy, now decided.")
+
+
 @strawberry.type
 class QueueConfigured:
     queue: Queue
@@ -117,9 +124,26 @@ SubmitDecisionResult = Annotated[
     | InvalidInput,
     strawberry.union("SubmitDecisionResult"),
 ]
+ConfirmDecisionResult = Annotated[
+    DecisionRecorded | StaleLease | EvidenceChanged | NotPermitted | InvalidInput,
+    strawberry.union("ConfirmDecisionResult"),
+]
+OverrideDecisionResult = Annotated[
+    DecisionRecorded
+    | StaleLease
+    | EvidenceChanged
+    | InvalidReasonCode
+    | NotPermitted
+    | InvalidInput,
+    strawberry.union("OverrideDecisionResult"),
+]
 OverturnDecisionResult = Annotated[
     DecisionRecorded | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput,
     strawberry.union("OverturnDecisionResult"),
+]
+RecordQaResultResult = Annotated[
+    QaResultRecorded | StaleLease | InvalidReasonCode | NotPermitted | InvalidInput,
+    strawberry.union("RecordQaResultResult"),
 ]
 ConfigureQueueResult = Annotated[
     QueueConfigured | NotPermitted | InvalidInput, strawberry.union("ConfigureQueueResult")
@@ -192,6 +216,79 @@ class OverturnDecisionInput:
         return decisions.OverturnInput(self.decision_id, self.reason_code, self.note)
 
 
+@strawberry.input
+class ConfirmDecisionInput:
+    item_id: strawberry.ID
+    lease_token: str = strawberry.field(description="The second reviewer's lease.")
+    evidence_hash: str = strawberry.field(
+        description="The hash the claim returned: it must also be the hash the decision "
+        "under review was made on."
+    )
+
+    def to_domain(self) -> decisions.ConfirmInput:
+        return decisions.ConfirmInput(self.item_id, self.lease_token, self.evidence_hash)
+
+
+@strawberry.input
+class OverrideDecisionInput:
+    item_id: strawberry.ID
+    lease_token: str = strawberry.field(description="The second reviewer's lease.")
+    verdict: Verdict = strawberry.field(description="APPROVE or REJECT.")
+    reason_code: str = strawberry.field(
+        description="A code of the catalogue of the decision's queue (Decision.queue)."
+    )
+    evidence_hash: str = strawberry.field(description="The hash the claim returned.")
+    note: str | None = None
+
+    def to_domain(self) -> decisions.OverrideInput:
+        return decisions.OverrideInput(
+            item_id=self.item_id,
+            lease_token=self.lease_token,
+            verdict=self.verdict,
+            reason_code=self.reason_code,
+            evidence_hash=self.evidence_hash,
+            note=self.note,
+        )
+
+
+@strawberry.input(
+    description="Four-eyes before the effect. verdicts: [] turns it off; ESCALATE is refused."
+)
+class SecondReviewInput:
+    verdicts: list[Verdict] = strawberry.field(
+        description="The verdicts that need a second review (APPROVE, REJECT)."
+    )
+    min_priority: int | None = strawberry.field(
+        default=None,
+        description="Only decisions on items of at least this priority; null: all of them.",
+    )
+    queue: str | None = strawberry.field(
+        default=None,
+        description="The second-review queue (worked by reviewers), created if missing; "
+        "null: `<name>-second-review`.",
+    )
+
+    def to_domain(self) -> queues.SecondReviewSettings:
+        return queues.SecondReviewSettings(tuple(self.verdicts), self.min_priority, self.queue)
+
+
+@strawberry.input(description="A QA reviewer's check of a sampled decision, under a lease.")
+class RecordQaResultInput:
+    item_id: strawberry.ID = strawberry.field(description="The QA copy (an item of a QA queue).")
+    lease_token: str
+    agrees: bool = strawberry.field(description="Whether the decision checked was right.")
+    reason_code: str = strawberry.field(
+        description="A code of the QA queue's catalogue allowed for APPROVE when agreeing, "
+        "for REJECT when disagreeing (InvalidReasonCode otherwise)."
+    )
+    note: str | None = None
+
+    def to_domain(self) -> qa.QaResultInput:
+        return qa.QaResultInput(
+            self.item_id, self.lease_token, self.agrees, self.reason_code, self.note
+        )
+
+
 @strawberry.input(description="How a queue's decisions are carried out.")
 class EffectInput:
     kind: EffectKind
@@ -242,6 +339,22 @@ class ConfigureQueueInput:
         description='Where overdue items move at claim time, priority raised; "" clears it.',
     )
     overdue_priority_boost: int | None = None
+    second_review: SecondReviewInput | None = strawberry.field(
+        default=None,
+        description="Which decisions need a second person before they take effect; null: "
+        "unchanged.",
+    )
+    qa_sample_rate: float | None = strawberry.field(
+        default=None,
+        description="The share (0 to 1) of approve and reject decisions copied to the QA "
+        "queue for a check after the effect, chosen by a hash of the decision id; 0 turns "
+        "it off.",
+    )
+    qa_queue: str | None = strawberry.field(
+        default=None,
+        description="Where the sampled decisions go (default `<name>-qa`); created, worked "
+        "by reviewers, if it does not exist.",
+    )
 
     def to_domain(self) -> queues.QueueSettings:
         return queues.QueueSettings(
@@ -262,6 +375,9 @@ class ConfigureQueueInput:
             hold_pauses_due=self.hold_pauses_due,
             overdue_queue=self.overdue_queue,
             overdue_priority_boost=self.overdue_priority_boost,
+            second_review=None if self.second_review is None else self.second_review.to_domain(),
+            qa_sample_rate=self.qa_sample_rate,
+            qa_queue=self.qa_queue,
         )
 
 
@@ -384,6 +500,44 @@ class Mutation:
         return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
 
     @strawberry.mutation(
+        description="Second review: makes the provisional decision the item waits on "
+        "effective (the apply worker carries it out). Under your lease of the item in the "
+        "second-review queue, on the evidence the decision was made on (else "
+        "EvidenceChanged); its maker is refused (NotPermitted). Reviewers."
+    )
+    async def confirm_decision(
+        self, info: Info[Context, None], input: ConfirmDecisionInput
+    ) -> ConfirmDecisionResult:
+        result = await decisions.confirm_decision(
+            info.context.db, info.context.principal, input.to_domain()
+        )
+        if is_failure(result):
+            return from_failure(result)
+        if isinstance(result, decisions.Replayed):
+            return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
+        note_decision(result.id)
+        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+
+    @strawberry.mutation(
+        description="Second review: records your own decision (APPROVE or REJECT, with a "
+        "reason of the decision's queue's catalogue) in place of the provisional one, which "
+        "is superseded and never carried out; yours takes effect. Under your lease, on the "
+        "evidence you were shown; the provisional decision's maker is refused. Reviewers."
+    )
+    async def override_decision(
+        self, info: Info[Context, None], input: OverrideDecisionInput
+    ) -> OverrideDecisionResult:
+        result = await decisions.override_decision(
+            info.context.db, info.context.principal, input.to_domain()
+        )
+        if is_failure(result):
+            return from_failure(result)
+        if isinstance(result, decisions.Replayed):
+            return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
+        _recorded(result)
+        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+
+    @strawberry.mutation(
         description="Supersedes the effective decision of an item. Approvers only."
     )
     async def overturn_decision(
@@ -396,6 +550,30 @@ class Mutation:
             return from_failure(result)
         _recorded(result)
         return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+
+    @strawberry.mutation(
+        description="Records agree or disagree on a decision sampled for QA, under a lease on "
+        "its QA copy. Never by the decision's own reviewer; no effect is sent."
+    )
+    async def record_qa_result(
+        self, info: Info[Context, None], input: RecordQaResultInput
+    ) -> RecordQaResultResult:
+        ctx = info.context
+        result = await qa.record_qa_result(ctx.db, ctx.principal, input.to_domain())
+        if is_failure(result):
+            return from_failure(result)
+        # Both loads join their batches before the first await.
+        decision_load = ctx.loaders.decision.load(result.decision_id)
+        item_load = ctx.loaders.item.load(result.qa_item_id)
+        decision = await decision_load
+        item = await item_load
+        assert decision is not None, "decisions are never deleted"
+        assert item is not None, "items are never deleted"
+        return QaResultRecorded(
+            result=QaResult.from_domain(result),
+            decision=DecisionType.from_domain(decision),
+            item=ReviewItem.from_domain(item),
+        )
 
     @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")
     async def configure_queue(

@@ -44,6 +44,11 @@ class LeaseEventKind(enum.Enum):
     RELEASED = "released"
     DECIDED = "decided"
     ESCALATED = "escalated"
+    SECOND_REVIEW = strawberry.enum_value(
+        "second_review",
+        description="A decision needs a second review: the item left the queue it was "
+        "decided in, unleased, for its second-review queue.",
+    )
     EXPIRED = "expired"
     EXCEPTION = "exception"
     REVOKED = strawberry.enum_value("revoked", description="A manager ended the lease.")
@@ -85,6 +90,11 @@ class ItemUpdateKind(enum.Enum):
     )
     EVIDENCE_CHANGED = "evidence_changed"
     DECIDED = "decided"
+    SECOND_REVIEW = strawberry.enum_value(
+        "second_review",
+        description="The decision made is provisional: the item went to its second-review "
+        "queue (ReviewItem.awaitingSecondReview).",
+    )
     DECISION_CHANGED = "decision_changed"
     ESCALATED = "escalated"
     RELEASED = strawberry.enum_value(
@@ -124,6 +134,7 @@ LEASE_EVENT_KINDS = {
     EventKind.RELEASED: LeaseEventKind.RELEASED,
     EventKind.DECIDED: LeaseEventKind.DECIDED,
     EventKind.ESCALATED: LeaseEventKind.ESCALATED,
+    EventKind.SECOND_REVIEW: LeaseEventKind.SECOND_REVIEW,
     EventKind.EXPIRED: LeaseEventKind.EXPIRED,
     EventKind.EXCEPTION: LeaseEventKind.EXCEPTION,
     EventKind.REVOKED: LeaseEventKind.REVOKED,
@@ -144,6 +155,7 @@ ITEM_UPDATE_KINDS = {
     EventKind.EXCEPTION: ItemUpdateKind.EXCEPTION_CHANGED,
     EventKind.DECIDED: ItemUpdateKind.DECIDED,
     EventKind.ESCALATED: ItemUpdateKind.ESCALATED,
+    EventKind.SECOND_REVIEW: ItemUpdateKind.SECOND_REVIEW,
     EventKind.RELEASED: ItemUpdateKind.RELEASED,
     EventKind.NOTED: ItemUpdateKind.NOTED,
     EventKind.REVOKED: ItemUpdateKind.LEASE_LOST,
@@ -151,7 +163,9 @@ ITEM_UPDATE_KINDS = {
     EventKind.OVERDUE: ItemUpdateKind.OVERDUE,
 }
 
-# What decisionEvents re-reads for: a new row in review_decisions.
+# What decisionEvents re-reads for: a decision that takes effect (a new row of
+# review_decisions, or a confirmation, whose hint is `decided`). A provisional decision
+# (`second_review`) is not delivered until it is confirmed.
 DECISION_EVENT_KINDS = frozenset({EventKind.DECIDED, EventKind.ESCALATED, EventKind.OVERTURNED})
 
 
@@ -284,7 +298,11 @@ class Subscription:
 
     @strawberry.subscription(
         description="Every decision of a queue in commit order, resumable: pass the id of the "
-        "last decision you processed as `after`; without it the stream starts now."
+        "last decision you processed as `after`; without it the stream starts now. Each "
+        "decision is delivered once, when it takes effect: a decision that needs a second "
+        "review is delivered when it is confirmed (in the confirmation's commit order), and "
+        "never if it is overridden (the override is delivered instead). So everything "
+        "delivered is, or was, EFFECTIVE: act on it."
     )
     async def decision_events(
         self, info: Info[Context, None], queue: str, after: strawberry.ID | None = None

@@ -22,8 +22,14 @@ strawberry.enum(
     timeline.TimelineKind,
     name="TimelineKind",
     description="What happened to an item. CLAIMED, DECIDED and OVERTURNED (and ESCALATED "
-    "by a verdict) are read from the lease's and the decision's own records; the rest are "
-    "recorded as they happen. A LAPSED is recorded by the claim that notices it.",
+    "by a verdict) are read from the lease's and the decision's own records, and so are "
+    "the second review's: SECOND_REVIEW (a provisional decision sent the item to its "
+    "second-review queue), CONFIRMED (a second reviewer confirmed it) and OVERRIDDEN (a "
+    "second reviewer's decision replaced it); the rest are recorded as they happen. A "
+    "LAPSED is recorded by the claim that notices it. "
+    "QA_SAMPLED: the decision was copied to the QA queue (actor casework, role system; read "
+    "from the copy); "
+    "QA_CHECKED: a QA reviewer recorded agree or disagree (Decision.qaResult).",
 )
 TimelineKind = timeline.TimelineKind
 
@@ -70,9 +76,12 @@ class ItemEvent:
     evidence_hash: str | None = strawberry.field(
         description="ENQUEUED and REUPLOADED: the hash of the evidence as it became."
     )
-    from_queue: str | None = strawberry.field(description="ESCALATED, MOVED: the queue left.")
+    from_queue: str | None = strawberry.field(
+        description="ESCALATED, MOVED, SECOND_REVIEW: the queue left."
+    )
     to_queue: str | None = strawberry.field(
-        description="ESCALATED, MOVED: the queue the item went to."
+        description="ESCALATED, MOVED, SECOND_REVIEW: the queue the item went to. QA_SAMPLED: "
+        "the QA queue."
     )
     until: datetime | None = strawberry.field(
         description="RENEWED: when the renewed lease runs out. HELD: when the hold ends. "
@@ -113,7 +122,10 @@ class ItemEvent:
         )
 
     @strawberry.field(
-        description="DECIDED, OVERTURNED, and an ESCALATED made by a verdict: the decision."
+        description="DECIDED, OVERTURNED, and an ESCALATED made by a verdict: the decision. "
+        "SECOND_REVIEW: the provisional decision; CONFIRMED: the decision confirmed; "
+        "OVERRIDDEN: the override (its `supersedes` is the provisional decision); "
+        "QA_SAMPLED, QA_CHECKED: the decision sampled."
     )
     async def decision(self, info: Info[Context, None]) -> Decision | None:
         decision_id = self._event.decision_id

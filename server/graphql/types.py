@@ -6,17 +6,17 @@ import base64
 import enum
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import apply, leases, model, queues, reads
+from server.domain import apply, audit, leases, model, qa, queues, reads
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
-from server.graphql.loaders import LagKey, PageKey
+from server.graphql.loaders import AuditKey, LagKey, PageKey
 from server.graphql.measures.queues import QueueMeasures, queue_measures
 from server.graphql.selection import selected_names
 
@@ -31,9 +31,18 @@ strawberry.enum(model.EffectKind, name="EffectKind")
 strawberry.enum(
     model.ItemState, name="ItemState", description="LEASED is a pending item under a live lease."
 )
+strawberry.enum(
+    model.DecisionStatus,
+    name="DecisionStatus",
+    description="Where a decision stands. PROVISIONAL: it needs a second review and waits "
+    "for it (not carried out); EFFECTIVE: it takes effect (it needed no second review, or "
+    "was confirmed); SUPERSEDED: an override at second review or an overturn replaced it "
+    "(a provisional decision that was overridden was never carried out).",
+)
 Verdict = model.Verdict
 EffectKind = model.EffectKind
 ItemState = model.ItemState
+DecisionStatus = model.DecisionStatus
 
 MAX_PAGE = 200
 # The fields of ReviewItem that read its decisions.
@@ -181,6 +190,28 @@ class Application:
         ]
 
 
+@strawberry.type(description="A QA reviewer's check of a sampled decision (recordQaResult).")
+class QaResult:
+    agrees: bool
+    reason_code: str = strawberry.field(
+        description="A code of the QA queue's catalogue: one allowed for APPROVE when "
+        "agreeing, for REJECT when disagreeing."
+    )
+    note: str | None
+    reviewer: str = strawberry.field(description="The QA reviewer, never the decider.")
+    recorded_at: datetime
+
+    @classmethod
+    def from_domain(cls, result: qa.QaResult) -> QaResult:
+        return cls(
+            agrees=result.agrees,
+            reason_code=result.reason_code,
+            note=result.note,
+            reviewer=result.reviewer,
+            recorded_at=result.recorded_at,
+        )
+
+
 @strawberry.type
 class Decision:
     _decision: strawberry.Private[model.Decision]
@@ -195,6 +226,25 @@ class Decision:
     reviewer: str
     evidence_hash: str
     decided_at: datetime
+    status: DecisionStatus = strawberry.field(
+        description="PROVISIONAL until its second review, if its queue asks for one; then "
+        "EFFECTIVE when confirmed, SUPERSEDED when overridden. Any effective decision is "
+        "SUPERSEDED once overturned."
+    )
+    confirmed_by: str | None = strawberry.field(
+        description="The second reviewer who confirmed it; null for a decision that needed "
+        "no second review or has not had it."
+    )
+    confirmed_at: datetime | None = strawberry.field(
+        description="When it was confirmed, and so took effect."
+    )
+    is_override: bool = strawberry.field(
+        description="Made at second review in place of the provisional decision it "
+        "supersedes (`supersedes`); recorded in that decision's queue."
+    )
+    review_queue: str | None = strawberry.field(
+        description="For an override: the second-review queue it was made in."
+    )
 
     @classmethod
     def from_domain(cls, decision: model.Decision) -> Decision:
@@ -209,6 +259,11 @@ class Decision:
             reviewer=decision.reviewer,
             evidence_hash=decision.evidence_hash,
             decided_at=decision.decided_at,
+            status=decision.status,
+            confirmed_by=decision.confirmed_by,
+            confirmed_at=decision.confirmed_at,
+            is_override=decision.is_override,
+            review_queue=decision.review_queue,
         )
 
     @strawberry.field
@@ -237,6 +292,23 @@ class Decision:
     @strawberry.field
     async def supersedes(self, info: Info[Context, None]) -> Decision | None:
         return await _load_decision(info, self._decision.supersedes)
+
+    @strawberry.field(
+        description="Whether the decision was sampled for QA: copied to its queue's QA queue "
+        "when it was made (Queue.qaSampleRate)."
+    )
+    async def sampled_for_qa(self, info: Info[Context, None]) -> bool:
+        return await info.context.loaders.qa_check.load(self._decision.id) is not None
+
+    @strawberry.field(
+        description="The QA check of this decision; null when it was not sampled or not "
+        "checked yet. A disagreement is for an approver to act on (overturnDecision)."
+    )
+    async def qa_result(self, info: Info[Context, None]) -> QaResult | None:
+        check = await info.context.loaders.qa_check.load(self._decision.id)
+        if check is None or check.result is None:
+            return None
+        return QaResult.from_domain(check.result)
 
     @strawberry.field
     async def superseded_by(self, info: Info[Context, None]) -> Decision | None:
@@ -354,6 +426,28 @@ class ReviewItem:
 
         return await item_events(info, self._item.id, first, after)
 
+    @strawberry.field(
+        description="Everything recorded about the item, as one self-describing document "
+        "with a SHA-256 over its canonical form: the item, its payload "
+        "history, timeline, decisions with their application records, and any exception "
+        "about it. The same document `casework export item` writes; for roles that may not "
+        "read what a receiver answered, and tokens limited to some queues, the parts it "
+        "leaves out are named in its `withheld` list.",
+        graphql_type=JSON,
+    )
+    async def audit_pack(self, info: Info[Context, None]) -> dict[str, Any]:
+        viewer = audit.Viewer(info.context.principal)
+        found = await info.context.loaders.audit_pack.load(AuditKey(self._item.id, viewer))
+        assert found is not None, "a pack is read for an item that was just read"
+        return found
+
+    @strawberry.field(
+        description="On a QA copy (an item of a QA queue): the decision it checks, with its "
+        "verdict, reason, note, reviewer and evidence hash. Null on every other item."
+    )
+    async def qa_of(self, info: Info[Context, None]) -> Decision | None:
+        return await _load_decision(info, self._item.qa_of)
+
     @strawberry.field(description="The exception this item stands for, if it is one.")
     async def exception(
         self, info: Info[Context, None]
@@ -369,7 +463,16 @@ class ReviewItem:
         return ExceptionNode.from_domain(found) if found else None
 
     @strawberry.field(
-        description="The decision that stands: the latest one not superseded.",
+        description="In a second-review queue: the provisional decision a second reviewer "
+        "is asked to confirm or override (its verdict, reason, note, evidence hash and "
+        "reviewer, who may not take the item); null otherwise."
+    )
+    async def awaiting_second_review(self, info: Info[Context, None]) -> Decision | None:
+        return await _load_decision(info, self._item.awaiting_decision_id)
+
+    @strawberry.field(
+        description="The decision that stands: the latest effective one (not superseded, "
+        "and not waiting for its second review).",
         graphql_type=Decision | None,
     )
     def current_decision(
@@ -411,6 +514,17 @@ class DecisionEdge:
 class DecisionConnection:
     edges: list[DecisionEdge]
     page_info: PageInfo
+
+
+@strawberry.type(
+    description="Four-eyes before the effect: decisions with these verdicts (at or above "
+    "minPriority, if set) are provisional until a second reviewer in `queue` confirms or "
+    "overrides them."
+)
+class SecondReview:
+    verdicts: list[Verdict]
+    min_priority: int | None
+    queue: str = strawberry.field(description="The second-review queue, worked by reviewers.")
 
 
 @strawberry.type
@@ -474,6 +588,16 @@ class Queue:
         description="Where overdue items move at claim time; null: they stay."
     )
     overdue_priority_boost: int
+    second_review: SecondReview | None = strawberry.field(
+        description="The queue's four-eyes setting; null: decisions take effect alone."
+    )
+    qa_sample_rate: float = strawberry.field(
+        description="The share of approve and reject decisions copied to qaQueue for a QA "
+        "check after the effect, chosen by a hash of the decision id; 0: none."
+    )
+    qa_queue: str | None = strawberry.field(
+        description="Where sampled decisions are copied for QA; null: never configured."
+    )
 
     @strawberry.field(description="Backlog and application lag, read now.")
     async def stats(self, info: Info[Context, None], lag_threshold_seconds: int = 60) -> QueueStats:
@@ -526,6 +650,15 @@ class Queue:
             hold_pauses_due=queue.hold_pauses_due,
             overdue_queue=queue.overdue_queue,
             overdue_priority_boost=queue.overdue_priority_boost,
+            second_review=None
+            if queue.second_review is None
+            else SecondReview(
+                verdicts=list(queue.second_review.verdicts),
+                min_priority=queue.second_review.min_priority,
+                queue=queue.second_review.queue,
+            ),
+            qa_sample_rate=queue.qa_sample_rate,
+            qa_queue=queue.qa_queue,
         )
 
     @strawberry.field(

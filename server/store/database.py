@@ -134,6 +134,39 @@ class Database:
             for hint in dict.fromkeys(inner._held_hints):
                 await self._send_hint(hint)
 
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Database]:
+        """A read-only REPEATABLE READ transaction: every read inside it sees the database as
+        it was at its first statement, whatever commits meanwhile (an audit pack, an export).
+        On a connection, the connection must not be in a transaction already."""
+        if isinstance(self._executor, asyncpg.Pool):
+            async with (
+                self._executor.acquire() as conn,
+                conn.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                yield Database(conn, self.queries)
+            return
+        async with self._executor.transaction(isolation="repeatable_read", readonly=True):
+            yield self
+
+    async def batches(
+        self, query: Query[P], size: int, *args: P.args, **kwargs: P.kwargs
+    ) -> AsyncIterator[list[Row]]:
+        """The query's rows through a server-side cursor, `size` at a time, so that memory
+        holds one batch however many rows there are. Inside a transaction (`snapshot`): a
+        cursor lives as long as its transaction."""
+        if isinstance(self._executor, asyncpg.Pool):
+            raise TypeError("a cursor needs one connection: read through Database.snapshot()")
+        sql, values = self._bind(query, args, kwargs)
+        with statement_span(query.name):
+            cursor = await self._executor.cursor(sql, *values)
+        while True:
+            with statement_span(query.name):
+                rows: list[Row] = await cursor.fetch(size)
+            if not rows:
+                return
+            yield rows
+
     async def _route_hints(self, rows: list[Row]) -> None:
         if self._publish_hints is None or not rows or "notification" not in rows[0]:
             return

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+from pathlib import Path
 from typing import Any
 
 from tests.api.conftest import GraphQL, Tokens
+from tests.api.live_server import Run, run_casework
+from tests.conftest import TestDatabase
 
 ENQUEUE = """
 mutation($queue: String!, $items: [NewItemInput!]!) {
@@ -64,3 +69,17 @@ def decision_input(claim: dict[str, Any], verdict: str, reason: str) -> dict[str
         "reasonCode": reason,
         "evidenceHash": claim["evidenceHash"],
     }
+
+
+async def casework(test_database: TestDatabase, home: Path, command_line: str) -> Run:
+    """The `casework` command in a process of its own, as the operator runs it, on the test
+    database (the owner's DSN; the service role's is derived from it)."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database.owner_dsn,
+        # Empty: were DATABASE_URL ignored, the command would work on a fresh embedded
+        # database and the checks against the test database would fail.
+        "CASEWORK_HOME": str(home),
+    }
+    env.pop("CASEWORK_APP_DATABASE_URL", None)
+    return await run_casework(env, *shlex.split(command_line))

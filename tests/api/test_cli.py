@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shlex
 from datetime import UTC
 from pathlib import Path
 
@@ -12,20 +10,8 @@ import asyncpg
 from server.domain.model import Principal, Role
 from server.domain.tokens import LAST_USED_RESOLUTION_SECONDS, authenticate, hash_token
 from server.store.database import Database
-from tests.api.live_server import Run, run_casework
+from tests.api.helpers import casework
 from tests.conftest import TestDatabase, token_maker
-
-
-async def casework(test_database: TestDatabase, home: Path, command_line: str) -> Run:
-    env = {
-        **os.environ,
-        "DATABASE_URL": test_database.owner_dsn,
-        # Empty: were DATABASE_URL ignored, the command would work on a fresh embedded
-        # database and the checks against the test database would fail.
-        "CASEWORK_HOME": str(home),
-    }
-    env.pop("CASEWORK_APP_DATABASE_URL", None)
-    return await run_casework(env, *shlex.split(command_line))
 
 
 async def test_migrate_on_a_migrated_database_is_up_to_date(

@@ -5,8 +5,16 @@ from __future__ import annotations
 import asyncpg
 
 from server.config import REPO_ROOT
-from server.demo import ESCALATIONS, ITEM_COUNT, KYC, SUPPLIER_EXCEPTIONS, seed_demo
-from server.domain.model import Role
+from server.demo import (
+    ESCALATIONS,
+    ITEM_COUNT,
+    KYC,
+    SECOND_REVIEW,
+    SUPPLIER_EXCEPTIONS,
+    seed_demo,
+)
+from server.domain.model import Role, Verdict
+from server.domain.queues import get_queues
 from server.domain.tokens import authenticate, create_token
 from server.store.database import Database
 from tests.conftest import TestDatabase
@@ -77,3 +85,24 @@ async def test_the_reviewer_token_comes_last_and_covers_the_kyc_queues(
         roles.add(principal.role)
     assert roles == set(Role)
     assert seed.exports()[-1] == f"export CASEWORK_REVIEWER_TOKEN={token}"
+
+
+async def test_kyc_rejections_wait_for_a_second_reviewer_the_demo_has_a_token_for(
+    test_database: TestDatabase, db: Database
+) -> None:
+    seed = await seed_demo(test_database.owner_dsn, test_database.app_dsn, queries_dir=QUERIES_DIR)
+
+    kyc = (await get_queues(db, [KYC]))[KYC]
+    assert kyc.second_review is not None
+    assert (kyc.second_review.verdicts, kyc.second_review.queue) == (
+        (Verdict.REJECT,),
+        SECOND_REVIEW,
+    )
+    tokens = dict(seed.tokens)
+    second = await authenticate(db, tokens["CASEWORK_SECOND_REVIEWER_TOKEN"])
+    first = await authenticate(db, tokens["CASEWORK_REVIEWER_TOKEN"])
+    assert second is not None
+    assert first is not None
+    # Two different people: the reviewer decides in kyc, the second reviewer confirms.
+    assert (second.role, second.queues) == (Role.REVIEWER, frozenset({SECOND_REVIEW}))
+    assert second.user != first.user

@@ -176,8 +176,15 @@ DASHBOARD = """
       capacity(availableReviewerMinutesPerDay: 480) {
         arrivalsPerDay demandMinutesPerDay backlogMinutesPerDay headroomMinutesPerDay enough
       }
+      quality {
+        decided sampled checked agreementRate overturnRate
+        byReasonCode { key decided agreementRate }
+        byReviewer { key decided sampled checked agreed overturned }
+      }
     }
-    items(first: 20) { edges { node { id state decisions { id verdict reviewer } } } }
+    items(first: 20) {
+      edges { node { id state decisions { id verdict reviewer sampledForQa qaResult { agrees } } } }
+    }
   }
 }
 """
@@ -261,18 +268,22 @@ async def test_a_dashboard_of_50_queues_costs_what_5_cost(
         assert queue["measures"]["backlog"] == 2
         assert queue["stats"]["pending"] == 2
         assert len(queue["items"]["edges"]) == 5
-    # queues, backlog, application lag, items, their decisions, and four measure statements
-    # (summary, lease counts, reasons, reviewers), however many queues.
-    assert (few, many) == (9, 9), (small_calls, calls)
+    # queues, backlog, application lag, items, their decisions, their QA checks, and five
+    # measure statements (summary, lease counts, reasons, reviewers, quality), however many
+    # queues.
+    assert (few, many) == (11, 11), (small_calls, calls)
+    for queue in dashboards:
+        assert queue["measures"]["quality"]["decided"] == 3
 
 
 # --- what a measures selection reads ---------------------------------------------------
 
-SUMMARY, LEASE_COUNTS, REASONS, REVIEWERS = (
+SUMMARY, LEASE_COUNTS, REASONS, REVIEWERS, QUALITY = (
     "queue_measures_summary",
     "queue_measures_lease_counts",
     "queue_measures_reasons",
     "queue_measures_reviewers",
+    "queue_measures_quality",
 )
 FIGURES = """
 fragment figures on QueueMeasures {
@@ -290,6 +301,7 @@ fragment figures on QueueMeasures {
         ("... on QueueMeasures { leaseCountPending { items } }", [LEASE_COUNTS]),
         ("...figures", [SUMMARY]),
         ("leaseTtlAdvice ... { reasons { code } } ...figures", [SUMMARY, REASONS]),
+        ("quality { agreementRate byReviewer { key } }", [QUALITY]),
     ],
 )
 async def test_measures_read_the_figures_their_selection_shows(

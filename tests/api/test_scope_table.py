@@ -70,7 +70,8 @@ TEAM_SETUP = """
 mutation($t: String!, $senior: String!, $ops: String!, $leads: String!, $approvals: String!,
          $workflow: String!) {
   senior: configureQueue(input: {name: $senior}) { __typename }
-  main: configureQueue(input: {name: $t, escalationQueue: $senior}) { __typename }
+  main: configureQueue(input: {name: $t, escalationQueue: $senior,
+                              secondReview: {verdicts: [REJECT], queue: $senior}}) { __typename }
   ops: configureQueue(input: {name: $ops}) { __typename }
   leads: configureQueue(input: {name: $leads}) { __typename }
   approvals: configureQueue(input: {name: $approvals}) { __typename }
@@ -78,6 +79,10 @@ mutation($t: String!, $senior: String!, $ops: String!, $leads: String!, $approva
     __typename
   }
   bad: defineReasonCode(input: {queue: $t, code: "bad", label: "No", verdicts: [REJECT]}) {
+    __typename
+  }
+  qa: defineReasonCode(input: {queue: $senior, code: "qa_ok", label: "Agree",
+                               verdicts: [APPROVE]}) {
     __typename
   }
   hold: defineHoldReason(input: {queue: $t, code: "waiting", label: "Waiting"}) {
@@ -160,6 +165,8 @@ class World:
     integration: str
     reviewer: str
     approver: str
+    # Makes the decisions a second review is asked of: never the one who reviews them.
+    decider: str
     serial: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def next(self) -> int:
@@ -181,6 +188,35 @@ class World:
         claim: dict[str, Any] = (
             await self.call(self.holder(role, "reviewer"), CLAIM, queue="alpha")
         )["claimNext"]
+        assert claim["__typename"] == "Claim", claim
+        return claim
+
+    async def awaiting_review(self, role: str) -> dict[str, Any]:
+        """A decision of alpha that waits for its second review in alpha-senior, claimed
+        there by the case's holder (the decider is someone else)."""
+        decided = await self.claimed_by(self.decider, "alpha")
+        rejected = await self.call(
+            self.decider,
+            DECIDE,
+            input={
+                "itemId": decided["item"]["id"],
+                "leaseToken": decided["leaseToken"],
+                "verdict": "REJECT",
+                "reasonCode": "bad",
+                "evidenceHash": decided["evidenceHash"],
+            },
+        )
+        assert rejected["submitDecision"]["__typename"] == "DecisionRecorded", rejected
+        claim: dict[str, Any] = (
+            await self.call(self.holder(role, "reviewer"), CLAIM, queue="alpha-senior")
+        )["claimNext"]
+        assert claim["__typename"] == "Claim", claim
+        assert claim["item"]["id"] == decided["item"]["id"], claim
+        return claim
+
+    async def claimed_by(self, token: str, queue: str) -> dict[str, Any]:
+        await self.call(self.integration, ENQUEUE, queue=queue, key=f"item-{self.next()}")
+        claim: dict[str, Any] = (await self.call(token, CLAIM, queue=queue))["claimNext"]
         assert claim["__typename"] == "Claim", claim
         return claim
 
@@ -422,6 +458,68 @@ async def submit_decision(w: World, role: str, scope: str) -> Prepared:
         {"input": {"itemId": NO_ITEM, **decision}},
         (item_id, NO_ITEM),
     )
+
+
+async def second_review(w: World, role: str, scope: str, **answer: str) -> Prepared:
+    claim = await w.awaiting_review(role)
+    item_id = claim["item"]["id"]
+    given = {"leaseToken": claim["leaseToken"], "evidenceHash": claim["evidenceHash"], **answer}
+    return Prepared(
+        {"input": {"itemId": item_id, **given}},
+        {"input": {"itemId": NO_ITEM, **given}},
+        (item_id, NO_ITEM),
+    )
+
+
+async def record_qa_result(w: World, role: str, scope: str) -> Prepared:
+    # A decision copied for QA into alpha-senior as decision_submit copies a sampled one
+    # (tests/integration/test_qa_sampling.py proves the copying), ahead of anything else
+    # waiting there; then claimed by whoever holds the case's lease. The decision is made by
+    # someone other than that holder: the claim never hands a copy to its decider.
+    holder = w.holder(role, "reviewer")
+    decider = w.tokens["in"]["reviewer"] if holder == w.reviewer else w.reviewer
+    await w.call(w.integration, ENQUEUE, queue="alpha", key=f"item-{w.next()}")
+    claim = (await w.call(decider, CLAIM, queue="alpha"))["claimNext"]
+    assert claim["__typename"] == "Claim", claim
+    decided = await w.call(
+        decider,
+        DECIDE,
+        input={
+            "itemId": claim["item"]["id"],
+            "leaseToken": claim["leaseToken"],
+            "verdict": "APPROVE",
+            "reasonCode": "ok",
+            "evidenceHash": claim["evidenceHash"],
+        },
+    )
+    assert decided["submitDecision"]["__typename"] == "DecisionRecorded", decided
+    decision_id = int(decided["submitDecision"]["decision"]["id"])
+    copy_id = await w.owner.fetchval(
+        "INSERT INTO review_items (origin_queue, queue, external_key, priority, payload, "
+        "evidence_hash, kind, barred_claimer, qa_of) "
+        "SELECT 'alpha-senior', 'alpha-senior', 'qa-of-decision-' || d.id, 1000000, '{}', "
+        "d.evidence_hash, 'qa', d.reviewer, d.id FROM review_decisions AS d WHERE d.id = $1 "
+        "RETURNING id",
+        decision_id,
+    )
+    claim = (await w.call(holder, CLAIM, queue="alpha-senior"))["claimNext"]
+    assert claim["__typename"] == "Claim", claim
+    item_id = claim["item"]["id"]
+    assert item_id == str(copy_id), claim
+    answer = {"leaseToken": claim["leaseToken"], "agrees": True, "reasonCode": "qa_ok"}
+    return Prepared(
+        {"input": {"itemId": item_id, **answer}},
+        {"input": {"itemId": NO_ITEM, **answer}},
+        (item_id, NO_ITEM),
+    )
+
+
+async def confirm_decision(w: World, role: str, scope: str) -> Prepared:
+    return await second_review(w, role, scope)
+
+
+async def override_decision(w: World, role: str, scope: str) -> Prepared:
+    return await second_review(w, role, scope, verdict="APPROVE", reasonCode="ok")
 
 
 async def assign_item(w: World, role: str, scope: str) -> Prepared:
@@ -732,6 +830,27 @@ CASES = [
         submit_decision,
     ),
     Case(
+        "confirmDecision",
+        with_input("confirmDecision", "ConfirmDecisionInput", STALE),
+        REVIEWER,
+        "DecisionRecorded",
+        confirm_decision,
+    ),
+    Case(
+        "overrideDecision",
+        with_input("overrideDecision", "OverrideDecisionInput", STALE),
+        REVIEWER,
+        "DecisionRecorded",
+        override_decision,
+    ),
+    Case(
+        "recordQaResult",
+        with_input("recordQaResult", "RecordQaResultInput", STALE),
+        REVIEWER,
+        "QaResultRecorded",
+        record_qa_result,
+    ),
+    Case(
         "assignItem",
         with_input("assignItem", "AssignItemInput"),
         MANAGER,
@@ -966,6 +1085,7 @@ async def outcome(pg_server: str, template_database: str) -> AsyncIterator[Outco
                 integration=await token("setup-integration", Role.INTEGRATION, []),
                 reviewer=await token("setup-reviewer", Role.REVIEWER, helper_queues),
                 approver=await token("setup-approver", Role.APPROVER, []),
+                decider=await token("setup-decider", Role.REVIEWER, helper_queues),
             )
             for t in ("alpha", "bravo"):
                 data = await world.call(

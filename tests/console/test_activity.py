@@ -154,7 +154,7 @@ async def test_the_activity_tells_the_items_story_in_order(
         await screenshot(page, "activity")
         await page.keyboard.press("Enter")
         await expect(page.get_by_text("Approved: Documents verified")).to_be_visible()
-        # The decision joins the story when the item's update arrives, with its note.
+        # The decision joins the story, with its note, once it is recorded.
         await expect(entries(page)).to_have_count(8, timeout=SHOWN_WITHIN_MS)
         decided = entries(page).nth(7)
         await expect(decided).to_have_attribute("data-kind", "DECIDED")

@@ -24,10 +24,12 @@ _KIND_CELL = re.compile(r"^\| ((?:`[A-Z_]+`(?:, )?)+) \|", re.MULTILINE)
         "## A manager's day",
         "## The item timeline",
         "## Notes",
+        "## Second review (four-eyes before the effect)",
         "## Assignment and lease limits",
         "## Holds",
         "## Due times and overdue items",
         "## Bulk actions",
+        "## QA sampling",
     ],
 )
 def test_each_graphql_example_is_valid_against_the_schema(heading: str) -> None:

@@ -153,6 +153,9 @@ async def snapshot(owner: asyncpg.Connection) -> Snapshot:
         "review_items": "id",
         "review_decisions": "id",
         "item_events": "id",
+        # Second review (migration 0020) and the apply work list.
+        "decision_confirmations": "decision_id",
+        "decision_applications": "decision_id",
     }
     return {
         table: [tuple(row) for row in await owner.fetch(f"SELECT * FROM {table} ORDER BY {key}")]

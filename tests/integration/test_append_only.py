@@ -82,3 +82,48 @@ async def test_application_role_cannot_rewrite_the_timeline(
     assert refused.value.sqlstate == INSUFFICIENT_PRIVILEGE
     after = [tuple(row) for row in await owner_conn.fetch(timeline, decision.item_id)]
     assert after == [*before, ("noted", "alice")]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE qa_results SET agrees = NOT agrees",
+        "DELETE FROM qa_results",
+        "TRUNCATE qa_results",
+    ],
+    ids=["update", "delete", "truncate"],
+)
+async def test_application_role_cannot_rewrite_a_qa_result(
+    decision: Decision,
+    app_conn: asyncpg.Connection,
+    owner_conn: asyncpg.Connection,
+    statement: str,
+) -> None:
+    # A QA result as qa_result_record writes it (migration 0021), inserted by the service's
+    # own role: it may add results, and nothing else.
+    await owner_conn.execute(
+        "INSERT INTO queues (name) VALUES ('kyc-qa');"
+        "INSERT INTO reason_codes (queue, code, label, verdicts) "
+        "VALUES ('kyc-qa', 'qa_agree', 'agree', ARRAY['approve'])"
+    )
+    copy_id = await app_conn.fetchval(
+        "INSERT INTO review_items (origin_queue, queue, external_key, payload, evidence_hash, "
+        "kind, barred_claimer, qa_of) VALUES ('kyc-qa', 'kyc-qa', 'qa-of-decision-' || $1::bigint, "
+        "'{}', $2, 'qa', 'alice', $1::bigint) RETURNING id",
+        decision.id,
+        decision.evidence_hash,
+    )
+    await app_conn.execute(
+        "INSERT INTO qa_results (decision_id, qa_item_id, queue, decision_queue, agrees, "
+        "reason_code, reviewer, reviewer_role, lease_token) "
+        "VALUES ($1, $2, 'kyc-qa', 'kyc', true, 'qa_agree', 'bob', 'reviewer', gen_random_uuid())",
+        decision.id,
+        copy_id,
+    )
+
+    with pytest.raises(asyncpg.InsufficientPrivilegeError) as refused:
+        await app_conn.execute(statement)
+
+    assert refused.value.sqlstate == INSUFFICIENT_PRIVILEGE
+    rows = await owner_conn.fetch("SELECT decision_id, agrees, reviewer FROM qa_results")
+    assert [tuple(row) for row in rows] == [(decision.id, True, "bob")]

@@ -19,16 +19,23 @@ from tests.migrations.helpers import plan_outline
 
 HISTORY_PER_QUEUE = 20_000
 RECENT_PER_QUEUE = 50
-HISTORY_TABLES = {"review_decisions", "review_items", "item_events"}
+HISTORY_TABLES = {"review_decisions", "review_items", "item_events", "qa_results"}
 MEASURES = [
     sql.queue_measures.QUEUE_MEASURES_SUMMARY.name,
     sql.queue_measures.QUEUE_MEASURES_LEASE_COUNTS.name,
     sql.queue_measures.QUEUE_MEASURES_REASONS.name,
     sql.queue_measures.QUEUE_MEASURES_REVIEWERS.name,
+    sql.queue_measures.QUEUE_MEASURES_QUALITY.name,
 ]
 # Where each statement must enter the decision history, and the summary the items'.
 WINDOW_INDEX = "review_decisions_decided_brin"
 ARRIVALS_INDEX = "review_items_created_brin"
+# How quality reads each window decision's copy, result and overturn: by unique index.
+QUALITY_PROBES = {
+    "review_items_one_qa_copy_each",
+    "qa_results_one_per_decision",
+    "review_decisions_one_overturn_each",
+}
 
 
 @pytest.fixture
@@ -69,6 +76,31 @@ async def history(db: Database, kyc_queue: str, owner_conn: asyncpg.Connection) 
         HISTORY_PER_QUEUE,
         RECENT_PER_QUEUE,
     )
+    # Every decision, old and new, sampled for QA and checked (a queue with a qaSampleRate of
+    # 1): as long a QA history as the decision history.
+    await owner_conn.execute(
+        """
+        INSERT INTO queues (name) VALUES ('kyc-qa');
+        INSERT INTO reason_codes (queue, code, label, verdicts)
+        VALUES ('kyc-qa', 'qa_agree', 'agree', ARRAY['approve']);
+        WITH copies AS (
+            INSERT INTO review_items
+                (origin_queue, queue, external_key, payload, evidence_hash, kind, state,
+                 decided_at, created_at, barred_claimer, qa_of)
+            SELECT 'kyc-qa', 'kyc-qa', 'qa-of-decision-' || d.id, '{}', d.evidence_hash, 'qa',
+                   'decided', d.decided_at, d.decided_at, d.reviewer, d.id
+            FROM review_decisions AS d
+            RETURNING id, qa_of, decided_at
+        )
+        INSERT INTO qa_results
+            (decision_id, qa_item_id, queue, decision_queue, agrees, reason_code, reviewer,
+             reviewer_role, lease_token, recorded_at)
+        SELECT c.qa_of, c.id, 'kyc-qa', d.queue, true, 'qa_agree', 'quinn', 'reviewer',
+               gen_random_uuid(), c.decided_at
+        FROM copies AS c
+        JOIN review_decisions AS d ON d.id = c.qa_of;
+        """
+    )
     await owner_conn.execute("ANALYZE")
 
 
@@ -102,6 +134,8 @@ def assert_windowed(name: str, outline: list[tuple[str, str | None]]) -> None:
     assert any(target == WINDOW_INDEX for _, target in outline), outline
     if name == sql.queue_measures.QUEUE_MEASURES_SUMMARY.name:
         assert any(target == ARRIVALS_INDEX for _, target in outline), outline
+    if name == sql.queue_measures.QUEUE_MEASURES_QUALITY.name:
+        assert {target for _, target in outline} >= QUALITY_PROBES, outline
 
 
 @pytest.mark.parametrize("reviewer", [None, "alice"])

@@ -6,6 +6,7 @@ each one."""
 
 from __future__ import annotations
 
+import enum
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -234,6 +235,61 @@ class ReviewerMeasures:
 
 
 @dataclass(frozen=True)
+class QualityCounts:
+    """QA and overturns of a set of the window's approve and reject decisions: the whole
+    queue's, or those of one reason code or one reviewer (`key`)."""
+
+    key: str | None
+    decided: int
+    sampled: int
+    checked: int
+    agreed: int
+    overturned: int
+
+    @property
+    def agreement_rate(self) -> float | None:
+        """Of the checked decisions, the share the QA reviewer agreed with."""
+        return share(self.agreed, self.checked)
+
+    @property
+    def overturn_rate(self) -> float | None:
+        return share(self.overturned, self.decided)
+
+    @property
+    def sampled_share(self) -> float | None:
+        return share(self.sampled, self.decided)
+
+    @classmethod
+    def from_row(cls, row: Row) -> QualityCounts:
+        return cls(
+            key=row["key"],
+            decided=row["decided"],
+            sampled=row["sampled"],
+            checked=row["checked"],
+            agreed=row["agreed"],
+            overturned=row["overturned"],
+        )
+
+
+NO_DECISIONS = QualityCounts(None, 0, 0, 0, 0, 0)
+
+
+class QualityDimension(enum.StrEnum):
+    """What a row of queue_measures_quality counts: the queue's `dimension` column."""
+
+    QUEUE = "queue"
+    REASON_CODE = "reason_code"
+    REVIEWER = "reviewer"
+
+
+@dataclass(frozen=True)
+class Quality:
+    whole: QualityCounts
+    by_reason_code: list[QualityCounts]
+    by_reviewer: list[QualityCounts]
+
+
+@dataclass(frozen=True)
 class HoldCount:
     """Items held now for one reason of the queue's catalogue."""
 
@@ -344,3 +400,23 @@ async def reviewers(
         return by_queue
 
     return await _read_grouped(db, keys, sql.queue_measures.QUEUE_MEASURES_REVIEWERS, build)
+
+
+async def quality(db: Database, keys: list[MeasureKey]) -> dict[MeasureKey, Quality]:
+    def build(group: Group, queues: list[str], rows: list[Row]) -> dict[str, Quality]:
+        by_queue = {queue: Quality(NO_DECISIONS, [], []) for queue in queues}
+        for row in rows:
+            found = by_queue[row["queue"]]
+            counts = QualityCounts.from_row(row)
+            match QualityDimension(row["dimension"]):
+                case QualityDimension.QUEUE:
+                    by_queue[row["queue"]] = Quality(
+                        counts, found.by_reason_code, found.by_reviewer
+                    )
+                case QualityDimension.REASON_CODE:
+                    found.by_reason_code.append(counts)
+                case QualityDimension.REVIEWER:
+                    found.by_reviewer.append(counts)
+        return by_queue
+
+    return await _read_grouped(db, keys, sql.queue_measures.QUEUE_MEASURES_QUALITY, build)

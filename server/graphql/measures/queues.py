@@ -62,6 +62,86 @@ class ReviewerMeasures:
         )
 
 
+@strawberry.type(
+    description="QA and overturns of a set of the window's approve and reject decisions: the "
+    "queue's, or one reason code's or one reviewer's (`key`)."
+)
+class QualityCounts:
+    key: str | None = strawberry.field(
+        description="The reason code or the reviewer of a breakdown row; null for the queue."
+    )
+    decided: int = strawberry.field(description="Approve and reject decisions of the window.")
+    sampled: int = strawberry.field(
+        description="Of those, sampled for QA (copied to the QA queue)."
+    )
+    checked: int = strawberry.field(description="Of those sampled, checked (a QA result recorded).")
+    agreed: int = strawberry.field(description="Of those checked, the QA reviewer agreed with.")
+    agreement_rate: float | None = strawberry.field(
+        description="agreed / checked; null when none was checked."
+    )
+    overturned: int = strawberry.field(description="Of the decisions, overturned since.")
+    overturn_rate: float | None = strawberry.field(
+        description="overturned / decided; null without decisions."
+    )
+    sampled_share: float | None = strawberry.field(
+        description="sampled / decided; null without decisions."
+    )
+
+    @classmethod
+    def of(cls, found: measures.QualityCounts) -> QualityCounts:
+        return cls(
+            key=found.key,
+            decided=found.decided,
+            sampled=found.sampled,
+            checked=found.checked,
+            agreed=found.agreed,
+            agreement_rate=found.agreement_rate,
+            overturned=found.overturned,
+            overturn_rate=found.overturn_rate,
+            sampled_share=found.sampled_share,
+        )
+
+
+@strawberry.type(
+    description="Decision quality in the window: QA agreement beside overturns, for the "
+    "queue and by reason code and by reviewer, each with its sample counts."
+)
+class QualityMeasures:
+    decided: int = strawberry.field(description="Approve and reject decisions of the window.")
+    sampled: int
+    checked: int
+    agreed: int
+    agreement_rate: float | None = strawberry.field(
+        description="agreed / checked; null when no QA result was recorded."
+    )
+    overturned: int
+    overturn_rate: float | None = strawberry.field(description="overturned / decided.")
+    sampled_share: float | None
+    by_reason_code: list[QualityCounts] = strawberry.field(
+        description="One row per reason code of the window's decisions, most decisions first."
+    )
+    by_reviewer: list[QualityCounts] = strawberry.field(
+        description="One row per reviewer (the decider), most decisions first. A reviewer's "
+        "or approver's token sees its own row only."
+    )
+
+    @classmethod
+    def of(cls, found: measures.Quality) -> QualityMeasures:
+        whole = found.whole
+        return cls(
+            decided=whole.decided,
+            sampled=whole.sampled,
+            checked=whole.checked,
+            agreed=whole.agreed,
+            agreement_rate=whole.agreement_rate,
+            overturned=whole.overturned,
+            overturn_rate=whole.overturn_rate,
+            sampled_share=whole.sampled_share,
+            by_reason_code=[QualityCounts.of(row) for row in found.by_reason_code],
+            by_reviewer=[QualityCounts.of(row) for row in found.by_reviewer],
+        )
+
+
 @strawberry.type(description="Items held now for one reason of the queue's catalogue.")
 class HoldCount:
     reason: str = strawberry.field(description="A code of the queue's holdReasons.")
@@ -93,6 +173,7 @@ class QueueMeasures:
     _reasons_found: strawberry.Private[list[measures.ReasonCount] | None]
     _reviewers_found: strawberry.Private[list[measures.ReviewerMeasures] | None]
     _holds_found: strawberry.Private[list[measures.HoldCount] | None]
+    _quality_found: strawberry.Private[measures.Quality | None]
     since_seconds: int
 
     def _summary(self) -> measures.QueueSummary:
@@ -204,6 +285,15 @@ class QueueMeasures:
         return [HoldCount.of(h) for h in self._holds_found]
 
     @strawberry.field(
+        description="QA agreement and overturns of the window's approve and reject "
+        "decisions, for the queue and by reason code and by reviewer, with sample counts. "
+        + OWN_WORK
+    )
+    def quality(self) -> QualityMeasures:
+        assert self._quality_found is not None, "loaded when quality is selected"
+        return QualityMeasures.of(self._quality_found)
+
+    @strawberry.field(
         description="Demand (arrivals per day x mean hands-on minutes) plus the backlog's "
         "share (backlog x mean hands-on minutes / clearBacklogInDays) against the minutes "
         "available: the argument, else the queue's reviewerMinutesPerDay."
@@ -226,9 +316,12 @@ LEASE_COUNT_FIELDS = frozenset({"leaseCountAtDecision", "leaseCountPending"})
 REASONS_FIELD = "reasons"
 REVIEWERS_FIELD = "reviewers"
 HOLDS_FIELD = "holds"
+QUALITY_FIELD = "quality"
 READS_NOTHING = frozenset({"sinceSeconds", "__typename"})
 NOT_SUMMARY_FIELDS = (
-    LEASE_COUNT_FIELDS | {REASONS_FIELD, REVIEWERS_FIELD, HOLDS_FIELD} | READS_NOTHING
+    LEASE_COUNT_FIELDS
+    | {REASONS_FIELD, REVIEWERS_FIELD, HOLDS_FIELD, QUALITY_FIELD}
+    | READS_NOTHING
 )
 
 
@@ -252,6 +345,7 @@ async def queue_measures(
     reasons = loaders.queue_reasons.load(key) if REASONS_FIELD in selected else None
     reviewers = loaders.queue_reviewers.load(key) if REVIEWERS_FIELD in selected else None
     held = loaders.queue_holds.load(queue.name) if HOLDS_FIELD in selected else None
+    quality = loaders.queue_quality.load(key) if QUALITY_FIELD in selected else None
     return QueueMeasures(
         _queue=queue,
         _summary_found=None if summary is None else await summary,
@@ -259,5 +353,6 @@ async def queue_measures(
         _reasons_found=None if reasons is None else await reasons,
         _reviewers_found=None if reviewers is None else await reviewers,
         _holds_found=None if held is None else await held,
+        _quality_found=None if quality is None else await quality,
         since_seconds=since_seconds,
     )

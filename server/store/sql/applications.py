@@ -21,7 +21,8 @@ APPLICATIONS_CLAIM = Query("applications_claim", _applications_claim)
 
 Takes up to :batch_size due applications for one attempt each, under a lock that lapses
 if the worker dies, long enough for the queue's effect timeout. Returns what the effect needs,
-including the outcome an overturn reverses.
+including the outcome an overturn reverses. Only effective decisions are ever on this
+list: decision_submit enlists a provisional one only once decision_confirm confirms it.
 """
 
 
@@ -36,7 +37,7 @@ def _application_record_applied(
 
 
 APPLICATION_RECORD_APPLIED = Query("application_record_applied", _application_record_applied)
-"""db/queries/applications.sql:37
+"""db/queries/applications.sql:40
 
 The proof of application, once per decision: a second recording of the same decision
 (a lapsed lock, a concurrent worker) changes nothing and returns applied = false.
@@ -56,7 +57,7 @@ def _application_record_failure(
 
 
 APPLICATION_RECORD_FAILURE = Query("application_record_failure", _application_record_failure)
-"""db/queries/applications.sql:61
+"""db/queries/applications.sql:64
 
 A failed attempt: retried at :next_attempt_at unless it was permanent or the last one
 allowed (counted from the latest redrive), in which case the application is `failed` and
@@ -77,7 +78,7 @@ def _applications_get_by_decision_ids(
 APPLICATIONS_GET_BY_DECISION_IDS = Query(
     "applications_get_by_decision_ids", _applications_get_by_decision_ids
 )
-"""db/queries/applications.sql:95"""
+"""db/queries/applications.sql:98"""
 
 
 def _application_attempts_get_by_decision_ids(
@@ -89,7 +90,7 @@ def _application_attempts_get_by_decision_ids(
 APPLICATION_ATTEMPTS_GET_BY_DECISION_IDS = Query(
     "application_attempts_get_by_decision_ids", _application_attempts_get_by_decision_ids
 )
-"""db/queries/applications.sql:101"""
+"""db/queries/applications.sql:104"""
 
 
 def _applications_get_queue_lag(
@@ -100,7 +101,7 @@ def _applications_get_queue_lag(
 
 
 APPLICATIONS_GET_QUEUE_LAG = Query("applications_get_queue_lag", _applications_get_queue_lag)
-"""db/queries/applications.sql:107
+"""db/queries/applications.sql:110
 
 "A human decided and the system did not carry it out", for each queue of :queues:
 unapplied decisions older than the threshold, the age of the oldest, and the failed ones.

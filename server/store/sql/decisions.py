@@ -13,9 +13,9 @@ from server.store.queries import Query
 def _decision_submit(
     *,
     verdict: Any,
+    actor: Any,
     item_id: Any,
     lease_token: Any,
-    actor: Any,
     evidence_hash: Any,
     queue_scope: Any,
     reason_code: Any,
@@ -32,15 +32,32 @@ Records a verdict made under a lease, in one statement. Fence: every condition o
 sits in the WHERE clause of the UPDATE `moved`: a live lease of the caller with this token on a
 pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
 allows for this verdict (with a note that says something, if the code requires one), in
-a queue the caller's token covers. If any fails, nothing is written and no row comes
-back. The fence is the UPDATE's own condition, not a SELECT ... FOR UPDATE before it: an
-UPDATE that meets a row another transaction changed waits, and rechecks the whole
-condition on the row as it now is (as FOR UPDATE did), without a separate row lock to
-write first.
-The decision goes on the apply work list (decision_applications) in the same statement.
+a queue the caller's token covers, on an item that is not waiting for a second review
+(that one is confirmed or overridden: decision_confirm, decision_override). If any
+fails, nothing is written and no row comes back. The fence is the UPDATE's own
+condition, not a SELECT ... FOR UPDATE before it: an UPDATE that meets a row another
+transaction changed waits, and rechecks the whole condition on the row as it now is (as
+FOR UPDATE did), without a separate row lock to write first.
+The decision goes on the apply work list (decision_applications) in the same statement,
+unless it needs a second review.
 An escalation returns the item to `pending` in the escalation queue, priority boosted.
+Second review (migration 0020): a verdict the queue's setting names, at or above its
+minimum priority (casework_needs_second_review), is recorded as provisional and not
+enlisted; the item returns to `pending` in the second-review queue, unleased, naming the
+decider as the one person who may not claim it (`barred_claimer`) and the decision as
+the one it waits on (`awaiting_decision_id`, whose id is taken from the sequence here so
+that the item and the decision can name each other in one statement). The hint is
+`second_review`, routed to both queues. A queue without second review pays one
+comparison against its empty list.
 The row keeps when its lease began, the item's lease count and when the item was
 enqueued, for the queue's measures.
+QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
+draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
+queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
+backlog subscribers re-read. The item's timeline reads QA_SAMPLED from the copy: no
+timeline row is written here. The decision goes on the apply work list all the same: QA
+never holds up the effect. In a queue without a rate the step costs a comparison on the
+row `moved` returned.
 """
 
 
@@ -55,7 +72,7 @@ def _decision_submit_diagnose(
 
 
 DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
-"""db/queries/decisions.sql:71
+"""db/queries/decisions.sql:130
 
 Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
@@ -76,11 +93,12 @@ def _decision_overturn(
 
 
 DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
-"""db/queries/decisions.sql:88
+"""db/queries/decisions.sql:147
 
 Writes an overturn that supersedes :decision_id.
-Fence: :decision_id is the effective decision of its item (not superseded already, and
-not an escalation), and the catalogue allows :reason_code for the reversed outcome (with
+Fence: :decision_id is the effective decision of its item (not superseded already, not
+an escalation, and not a provisional decision still waiting for its second review), and
+the catalogue allows :reason_code for the reversed outcome (with
 a note that says something, if the code requires one).
 The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
 """
@@ -95,9 +113,97 @@ def _decision_overturn_diagnose(
 
 
 DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", _decision_overturn_diagnose)
-"""db/queries/decisions.sql:127
+"""db/queries/decisions.sql:189
 
 Read-only: why did decision_overturn write nothing? Runs only on that failure path.
-`superseded_by`: a concurrent overturn won; `reason_allowed`: the catalogue allows the
+`superseded_by`: a concurrent overturn won; `awaits_review`: a provisional decision
+nobody has confirmed (migration 0020); `reason_allowed`: the catalogue allows the
 code for the reversed outcome; `note_missing`: it requires a note and this one says nothing.
+"""
+
+
+def _decision_confirm(
+    *,
+    item_id: Any,
+    lease_token: Any,
+    actor: Any,
+    queue_scope: Any,
+    evidence_hash: Any,
+    actor_role: Any,
+    traceparent: Any,
+) -> None: ...
+
+
+DECISION_CONFIRM = Query("decision_confirm", _decision_confirm)
+"""db/queries/decisions.sql:206
+
+A second reviewer confirms the provisional decision an item waits on (migration 0020).
+Fence: every condition sits in the WHERE clause of the UPDATE `moved`: a live lease of
+the caller with this token on a pending review item, in a queue the caller's token
+covers; the item waits on a decision (`awaiting_decision_id`) that the caller did not
+make (four-eyes: the first decider is refused even holding a lease); and :evidence_hash
+is both the item's evidence now and the evidence the decision was made on (pinned: if
+the evidence changed since, the decision cannot be confirmed). If any fails, nothing is
+written and no row comes back.
+In the same statement: the item is decided and leaves no lease; the confirmation row
+(append-only) records who, under which lease, on which evidence; the decision goes on
+the apply work list, so the worker carries it out from now on; one hint, `decided`, in
+the item's queue and the decision's (other_queues: decisionEvents of the decision's
+queue delivers it now). The timeline reads the confirmation from its row.
+"""
+
+
+def _decision_override(
+    *,
+    item_id: Any,
+    lease_token: Any,
+    actor: Any,
+    queue_scope: Any,
+    evidence_hash: Any,
+    verdict: Any,
+    reason_code: Any,
+    note: Any,
+    actor_role: Any,
+    traceparent: Any,
+) -> None: ...
+
+
+DECISION_OVERRIDE = Query("decision_override", _decision_override)
+"""db/queries/decisions.sql:287
+
+A second reviewer overrides the provisional decision an item waits on with a decision of
+their own (migration 0020), which supersedes it: effective at once, while the provisional
+one is never applied.
+Fence: every condition sits in the WHERE clause of the UPDATE `moved`: a live lease of
+the caller with this token on a pending review item, in a queue the caller's token
+covers; the item waits on a decision the caller did not make (four-eyes); the evidence
+the caller saw is the item's now; the verdict is approve or reject (an escalation is not
+a decision on the subject); and the catalogue of the decision's own queue allows the
+reason code for the verdict (with a note that says something, if the code requires
+one). If any fails, nothing is written and no row comes back.
+The override is recorded against the decision's queue (its catalogue, its effect, its
+measures and its stream), with the second-review queue the lease was held in as
+`review_queue`. One verdict per lease (review_decisions_one_per_lease) and one row
+superseding a decision (review_decisions_one_overturn_each) hold here too.
+"""
+
+
+def _second_review_diagnose(
+    *,
+    note: Any,
+    reason_code: Any,
+    verdict: Any,
+    lease_token: Any,
+    item_id: Any,
+) -> None: ...
+
+
+SECOND_REVIEW_DIAGNOSE = Query("second_review_diagnose", _second_review_diagnose)
+"""db/queries/decisions.sql:372
+
+Read-only: why did decision_confirm or decision_override write nothing? Runs only on that
+failure path. `first_decider`, `decided_on`, `decided_in`: the provisional decision the
+item waits on, if any. `confirmed_here` and `decided_here`: what was recorded on this
+item under this very lease already (a confirmation, an override), so that a retry after
+a lost answer is answered with it. :verdict and :reason_code are NULL for a confirmation.
 """

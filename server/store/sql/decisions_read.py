@@ -17,7 +17,7 @@ def _decisions_get_by_ids(
 
 
 DECISIONS_GET_BY_IDS = Query("decisions_get_by_ids", _decisions_get_by_ids)
-"""db/queries/decisions_read.sql:1"""
+"""db/queries/decisions_read.sql:5"""
 
 
 def _decisions_get_by_item_ids(
@@ -27,7 +27,7 @@ def _decisions_get_by_item_ids(
 
 
 DECISIONS_GET_BY_ITEM_IDS = Query("decisions_get_by_item_ids", _decisions_get_by_item_ids)
-"""db/queries/decisions_read.sql:7
+"""db/queries/decisions_read.sql:12
 
 Every decision of each item, oldest first.
 """
@@ -42,9 +42,9 @@ def _decisions_get_page(
 
 
 DECISIONS_GET_PAGE = Query("decisions_get_page", _decisions_get_page)
-"""db/queries/decisions_read.sql:15
+"""db/queries/decisions_read.sql:21
 
-One page of a queue's decisions, oldest first.
+One page of a queue's decisions, oldest first, whatever their status.
 """
 
 
@@ -55,9 +55,11 @@ def _decision_get_position(
 
 
 DECISION_GET_POSITION = Query("decision_get_position", _decision_get_position)
-"""db/queries/decisions_read.sql:24
+"""db/queries/decisions_read.sql:31
 
-Where a decision sits in its queue's commit-ordered stream.
+Where a decision sits in its queue's commit-ordered stream: at the transaction that made
+it effective (its own, or its confirmation's). `in_stream` is false for a provisional
+decision nobody has confirmed: the stream has not delivered it.
 """
 
 
@@ -65,7 +67,7 @@ def _decisions_get_stream_horizon() -> None: ...
 
 
 DECISIONS_GET_STREAM_HORIZON = Query("decisions_get_stream_horizon", _decisions_get_stream_horizon)
-"""db/queries/decisions_read.sql:28
+"""db/queries/decisions_read.sql:41
 
 Every transaction below this id has ended: no decision below it can still appear.
 """
@@ -81,8 +83,28 @@ def _decisions_get_after_position(
 
 
 DECISIONS_GET_AFTER_POSITION = Query("decisions_get_after_position", _decisions_get_after_position)
-"""db/queries/decisions_read.sql:32
+"""db/queries/decisions_read.sql:45
 
 The next decisions of a queue in commit-safe order: after the position, and only from
 transactions below the horizon, so a late commit can never land behind the cursor.
+Each decision is delivered once, when it takes effect: a decision that needed no second
+review at its own transaction, a provisional one at its confirmation's (an override is a
+decision of its own). A provisional decision is never delivered before it is confirmed,
+and one that was overridden never is: an integration acting on this stream acts only on
+effective decisions. `position_txid` is the position's transaction.
+"""
+
+
+def _decision_confirmations_get_by_decision_ids(
+    *,
+    decision_ids: Any,
+) -> None: ...
+
+
+DECISION_CONFIRMATIONS_GET_BY_DECISION_IDS = Query(
+    "decision_confirmations_get_by_decision_ids", _decision_confirmations_get_by_decision_ids
+)
+"""db/queries/decisions_read.sql:80
+
+The second reviews that confirmed these decisions (migration 0020), for audit packs.
 """

@@ -32,6 +32,25 @@ EXCEPTION_IDS_GET_BY_ITEM_IDS = Query(
 """db/queries/exceptions_read.sql:22"""
 
 
+def _exceptions_get_about_items(
+    *,
+    item_ids: Any,
+    apply_workflow: Any,
+) -> None: ...
+
+
+EXCEPTIONS_GET_ABOUT_ITEMS = Query("exceptions_get_about_items", _exceptions_get_about_items)
+"""db/queries/exceptions_read.sql:25
+
+Every exception about each item of :item_ids, for its audit pack (server/domain/audit.py),
+oldest first: the item's own (an exception's item) and those raised because one of its
+decisions could not be carried out (workflow :apply_workflow, whose source record is the
+decision id: exceptions_source). `about_item_id` names the item; `item_queue`,
+`approval_queue` and `reason_owner_role` are, with the owner and escalation roles, the
+queues that see the exception (ExceptionRecord.queues).
+"""
+
+
 def _exceptions_get_page(
     *,
     workflow: Any,
@@ -46,7 +65,7 @@ def _exceptions_get_page(
 
 
 EXCEPTIONS_GET_PAGE = Query("exceptions_get_page", _exceptions_get_page)
-"""db/queries/exceptions_read.sql:25
+"""db/queries/exceptions_read.sql:52
 
 One page of exceptions, oldest first (ids sort by time), filtered; every filter is
 optional (NULL). The caller's queue scope limits what it sees.
@@ -63,7 +82,7 @@ def _exception_events_get_by_exception_ids(
 EXCEPTION_EVENTS_GET_BY_EXCEPTION_IDS = Query(
     "exception_events_get_by_exception_ids", _exception_events_get_by_exception_ids
 )
-"""db/queries/exceptions_read.sql:53"""
+"""db/queries/exceptions_read.sql:80"""
 
 
 def _exception_corrections_get_by_exception_ids(
@@ -75,7 +94,7 @@ def _exception_corrections_get_by_exception_ids(
 EXCEPTION_CORRECTIONS_GET_BY_EXCEPTION_IDS = Query(
     "exception_corrections_get_by_exception_ids", _exception_corrections_get_by_exception_ids
 )
-"""db/queries/exceptions_read.sql:58
+"""db/queries/exceptions_read.sql:85
 
 Every correction version of each exception, oldest first.
 """
@@ -90,7 +109,7 @@ def _exception_redrives_get_by_exception_ids(
 EXCEPTION_REDRIVES_GET_BY_EXCEPTION_IDS = Query(
     "exception_redrives_get_by_exception_ids", _exception_redrives_get_by_exception_ids
 )
-"""db/queries/exceptions_read.sql:64"""
+"""db/queries/exceptions_read.sql:91"""
 
 
 def _exception_redrive_get(
@@ -100,7 +119,7 @@ def _exception_redrive_get(
 
 
 EXCEPTION_REDRIVE_GET = Query("exception_redrive_get", _exception_redrive_get)
-"""db/queries/exceptions_read.sql:69"""
+"""db/queries/exceptions_read.sql:96"""
 
 
 def _exception_event_get_position(
@@ -110,7 +129,7 @@ def _exception_event_get_position(
 
 
 EXCEPTION_EVENT_GET_POSITION = Query("exception_event_get_position", _exception_event_get_position)
-"""db/queries/exceptions_read.sql:72
+"""db/queries/exceptions_read.sql:99
 
 Where an event sits in its workflow's commit-ordered stream.
 """
@@ -128,7 +147,7 @@ def _exception_events_get_after_position(
 EXCEPTION_EVENTS_GET_AFTER_POSITION = Query(
     "exception_events_get_after_position", _exception_events_get_after_position
 )
-"""db/queries/exceptions_read.sql:76
+"""db/queries/exceptions_read.sql:103
 
 The next events of a workflow in commit-safe order (see decisions_get_after_position).
 """

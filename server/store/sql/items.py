@@ -58,6 +58,28 @@ ITEMS_GET_BY_IDS = Query("items_get_by_ids", _items_get_by_ids)
 """db/queries/items.sql:56"""
 
 
+def _item_ids_get_enqueued_between(
+    *,
+    queue: Any,
+    since: Any,
+    until: Any,
+) -> None: ...
+
+
+ITEM_IDS_GET_ENQUEUED_BETWEEN = Query(
+    "item_ids_get_enqueued_between", _item_ids_get_enqueued_between
+)
+"""db/queries/items.sql:59
+
+The items first enqueued to :queue (their origin queue, which never changes) from :since
+up to, not including, :until, by their enqueue time (created_at), oldest id first: what
+`casework export queue` packs (server/domain/audit.py), read through a cursor.
+The window is read first (review_items_created_brin: the window's blocks only), then
+sorted: as a cursor's query, a plain ORDER BY id would be planned for its first rows, as
+a walk of the whole table in id order (tests/migrations/test_export_plan.py).
+"""
+
+
 def _items_get_pages(
     *,
     queues: Any,
@@ -68,7 +90,7 @@ def _items_get_pages(
 
 
 ITEMS_GET_PAGES = Query("items_get_pages", _items_get_pages)
-"""db/queries/items.sql:59
+"""db/queries/items.sql:75
 
 One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
 derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
@@ -84,7 +106,7 @@ def _item_claim_next(
 
 
 ITEM_CLAIM_NEXT = Query("item_claim_next", _item_claim_next)
-"""db/queries/items.sql:83
+"""db/queries/items.sql:99
 
 Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 as an abandonment; the abandonment that reaches max_abandons escalates the item instead

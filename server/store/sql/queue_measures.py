@@ -83,3 +83,28 @@ QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", _queue_measures_rev
 One row per reviewer with a decision or a lapsed lease in the window: throughput beside
 its quality (decisions later overturned) and the leases that ran out in their hands.
 """
+
+
+def _queue_measures_quality(
+    *,
+    queues: Any,
+    since_seconds: Any,
+    reviewer: Any,
+) -> None: ...
+
+
+QUEUE_MEASURES_QUALITY = Query("queue_measures_quality", _queue_measures_quality)
+"""db/queries/queue_measures.sql:251
+
+QA and overturns (Queue.measures.quality) of the window's approve and reject decisions
+(first decisions; escalations have no outcome to check or overturn), for each queue and
+broken down by reason code and by reviewer, in one statement (GROUPING SETS; `dimension`
+says which row is which). A decision is `sampled` when it has a QA copy, `checked` when
+a QA result was recorded, `agreed` when that result agrees, `overturned` when an overturn
+supersedes it. Each is read per window decision through a scalar subquery on a unique
+index (review_items_one_qa_copy_each, qa_results_one_per_decision,
+review_decisions_one_overturn_each): three probes a decision, in custom and generic plans
+alike. As joins, or as EXISTS (which a generic plan may turn into a hash of the whole
+table), the planner may read every QA copy or overturn ever made when it cannot tell how
+small the window is; a scalar subquery it can only run per row.
+"""

@@ -12,6 +12,8 @@ from server.store.queries import Query
 
 def _queue_upsert(
     *,
+    second_review_queue: Any,
+    qa_queue: Any,
     name: Any,
     lease_ttl_seconds: Any,
     max_abandons: Any,
@@ -29,6 +31,9 @@ def _queue_upsert(
     hold_pauses_due: Any,
     overdue_queue: Any,
     overdue_priority_boost: Any,
+    second_review_verdicts: Any,
+    second_review_min_priority: Any,
+    qa_sample_rate: Any,
 ) -> None: ...
 
 
@@ -41,6 +46,15 @@ effect's kind and target change together (:effect_kind NULL leaves both).
 PostgreSQL infers an integer, and asyncpg then truncates a timeout of 0.5 s to 0.
 The claim controls can also be cleared: a lease limit or due time of 0 and an
 overdue queue of '' mean "none" (:due_seconds_by_priority '[]' clears that list).
+Second review (migration 0020): :second_review_verdicts NULL leaves the three settings
+as they are; a list sets all three (an empty one turns second review off, and the queue
+and minimum priority go with it). The second-review queue is created here, with the
+defaults (worked by reviewers), when it does not exist yet: its foreign key is checked
+at the end of the statement, after that insert.
+QA sampling (migration 0021): :qa_queue names the queue the sampled decisions are copied
+to; it is created here (holder role reviewer, every other setting its default) when it
+does not exist yet. The foreign key is checked at the end of the statement, so the new
+row satisfies it.
 """
 
 
@@ -51,14 +65,14 @@ def _queues_get_by_names(
 
 
 QUEUES_GET_BY_NAMES = Query("queues_get_by_names", _queues_get_by_names)
-"""db/queries/queues.sql:50"""
+"""db/queries/queues.sql:85"""
 
 
 def _queues_list() -> None: ...
 
 
 QUEUES_LIST = Query("queues_list", _queues_list)
-"""db/queries/queues.sql:53"""
+"""db/queries/queues.sql:88"""
 
 
 def _queues_get_holder_roles(
@@ -68,7 +82,7 @@ def _queues_get_holder_roles(
 
 
 QUEUES_GET_HOLDER_ROLES = Query("queues_get_holder_roles", _queues_get_holder_roles)
-"""db/queries/queues.sql:56"""
+"""db/queries/queues.sql:91"""
 
 
 def _queues_get_backlog(
@@ -78,7 +92,7 @@ def _queues_get_backlog(
 
 
 QUEUES_GET_BACKLOG = Query("queues_get_backlog", _queues_get_backlog)
-"""db/queries/queues.sql:59
+"""db/queries/queues.sql:94
 
 The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now:
 under no live lease and not held), leased, and the age of the oldest pending item; and,

@@ -33,6 +33,13 @@ item_events, or the item while it holds the lease; once per token.
 item, at its expiry; the claim that notices it writes the row (with the same time).
 - Decisions: a verdict is `decided`, or `escalated` for an escalation, and an overturn
 `overturned`. The queue an escalation went to is the queue the item was in next.
+- Second review (migration 0020): a provisional decision is `second_review` (the item
+went from the decision's queue to the queue it was in next), its confirmation
+`confirmed` (read from decision_confirmations, which carries the second reviewer's
+lease like a decision does), and an override `overridden`, in the queue its lease
+was held in.
+- A decision sampled for QA is `qa_sampled`, read from its copy (`qa_of`); `qa_checked`
+is stored, naming the decision in its detail.
 Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
 order it must have happened: an arrival, a lease's end, a claim, whatever was done under
 it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
@@ -54,7 +61,7 @@ def _item_note_add(
 
 
 ITEM_NOTE_ADD = Query("item_note_add", _item_note_add)
-"""db/queries/timeline.sql:134
+"""db/queries/timeline.sql:171
 
 Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 that open consoles re-read. No lease is needed: whoever may see the item may note it.
@@ -70,7 +77,7 @@ def _item_events_get_latest_id(
 
 
 ITEM_EVENTS_GET_LATEST_ID = Query("item_events_get_latest_id", _item_events_get_latest_id)
-"""db/queries/timeline.sql:158
+"""db/queries/timeline.sql:195
 
 The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
 and after it starts listening, as it compares the item's row, so that a note (which

@@ -575,6 +575,9 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
       refresh();
       // Only now: the field was disabled while the decision was in flight.
       if (focusNote) note.focus();
+      // The page knows of its own decision: the story is read again now, not only when the
+      // item's update arrives over the socket (which may come before or after this point).
+      if (decided) activity.reread();
       onSettled({ decided });
     }
   }
