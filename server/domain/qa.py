@@ -171,17 +171,7 @@ async def checks_by_decision_ids(db: Database, decision_ids: list[int]) -> dict[
             decision_id=row["decision_id"],
             qa_item_id=row["qa_item_id"],
             qa_queue=row["qa_queue"],
-            result=None
-            if row["agrees"] is None
-            else QaResult(
-                decision_id=row["decision_id"],
-                qa_item_id=row["qa_item_id"],
-                agrees=row["agrees"],
-                reason_code=row["reason_code"],
-                note=row["note"],
-                reviewer=row["reviewer"],
-                recorded_at=row["recorded_at"],
-            ),
+            result=None if row["agrees"] is None else QaResult.from_row(row),
         )
         for row in rows
     }
