@@ -5,7 +5,8 @@ above it; a list of objects without one (an item's `decisions`, an exception's `
 returns an unbounded few, weighed LIST_WEIGHT. A field costs the product of those counts
 along its path; a document costs the sum over every field, aliases and fragments included,
 so `queue { items(first: 200) { edges { node { decisions { id } } } } }` costs
-200 + 200 * 10 = 2,200, and 30 aliases of it 66,000.
+200 + 200 * 10 = 2,200, and 30 aliases of it 66,000. A scalar that stands for many rows
+(HEAVY_SCALARS: an item's audit pack) counts those rows for each instance of its parent.
 
 Validation runs before the variables are known and its result is cached per document, so a
 `first` given by a variable counts as its maximum, MAX_PAGE: a client that wants a smaller
@@ -47,6 +48,11 @@ LIST_WEIGHT = 10
 MAX_WALK_DEPTH = 50
 # A connection's rows are counted on the connection field; its `edges` list is those rows.
 EDGES = "edges"
+# Scalars that stand for many rows. An item's audit pack (ReviewItem.auditPack) is its whole
+# story in one value: every timeline entry, decision, attempt and exception, a hundred rows
+# for a busy item. Weighed as such, a page of 200 items with their packs is refused (and 50
+# are served), where as a plain scalar it would have cost 200.
+HEAVY_SCALARS = {("ReviewItem", "auditPack"): 100}
 
 
 def _rows(field: GraphQLField, node: FieldNode) -> int | None:
@@ -123,6 +129,7 @@ class CostLimit(ValidationRule):
                 )
                 rows = _rows(field, selection)
                 total += below if rows is None else rows + rows * below
+                total += HEAVY_SCALARS.get((parent.name, selection.name.value), 0)
             elif isinstance(selection, InlineFragmentNode):
                 condition = selection.type_condition
                 target = self.context.schema.get_type(condition.name.value) if condition else parent

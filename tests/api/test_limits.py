@@ -32,7 +32,7 @@ from server.domain.items import (
     enqueue_items,
 )
 from server.domain.parsing import MAX_VALUE_DEPTH
-from server.graphql.cost import LIST_WEIGHT, MAX_COST
+from server.graphql.cost import HEAVY_SCALARS, LIST_WEIGHT, MAX_COST
 from server.graphql.guards import MAX_DOCUMENT_CHARS
 from server.graphql.input_strings import MAX_JSON_VALUE_DEPTH
 from server.http_limits import MAX_JSON_DEPTH, json_nesting_within
@@ -414,8 +414,27 @@ def queues(count: int, selection: str) -> str:
             {},
             100 + 100 + 100 * LIST_WEIGHT,
         ),
+        # An audit pack stands for an item's whole story (HEAVY_SCALARS): 200 items with
+        # theirs are refused, 50 are served.
+        (
+            '{ queue(name: "kyc") { items(first: 200) { edges { node { auditPack } } } } }',
+            {},
+            200 + 200 * HEAVY_SCALARS[("ReviewItem", "auditPack")],
+        ),
+        (
+            '{ queue(name: "kyc") { items(first: 50) { edges { node { auditPack } } } } }',
+            {},
+            50 + 50 * HEAVY_SCALARS[("ReviewItem", "auditPack")],
+        ),
     ],
-    ids=["variable first", "default first", "fragments", "inline fragment"],
+    ids=[
+        "variable first",
+        "default first",
+        "fragments",
+        "inline fragment",
+        "audit packs refused",
+        "audit packs served",
+    ],
 )
 async def test_the_cost_counts_variables_defaults_and_fragments(
     gql: GraphQL, tokens: Tokens, kyc: str, query: str, variables: dict[str, Any], cost: int
