@@ -63,13 +63,18 @@ FROM recorded AS r,
 -- `decider`: the reviewer of the decision the copy checks (NULL: not a QA copy);
 -- `reason_allowed`: the QA queue's catalogue allows the code for this answer;
 -- `note_missing`: the code requires a note and this one says nothing.
+-- The result already recorded on this copy under this very lease, if any (decision_id,
+-- agrees, reason_code, note, reviewer, ...): a console whose answer was lost retries with
+-- the same token, and is answered with it.
 SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        i.lease_expires_at > now() AS lease_live,
        d.reviewer AS decider,
        r.code IS NOT NULL AS reason_allowed,
-       coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing
+       coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing,
+       p.decision_id, p.qa_item_id, p.agrees, p.reason_code, p.note, p.reviewer, p.recorded_at
 FROM review_items AS i
 LEFT JOIN review_decisions AS d ON d.id = i.qa_of
+LEFT JOIN qa_results AS p ON p.qa_item_id = i.id AND p.lease_token = :lease_token
 LEFT JOIN reason_codes AS r
     ON r.queue = i.queue AND r.code = :reason_code
    AND (CASE WHEN :agrees::boolean THEN 'approve' ELSE 'reject' END) = ANY (r.verdicts)

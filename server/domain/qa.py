@@ -77,6 +77,13 @@ class QaCheck:
 
 
 @dataclass(frozen=True)
+class QaReplayed:
+    """A retried check that was recorded already: its result. Nothing was written."""
+
+    result: QaResult
+
+
+@dataclass(frozen=True)
 class QaResultInput:
     item_id: str
     lease_token: str
@@ -85,7 +92,7 @@ class QaResultInput:
     note: str | None = None
 
 
-RecordResult = QaResult | StaleLease | InvalidReasonCode | NotPermitted | InvalidInput
+RecordResult = QaResult | QaReplayed | StaleLease | InvalidReasonCode | NotPermitted | InvalidInput
 
 
 async def record_qa_result(
@@ -123,11 +130,12 @@ async def record_qa_result(
 
 async def _why_not_recorded(
     db: Database, principal: Principal, item_id: int, token: UUID, answer: QaResultInput
-) -> StaleLease | InvalidReasonCode | NotPermitted | InvalidInput:
+) -> QaReplayed | StaleLease | InvalidReasonCode | NotPermitted | InvalidInput:
     """The fence refused the write; say which condition failed, in order of precedence."""
     state = await db.fetchrow(
         sql.qa.QA_RESULT_RECORD_DIAGNOSE,
         item_id=item_id,
+        lease_token=token,
         reason_code=answer.reason_code,
         agrees=answer.agrees,
         note=answer.note,
@@ -145,6 +153,22 @@ async def _why_not_recorded(
         return NotPermitted(
             "you made the decision this QA copy checks: a QA check is made by another "
             "reviewer; nothing was written"
+        )
+    if state["reviewer"] == principal.user:
+        # Recorded under this lease already. Only its reviewer is told: a lease token is its
+        # holder's secret, and anyone else presenting it gets a stale lease, as below.
+        prior = QaResult.from_row(state)
+        if (prior.agrees, prior.reason_code, prior.note) == (
+            answer.agrees,
+            answer.reason_code,
+            answer.note,
+        ):
+            return QaReplayed(prior)
+        return StaleLease(
+            item_id,
+            f"a QA result on decision {prior.decision_id} was recorded under this lease "
+            "already, with another answer, reason code or note; nothing was written",
+            queue=state["queue"],
         )
     lease_holds = (
         state["state"] == "pending"

@@ -82,6 +82,11 @@ class QaResultRecorded:
     result: QaResult
     decision: DecisionType = strawberry.field(description="The decision checked.")
     item: ReviewItem = strawberry.field(description="The QA copy, now decided.")
+    replay: bool = strawberry.field(
+        default=False,
+        description="This check repeated one recorded already under the same lease (a retry "
+        "after a lost answer): the result is that one, and nothing was written.",
+    )
 
 
 @strawberry.type
@@ -562,6 +567,9 @@ class Mutation:
         result = await qa.record_qa_result(ctx.db, ctx.principal, input.to_domain())
         if is_failure(result):
             return from_failure(result)
+        replay = isinstance(result, qa.QaReplayed)
+        if isinstance(result, qa.QaReplayed):
+            result = result.result
         # Both loads join their batches before the first await.
         decision_load = ctx.loaders.decision.load(result.decision_id)
         item_load = ctx.loaders.item.load(result.qa_item_id)
@@ -573,6 +581,7 @@ class Mutation:
             result=QaResult.from_domain(result),
             decision=DecisionType.from_domain(decision),
             item=ReviewItem.from_domain(item),
+            replay=replay,
         )
 
     @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")

@@ -46,6 +46,7 @@ mutation($input: RecordQaResultInput!) {
   recordQaResult(input: $input) {
     __typename
     ... on QaResultRecorded {
+      replay
       result { agrees reasonCode note reviewer recordedAt }
       decision { id sampledForQa }
       item { id state }
@@ -161,6 +162,12 @@ async def test_a_sampled_decision_is_checked_by_another_reviewer_end_to_end(
     }
     assert result["decision"] == {"id": decision_id, "sampledForQa": True}
     assert result["item"] == {"id": qa_claim["item"]["id"], "state": "DECIDED"}
+    assert result["replay"] is False
+    # The same check again, as a console sends it after a lost answer: the recorded result.
+    repeated = await gql(
+        checker, RECORD, input={**answer, "reasonCode": "qa_wrong", "note": "ID expired"}
+    )
+    assert repeated["data"]["recordQaResult"] == {**result, "replay": True}, repeated
     again = await gql(checker, RECORD, input={**answer, "reasonCode": "qa_wrong", "note": "x"})
     assert again["data"]["recordQaResult"]["__typename"] == "StaleLease"
 

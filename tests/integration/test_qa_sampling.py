@@ -392,6 +392,32 @@ async def test_a_stale_lease_writes_nothing(
     assert await qa_results(owner_conn) == []
 
 
+async def test_a_repeated_check_under_its_lease_is_answered_and_writes_nothing(
+    db: Database, qa_queue: str, owner_conn: asyncpg.Connection
+) -> None:
+    await sampled_decision(db, "cust-1")
+    claimed = await claim(db, BOB, QA_QUEUE)
+    recorded = await record_qa_result(db, BOB, answer(claimed, note="fine"))
+    assert isinstance(recorded, QaResult), recorded
+    before = await snapshot(owner_conn)
+
+    # The same check again (a console whose answer was lost): answered with the result.
+    again = await record_qa_result(db, BOB, answer(claimed, note="fine"))
+    # Another answer under the spent lease: stale, and it says the lease was used.
+    other = await record_qa_result(db, BOB, answer(claimed, False, WRONG_OUTCOME))
+    # Someone else presenting the token learns nothing of the result.
+    not_his = await record_qa_result(db, CAROL, answer(claimed, note="fine"))
+
+    assert isinstance(again, qa.QaReplayed), again
+    assert again.result == recorded
+    assert isinstance(other, StaleLease), other
+    assert "recorded under this lease already" in other.message
+    assert isinstance(not_his, StaleLease), not_his
+    assert "recorded" not in not_his.message
+    assert await snapshot(owner_conn) == before
+    assert len(await qa_results(owner_conn)) == 1
+
+
 async def test_two_qa_reviewers_racing_for_one_copy_record_one_result(
     db: Database, qa_queue: str, owner_conn: asyncpg.Connection
 ) -> None:

@@ -44,6 +44,7 @@ fails, nothing is written and no row comes back.
 def _qa_result_record_diagnose(
     *,
     note: Any,
+    lease_token: Any,
     reason_code: Any,
     agrees: Any,
     item_id: Any,
@@ -57,6 +58,9 @@ Read-only: why did qa_result_record write nothing? Runs only on that failure pat
 `decider`: the reviewer of the decision the copy checks (NULL: not a QA copy);
 `reason_allowed`: the QA queue's catalogue allows the code for this answer;
 `note_missing`: the code requires a note and this one says nothing.
+The result already recorded on this copy under this very lease, if any (decision_id,
+agrees, reason_code, note, reviewer, ...): a console whose answer was lost retries with
+the same token, and is answered with it.
 """
 
 
@@ -67,7 +71,7 @@ def _qa_get_by_decision_ids(
 
 
 QA_GET_BY_DECISION_IDS = Query("qa_get_by_decision_ids", _qa_get_by_decision_ids)
-"""db/queries/qa.sql:78
+"""db/queries/qa.sql:83
 
 For each sampled decision among :decision_ids: its QA copy, and the result if one was
 recorded. A decision without a row here was not sampled. Reads review_items by
