@@ -690,8 +690,8 @@ def _export_queue(args: argparse.Namespace, settings: Settings) -> int:
             if not await get_queues(db, [args.name]):
                 raise StartupError(f"there is no queue {args.name!r}")
             count = 0
-            async for document in audit.export_queue(db, args.name, args.since, args.until):
-                out.write(audit.pack_bytes(document))
+            async for line in audit.export_queue(db, args.name, args.since, args.until):
+                out.write(line)
                 count += 1
             return count
 

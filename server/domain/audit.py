@@ -142,6 +142,16 @@ def pack_bytes(document: dict[str, Any]) -> bytes:
     return canonical_json(document) + b"\n"
 
 
+def sealed_bytes(pack: dict[str, Any]) -> bytes:
+    """`pack_bytes(sealed(pack))`, with the pack serialised once instead of twice (once to
+    hash it, once to write it): the canonical form of {"pack": P, "sha256": H} is the text
+    below, since "pack" sorts before "sha256" (tests/integration/test_audit_pack.py holds
+    the two together). A queue export writes every line this way."""
+    body = canonical_json(pack)
+    digest = hashlib.sha256(body).hexdigest()
+    return b'{"pack":' + body + b',"sha256":"' + digest.encode() + b'"}\n'
+
+
 @dataclass(frozen=True)
 class _Rows:
     """The rows of a batch of items, each kind read by one statement."""
@@ -337,27 +347,25 @@ def _exception_part(exception: Row, rows: _Rows, withheld: frozenset[Withheld]) 
 
 
 def _pack(item_id: int, rows: _Rows, viewer: Viewer) -> dict[str, Any]:
+    """The pack itself, before it is sealed."""
     item = rows.items[item_id]
     withheld = viewer.withheld(item["queue"])
     timeline = rows.timelines[PageKey(item_id, None, WHOLE_TIMELINE)]
-    return sealed(
-        {
-            "format": FORMAT,
-            "item": _item_part(item),
-            "payload_history": _payload_history(timeline),
-            "timeline": _timeline_part(timeline),
-            "decisions": [
-                _decision_part(decision, rows, withheld)
-                for decision in rows.decisions.get(item_id, [])
-            ],
-            "exceptions": [
-                _exception_part(exception, rows, withheld)
-                for exception in rows.exceptions.get(item_id, [])
-                if viewer.sees(_exception_queues(exception))
-            ],
-            "withheld": sorted(withheld),
-        }
-    )
+    return {
+        "format": FORMAT,
+        "item": _item_part(item),
+        "payload_history": _payload_history(timeline),
+        "timeline": _timeline_part(timeline),
+        "decisions": [
+            _decision_part(decision, rows, withheld) for decision in rows.decisions.get(item_id, [])
+        ],
+        "exceptions": [
+            _exception_part(exception, rows, withheld)
+            for exception in rows.exceptions.get(item_id, [])
+            if viewer.sees(_exception_queues(exception))
+        ],
+        "withheld": sorted(withheld),
+    }
 
 
 async def read_packs(
@@ -366,7 +374,7 @@ async def read_packs(
     """The packs of these items, by id; an unknown id has none. Read them inside one
     snapshot (`audit_packs` does) so that every part describes the same moment."""
     rows = await _read_rows(db, sorted(set(item_ids)))
-    return {item_id: _pack(item_id, rows, viewer) for item_id in rows.items}
+    return {item_id: sealed(_pack(item_id, rows, viewer)) for item_id in rows.items}
 
 
 async def audit_packs(
@@ -384,8 +392,9 @@ async def export_queue(
     until: datetime,
     *,
     batch_size: int = EXPORT_BATCH_SIZE,
-) -> AsyncIterator[dict[str, Any]]:
-    """The pack of every item first enqueued to `queue` in [since, until), oldest first.
+) -> AsyncIterator[bytes]:
+    """The pack of every item first enqueued to `queue` in [since, until), oldest first, as
+    the line `casework export queue` writes for it (`sealed_bytes`).
 
     One snapshot for the whole export; the items' ids come through a server-side cursor,
     `batch_size` at a time, and each batch is packed with the same few statements, so
@@ -399,6 +408,6 @@ async def export_queue(
             until=until,
         ):
             ids = [row["id"] for row in batch]
-            packs = await read_packs(snapshot, ids)
+            rows = await _read_rows(snapshot, ids)
             for item_id in ids:
-                yield packs[item_id]
+                yield sealed_bytes(_pack(item_id, rows, EVERYTHING))

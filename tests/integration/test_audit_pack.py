@@ -566,13 +566,15 @@ async def test_the_queue_export_reads_its_window_through_a_cursor_a_batch_at_a_t
     try:
         counting = CountingDatabase(conn, queries)
         exported = [
-            document
-            async for document in audit.export_queue(counting, "kyc", since, until, batch_size=2)
+            line async for line in audit.export_queue(counting, "kyc", since, until, batch_size=2)
         ]
     finally:
         await conn.close()
 
-    assert exported == [expected[item_id] for item_id in inside]
+    # Each line is the item's document in its canonical form, byte for byte (the export
+    # serialises a pack once: audit.sealed_bytes), and parses back to the document.
+    assert exported == [audit.pack_bytes(expected[item_id]) for item_id in inside]
+    assert [json.loads(line) for line in exported] == [expected[item_id] for item_id in inside]
     assert counting.cursor_batches == [2, 2, 1]
     # Each batch costs the same statements, whatever it holds: none per item or decision.
     assert counting.sent == {
