@@ -22,7 +22,7 @@ from server.domain.model import (
     Role,
     Verdict,
 )
-from server.domain.parsing import parse_id, parse_lease_token
+from server.domain.parsing import holds_lease, parse_id, parse_lease_token
 from server.domain.text import check_text
 from server.observability import tracing
 from server.store import constraints, sql
@@ -149,13 +149,7 @@ async def _why_not_recorded(
             "(submitDecision decides review items only); nothing was written",
             "itemId",
         )
-    lease_holds = (
-        state["state"] == "pending"
-        and state["lease_live"]
-        and state["lease_token"] == token
-        and state["lease_owner"] == principal.user
-    )
-    if not lease_holds:
+    if not holds_lease(state, token, principal.user):
         return StaleLease(item_id, queue=state["queue"])
     if state["evidence_hash"] != decision.evidence_hash:
         return EvidenceChanged(item_id, state["evidence_hash"])
@@ -496,13 +490,7 @@ def _second_review_refusal(
             f"decision {state['awaiting_decision_id']} is yours: its second review is made by "
             "another reviewer; nothing was written"
         )
-    lease_holds = (
-        state["state"] == "pending"
-        and state["lease_live"]
-        and state["lease_token"] == token
-        and state["lease_owner"] == principal.user
-    )
-    if not lease_holds:
+    if not holds_lease(state, token, principal.user):
         return StaleLease(item_id, queue=state["queue"])
     if state["awaiting_decision_id"] is None:
         return InvalidInput(

@@ -26,7 +26,7 @@ from server.domain.failures import (
     StaleLease,
 )
 from server.domain.model import HoldReason, Item, Principal, Role
-from server.domain.parsing import check_instant, parse_id, parse_lease_token
+from server.domain.parsing import check_instant, holds_lease, parse_id, parse_lease_token
 from server.domain.queues import not_covered
 from server.domain.text import check_label
 from server.store import sql
@@ -111,13 +111,7 @@ async def hold_item(
             return refusal
         assert found is not None
         # A decided item's lease is over too: the answer a console's lease flow knows.
-        lease_holds = (
-            found["state"] == "pending"
-            and found["lease_live"]
-            and found["lease_token"] == token
-            and found["lease_owner"] == principal.user
-        )
-        if not lease_holds:
+        if not holds_lease(found, token, principal.user):
             return StaleLease(item_id, queue=found["queue"])
         if not found["reason_known"]:
             return InvalidHoldReason(found["queue"], hold.reason)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -23,6 +24,17 @@ def parse_lease_token(value: str) -> UUID | InvalidInput:
         return UUID(value)
     except ValueError:
         return InvalidInput("leaseToken is not a lease token", "leaseToken")
+
+
+def holds_lease(found: Mapping[str, Any], token: UUID, user: str) -> bool:
+    """Whether a refused write's diagnosis row (its `state`, `lease_live`, `lease_token` and
+    `lease_owner` columns) shows `user`'s live lease with this token on a pending item."""
+    return (
+        found["state"] == "pending"
+        and bool(found["lease_live"])
+        and found["lease_token"] == token
+        and found["lease_owner"] == user
+    )
 
 
 # What PostgreSQL cannot store in text or jsonb: NUL, and lone surrogates (not UTF-8).

@@ -19,7 +19,7 @@ from uuid import UUID
 from server.domain.decisions import note_required
 from server.domain.failures import InvalidInput, InvalidReasonCode, NotPermitted, StaleLease
 from server.domain.model import Principal, Role
-from server.domain.parsing import parse_id, parse_lease_token
+from server.domain.parsing import holds_lease, parse_id, parse_lease_token
 from server.domain.text import check_text
 from server.observability import tracing
 from server.store import sql
@@ -170,13 +170,7 @@ async def _why_not_recorded(
             "already, with another answer, reason code or note; nothing was written",
             queue=state["queue"],
         )
-    lease_holds = (
-        state["state"] == "pending"
-        and state["lease_live"]
-        and state["lease_token"] == token
-        and state["lease_owner"] == principal.user
-    )
-    if not lease_holds:
+    if not holds_lease(state, token, principal.user):
         return StaleLease(item_id, queue=state["queue"])
     verdict = AGREE_VERDICT if answer.agrees else DISAGREE_VERDICT
     if not state["reason_allowed"]:

@@ -422,6 +422,21 @@ def _recorded(decision: DomainDecision) -> None:
     note_decision(decision.id)
 
 
+def _decision_answer(
+    result: DomainDecision | decisions.Replayed, *, wrote_decision: bool = True
+) -> DecisionRecorded:
+    """The answer for a decision: a replay as it was recorded, anything else written by this
+    request (and counted, unless `wrote_decision` is false: a confirmation writes no
+    decision of its own, only names the one it made effective in the access line)."""
+    if isinstance(result, decisions.Replayed):
+        return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
+    if wrote_decision:
+        _recorded(result)
+    else:
+        note_decision(result.id)
+    return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+
+
 @strawberry.type
 class Mutation:
     @strawberry.mutation(description="Adds items to a queue; all or nothing. Integrations only.")
@@ -499,10 +514,7 @@ class Mutation:
             if isinstance(result, failures.StaleLease) and result.queue is not None:
                 metrics.record_stale_lease(result.queue)
             return from_failure(result)
-        if isinstance(result, decisions.Replayed):
-            return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
-        _recorded(result)
-        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+        return _decision_answer(result)
 
     @strawberry.mutation(
         description="Second review: makes the provisional decision the item waits on "
@@ -518,10 +530,7 @@ class Mutation:
         )
         if is_failure(result):
             return from_failure(result)
-        if isinstance(result, decisions.Replayed):
-            return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
-        note_decision(result.id)
-        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+        return _decision_answer(result, wrote_decision=False)
 
     @strawberry.mutation(
         description="Second review: records your own decision (APPROVE or REJECT, with a "
@@ -537,10 +546,7 @@ class Mutation:
         )
         if is_failure(result):
             return from_failure(result)
-        if isinstance(result, decisions.Replayed):
-            return DecisionRecorded(decision=DecisionType.from_domain(result.decision), replay=True)
-        _recorded(result)
-        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+        return _decision_answer(result)
 
     @strawberry.mutation(
         description="Supersedes the effective decision of an item. Approvers only."
@@ -553,8 +559,7 @@ class Mutation:
         )
         if is_failure(result):
             return from_failure(result)
-        _recorded(result)
-        return DecisionRecorded(decision=DecisionType.from_domain(result), replay=False)
+        return _decision_answer(result)
 
     @strawberry.mutation(
         description="Records agree or disagree on a decision sampled for QA, under a lease on "

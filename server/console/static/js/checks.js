@@ -32,6 +32,13 @@ function refusalNotice({ title, detail, next }) {
   );
 }
 
+/** Nothing is sent: the field that must change is marked, said and focused. */
+function holdBack(outcome, field, notice) {
+  field.setAttribute("aria-invalid", "true");
+  fill(outcome, refusalNotice(notice));
+  field.focus();
+}
+
 function doneNotice(title, ...rest) {
   return h(
     "div",
@@ -203,22 +210,16 @@ export function secondReviewWorkspace(claim, queue, { onSettled }) {
     verdict.removeAttribute("aria-invalid");
     reason.select.removeAttribute("aria-invalid");
     if (!verdict.value) {
-      verdict.setAttribute("aria-invalid", "true");
-      fill(outcome, refusalNotice({ title: "Choose the verdict that should stand first.", next: "Nothing was sent." }));
-      verdict.focus();
+      holdBack(outcome, verdict, { title: "Choose the verdict that should stand first.", next: "Nothing was sent." });
       return;
     }
     const code = reason.select.value;
     if (!code) {
-      reason.select.setAttribute("aria-invalid", "true");
-      fill(outcome, refusalNotice({ title: "Choose the reason for the new verdict.", next: "Nothing was sent." }));
-      reason.select.focus();
+      holdBack(outcome, reason.select, { title: "Choose the reason for the new verdict.", next: "Nothing was sent." });
       return;
     }
     if (catalogue.find((r) => r.code === code)?.requiresNote && !note.value.trim()) {
-      note.setAttribute("aria-invalid", "true");
-      fill(outcome, refusalNotice({ title: "A note is required for this reason.", next: "Say what you saw, then override again. Nothing was sent." }));
-      note.focus();
+      holdBack(outcome, note, { title: "A note is required for this reason.", next: "Say what you saw, then override again. Nothing was sent." });
       return;
     }
     note.removeAttribute("aria-invalid");
@@ -337,9 +338,7 @@ export function qaWorkspace(claim, queue, { onSettled }) {
       return;
     }
     if (codes.find((r) => r.code === code)?.requiresNote && !note.value.trim()) {
-      note.setAttribute("aria-invalid", "true");
-      fill(outcome, refusalNotice({ title: "A note is required for this reason.", next: "Say what you checked, then record it again. Nothing was sent." }));
-      note.focus();
+      holdBack(outcome, note, { title: "A note is required for this reason.", next: "Say what you checked, then record it again. Nothing was sent." });
       return;
     }
     note.removeAttribute("aria-invalid");
