@@ -262,7 +262,17 @@ async def test_a_second_reviewer_overrides_a_decision(
         form = bob.get_by_role("form", name="Override")
         reason = form.get_by_role("combobox", name="Override reason")
         await expect(reason).to_be_disabled()
-        await form.get_by_role("combobox", name="Override verdict").select_option("APPROVE")
+        # Sent with no verdict: held back in the page, the field marked, nothing written.
+        await form.get_by_role("button", name="Override decision").click()
+        verdict = form.get_by_role("combobox", name="Override verdict")
+        await expect(
+            bob.get_by_role("region", name="Second review").get_by_role("alert")
+        ).to_contain_text("Choose the verdict that should stand first.")
+        await expect(verdict).to_have_attribute("aria-invalid", "true")
+        await expect(verdict).to_be_focused()
+        held_back = await decisions(api, people.admin, item_id)
+        assert [(d["reviewer"], d["status"]) for d in held_back] == [("alice", "PROVISIONAL")]
+        await verdict.select_option("APPROVE")
         # Only the reasons of the original queue valid for the verdict chosen.
         options = await reason.locator("option").evaluate_all("(os) => os.map((o) => o.value)")
         assert options == ["", "documents_ok"]
