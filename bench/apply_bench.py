@@ -61,10 +61,10 @@ from benchlib import backend_pids, machine_cpu, process_cpu, self_cpu
 from http1 import KeepAliveConnection
 
 from server.config import REPO_ROOT
-from server.domain.decisions import DecisionInput, submit_decision
-from server.domain.leases import claim_next
 from server.domain.model import Claim, Decision, EffectKind, Verdict
-from server.domain.queues import Effect, QueueSettings, configure_queue
+from server.domain.review.decisions import DecisionInput, submit_decision
+from server.domain.review.leases import claim_next
+from server.domain.review.queues import Effect, QueueSettings, configure_queue
 from server.store.database import Database, create_pool
 
 REVIEWER = benchlib.REVIEWER

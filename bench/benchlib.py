@@ -28,11 +28,11 @@ from http1 import KeepAliveConnection
 
 from server.app import WS_PER_MESSAGE_DEFLATE
 from server.config import REPO_ROOT
-from server.domain.decisions import DecisionInput, submit_decision
 from server.domain.failures import is_failure
-from server.domain.items import MAX_BATCH, NewItem, enqueue_items
 from server.domain.model import Claim, Decision, Principal, Role, Verdict
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.review.decisions import DecisionInput, submit_decision
+from server.domain.review.items import MAX_BATCH, NewItem, enqueue_items
+from server.domain.review.queues import QueueSettings, configure_queue, define_reason_code
 from server.store.database import Database, connect
 from server.store.dsn import APP_ROLE, with_database, with_user
 from server.store.migrate import apply_migrations

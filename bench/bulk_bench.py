@@ -2,7 +2,7 @@
 
 One database with --backlog pending items in queue `bench` and --history decided ones. Each
 round holds the oldest 500 waiting items (by id, then by filter), then releases them, through
-the domain (server/domain/bulk.py) as a manager; each call is one statement. Nothing is
+the domain (server/domain/controls/bulk.py) as a manager; each call is one statement. Nothing is
 asserted: the figures are printed (tests/migrations/test_bulk_plan.py holds the plan).
 
     .venv/bin/python bench/bulk_bench.py [--database-url URL] [--rounds 20]
@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import benchlib
 
-from server.domain.bulk import (
+from server.domain.controls.bulk import (
     MAX_BULK_ITEMS,
     Applied,
     ItemFilter,

@@ -37,8 +37,8 @@ import benchlib
 import redis.asyncio as aioredis
 from http1 import KeepAliveConnection
 
+from server.domain.identity.tokens import create_token
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.queries import Queries

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import asyncpg
 import benchlib
 
-from server.domain.leases import claim_next
 from server.domain.model import Claim
+from server.domain.review.leases import claim_next
 from server.store.database import Database, connect, create_pool
 
 HOLD_REASON = "INSERT INTO hold_reasons (queue, code, label) VALUES ($1, 'waiting', 'Waiting')"

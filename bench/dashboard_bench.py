@@ -31,8 +31,8 @@ import asyncpg
 import benchlib
 from http1 import KeepAliveConnection
 
+from server.domain.identity.tokens import create_token
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.store.database import Database, create_pool
 
 QUEUES = 50

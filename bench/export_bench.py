@@ -31,7 +31,7 @@ from pathlib import Path
 import benchlib
 
 from server.config import REPO_ROOT
-from server.domain.evidence import canonical_json
+from server.domain.review.evidence import canonical_json
 from server.store.database import Database, connect
 
 SINCE = "2026-11-01"

@@ -50,9 +50,9 @@ from benchlib import backend_pids, machine_cpu, process_cpu, self_cpu
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from server.domain.items import enqueue_items
+from server.domain.identity.tokens import create_token
 from server.domain.model import Role
-from server.domain.tokens import create_token
+from server.domain.review.items import enqueue_items
 from server.events.hub import BACKLOG_INTERVAL_SECONDS
 from server.store.database import Database, create_pool
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import asyncpg
 import benchlib
 
-from server.domain.leases import claim_next
 from server.domain.model import Claim
+from server.domain.review.leases import claim_next
 from server.store import sql
 from server.store.database import Database, connect, create_pool
 

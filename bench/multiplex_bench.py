@@ -51,11 +51,11 @@ from fanout_bench import (
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from server.domain.items import enqueue_items
-from server.domain.leases import claim_next
+from server.domain.identity.tokens import create_token
 from server.domain.model import Claim, Principal, Role
-from server.domain.queues import QueueSettings, configure_queue
-from server.domain.tokens import create_token
+from server.domain.review.items import enqueue_items
+from server.domain.review.leases import claim_next
+from server.domain.review.queues import QueueSettings, configure_queue
 from server.lean_websocket import IMPORT_STRING as LEAN_WS
 from server.store.database import Database, create_pool
 

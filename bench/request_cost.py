@@ -30,8 +30,8 @@ from claim_bench import CLAIM, DECIDE, reviewer_name
 
 from server.app import create_app
 from server.config import Settings
+from server.domain.identity.tokens import create_token
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.observability.logs import LogFormat, configure_logging
 from server.store.database import Database, create_pool
 

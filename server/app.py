@@ -33,6 +33,7 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from server.config import Settings
 from server.console import console_routes, graphiql_page
+from server.domain.identity.principals import TokenResolver
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
@@ -45,7 +46,6 @@ from server.graphql.multiplex import Multiplexer
 from server.graphql.schema import build_schema
 from server.graphql.websocket import TransportWSHandler, authorization_of
 from server.http_limits import body_limit
-from server.identity import TokenResolver
 from server.metrics_endpoint import MetricsEndpoint
 from server.observability.requests import RequestIds
 from server.store import sql

@@ -31,10 +31,7 @@ from server.demo import (
     SUPPLIER_WORKFLOW,
     seed_demo,
 )
-from server.domain import audit
-from server.domain.model import Role
-from server.domain.queues import QUEUE_NAME, get_queues
-from server.domain.tokens import (
+from server.domain.identity.tokens import (
     Revocation,
     TokenRecord,
     create_token,
@@ -42,6 +39,9 @@ from server.domain.tokens import (
     revoke_token,
     revoke_tokens,
 )
+from server.domain.model import Role
+from server.domain.quality import audit
+from server.domain.review.queues import QUEUE_NAME, get_queues
 from server.runtime import (
     Databases,
     StartupError,

@@ -16,7 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # A revoked token keeps working on a process for at most this long.
 DEFAULT_TOKEN_CACHE_SECONDS = 5.0
 # Room for the largest legal enqueueItems call sent as JSON variables, even escaped to ASCII:
-# 4 MiB of canonical payloads (MAX_BATCH_PAYLOAD_BYTES in server/domain/items.py) take up to
+# 4 MiB of canonical payloads (MAX_BATCH_PAYLOAD_BYTES in server/domain/review/items.py) take up to
 # 12 MiB as \uXXXX escapes, 1,000 keys of 200 characters up to 2.3 MiB, about 14.4 MiB in
 # all (tests/api/test_limits.py sends it).
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024

@@ -20,15 +20,15 @@ from server.config import Settings
 from server.domain.exceptions import actions, workflows
 from server.domain.exceptions.records import Consequence, ExceptionAction
 from server.domain.failures import InvalidInput, NotPermitted
-from server.domain.items import NewItem, enqueue_items
+from server.domain.identity.tokens import create_token, revoke_demo_tokens
 from server.domain.model import Principal, Role, Verdict
-from server.domain.queues import (
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.queues import (
     QueueSettings,
     SecondReviewSettings,
     configure_queue,
     define_reason_code,
 )
-from server.domain.tokens import create_token, revoke_demo_tokens
 from server.store.database import Database, connect
 from server.store.queries import Queries
 

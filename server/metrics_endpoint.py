@@ -1,7 +1,7 @@
 """GET /metrics: this process's counters and histograms, and the database figures.
 
 The figures come from one statement at scrape time, answered from a snapshot a few seconds
-old when there is one (server/domain/metrics_figures.py), so many scrapers of many
+old when there is one (server/domain/measures/metrics.py), so many scrapers of many
 processes cost one computation per CASEWORK_METRICS_CACHE_SECONDS. Scrapes that arrive
 while this process reads them share that read. If the database cannot answer, the
 process's own metrics are still served: a scrape that fails whole would hide them too.
@@ -32,10 +32,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from server.config import Settings
-from server.domain.metrics_figures import Figures, read_figures
+from server.domain.identity.principals import TokenResolver
+from server.domain.measures.metrics import Figures, read_figures
 from server.domain.model import Role
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
-from server.identity import TokenResolver
 from server.store.database import Database
 from server.store.errors import is_unavailable
 

@@ -23,11 +23,11 @@ from datetime import datetime
 import httpx
 
 from server.config import Settings
-from server.domain import apply
 from server.domain.exceptions import redrive_delivery
 from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.model import EffectKind
-from server.domain.queues import target_refusal
+from server.domain.review import apply
+from server.domain.review.queues import target_refusal
 from server.effects.errors import PermanentEffectError, TransientEffectError
 from server.effects.run import perform
 from server.effects.webhook import post_redrive

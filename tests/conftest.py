@@ -8,9 +8,9 @@ from typing import Protocol
 import asyncpg
 import pytest
 
+from server.domain.identity.tokens import create_token
 from server.domain.model import Principal, Role, Verdict
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
-from server.domain.tokens import create_token
+from server.domain.review.queues import QueueSettings, configure_queue, define_reason_code
 from server.store.database import Database, connect, create_pool
 from server.store.queries import Queries
 from tests import pg

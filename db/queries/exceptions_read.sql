@@ -23,7 +23,7 @@ WHERE e.id = ANY (:ids::text[]);
 SELECT e.item_id, e.id FROM exceptions AS e WHERE e.item_id = ANY (:item_ids::bigint[]);
 
 -- name: exceptions_get_about_items
--- Every exception about each item of :item_ids, for its audit pack (server/domain/audit.py),
+-- Every exception about each item of :item_ids, for its audit pack (server/domain/quality/audit.py),
 -- oldest first: the item's own (an exception's item) and those raised because one of its
 -- decisions could not be carried out (workflow :apply_workflow, whose source record is the
 -- decision id: exceptions_source). `about_item_id` names the item; `item_queue`,

@@ -59,7 +59,7 @@ SELECT i.* FROM review_items AS i WHERE i.id = ANY (:ids::bigint[]);
 -- name: item_ids_get_enqueued_between
 -- The items first enqueued to :queue (their origin queue, which never changes) from :since
 -- up to, not including, :until, by their enqueue time (created_at), oldest id first: what
--- `casework export queue` packs (server/domain/audit.py), read through a cursor.
+-- `casework export queue` packs (server/domain/quality/audit.py), read through a cursor.
 -- The window is read first (review_items_created_brin: the window's blocks only), then
 -- sorted: as a cursor's query, a plain ORDER BY id would be planned for its first rows, as
 -- a walk of the whole table in id order (tests/migrations/test_export_plan.py).

@@ -133,7 +133,8 @@ class Queue:
     holder_role: Role
     # The hands-on minutes its reviewers have a day (None: not said).
     reviewer_minutes_per_day: float | None
-    # Claim controls (server/domain/due.py and leases.py read them); None: no limit, no due time.
+    # Claim controls (server/domain/review/due.py and leases.py read them); None: no limit,
+    # no due time.
     max_leases_per_reviewer: int | None = None
     due_seconds: int | None = None
     due_seconds_by_priority: tuple[DueByPriority, ...] = ()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from server.domain.apply import DueApplication
 from server.domain.model import EffectKind
+from server.domain.review.apply import DueApplication
 from server.effects.handlers import load_handler
 from server.effects.webhook import post_webhook
 

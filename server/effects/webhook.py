@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from server.domain.apply import DueApplication
-from server.domain.evidence import canonical_json
 from server.domain.exceptions.redrive_delivery import DueDelivery
+from server.domain.review.apply import DueApplication
+from server.domain.review.evidence import canonical_json
 from server.domain.text import RECEIVER_TEXT_LIMIT
 from server.effects.errors import PermanentEffectError, TransientEffectError
 from server.signatures import SIGNATURE_HEADER, sign

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from datetime import UTC, datetime, timedelta
 
-from server.domain import live
+from server.domain.review import live
 from server.events.channels import Event, EventKind
 from server.events.hub import Hub
 from server.events.outage import OutageLog, Retrying

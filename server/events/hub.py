@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from server.domain import live
+from server.domain.review import live
 from server.events.channels import Event
 from server.events.outage import OutageLog, Retrying
 from server.events.subscriber import Inbox, LatestValue, Resync

@@ -9,11 +9,11 @@ from typing import Any
 from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketState
 
+from server.domain.identity.principals import TokenResolver
 from server.domain.model import Principal, Role
 from server.events.live import LiveUpdates
 from server.events.subscriber import Inbox, LatestValue, Message
 from server.graphql.loaders import Loaders
-from server.identity import TokenResolver
 from server.store.database import Database
 from server.store.errors import is_unavailable
 

@@ -38,7 +38,7 @@ from graphql import (
 )
 
 from server.graphql.codes import ErrorCode, with_code
-from server.graphql.types import MAX_PAGE
+from server.graphql.pagination import MAX_PAGE
 
 MAX_COST = 10_000
 # The rows an unpaginated list of objects stands for: a handful in practice, never bounded.

@@ -10,7 +10,7 @@ from server.domain import failures, model
 from server.domain.exceptions import records
 from server.graphql.exceptions.types import ExceptionAction, ExceptionState
 from server.graphql.observe import note_error_member
-from server.graphql.types import HeldLease, ItemState
+from server.graphql.review.types import HeldLease, ItemState
 
 
 @strawberry.interface(description="An expected failure. Nothing was written.")

@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from server.domain import apply, audit, holds, live, qa, queues, reads, timeline
+from server.domain import reads
+from server.domain.controls import holds
 from server.domain.exceptions import measures as workflow_measures
 from server.domain.exceptions import reads as exception_reads
 from server.domain.exceptions import workflows
@@ -23,6 +24,9 @@ from server.domain.exceptions.records import (
 from server.domain.measures import queues as queue_measures
 from server.domain.measures.queues import MeasureKey
 from server.domain.model import Decision, HoldReason, Item, ItemState, Queue, ReasonCode
+from server.domain.quality import audit, qa
+from server.domain.review import apply, live, queues
+from server.domain.timeline import events as timeline
 from server.store.database import Database
 
 K = TypeVar("K", bound=Hashable)

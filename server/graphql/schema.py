@@ -13,9 +13,9 @@ from strawberry.extensions import SchemaExtension
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
-from server.graphql.bulk import BulkMutation
 from server.graphql.codes import ErrorCode
-from server.graphql.controls import ControlMutation
+from server.graphql.controls.bulk import BulkMutation
+from server.graphql.controls.mutations import ControlMutation
 from server.graphql.error_coding import code_errors
 from server.graphql.errors import Error
 from server.graphql.exceptions.mutations import ExceptionMutation
@@ -24,11 +24,13 @@ from server.graphql.exceptions.subscriptions import ExceptionSubscription
 from server.graphql.input_strings import guard_root_fields
 from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
-from server.graphql.mutations import Mutation
 from server.graphql.observe import note_failure, note_refusal
 from server.graphql.operation import is_unexpected, operation_extension
-from server.graphql.queries import Query
-from server.graphql.subscriptions import Subscription
+from server.graphql.quality.mutations import QualityMutation
+from server.graphql.review.mutations import Mutation
+from server.graphql.review.queries import Query
+from server.graphql.review.subscriptions import Subscription
+from server.graphql.timeline.mutations import TimelineMutation
 from server.observability import tracing
 
 log = logging.getLogger("casework.graphql")
@@ -100,7 +102,15 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     schema = CaseworkSchema(
         query=merge_types("Query", (Query, ExceptionQuery)),
         mutation=merge_types(
-            "Mutation", (Mutation, ControlMutation, BulkMutation, ExceptionMutation)
+            "Mutation",
+            (
+                Mutation,
+                QualityMutation,
+                TimelineMutation,
+                ControlMutation,
+                BulkMutation,
+                ExceptionMutation,
+            ),
         ),
         subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),
         types=[Error],

@@ -17,7 +17,7 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TypeVar
 
-from server.domain.live import StreamPosition
+from server.domain.review.live import StreamPosition
 from server.events.outage import OutageLog, Retrying
 from server.events.subscriber import Inbox
 from server.graphql.context import Context

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import asyncpg
 
+from server.domain.identity.tokens import LAST_USED_RESOLUTION_SECONDS, authenticate, hash_token
 from server.domain.model import Principal, Role
-from server.domain.tokens import LAST_USED_RESOLUTION_SECONDS, authenticate, hash_token
 from server.store.database import Database
 from tests.api.helpers import casework
 from tests.conftest import TestDatabase, token_maker

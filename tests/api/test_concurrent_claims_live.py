@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from server.domain.failures import QueueEmpty
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next
+from server.domain.identity.tokens import create_token
 from server.domain.model import Claim, Principal, Role
-from server.domain.tokens import create_token
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next
 from server.store import sql
 from server.store.database import Database
 from tests.api.helpers import CLAIM, DECIDE, decision_input

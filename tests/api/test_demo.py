@@ -13,9 +13,9 @@ from server.demo import (
     SUPPLIER_EXCEPTIONS,
     seed_demo,
 )
+from server.domain.identity.tokens import authenticate, create_token
 from server.domain.model import Role, Verdict
-from server.domain.queues import get_queues
-from server.domain.tokens import authenticate, create_token
+from server.domain.review.queues import get_queues
 from server.store.database import Database
 from tests.conftest import TestDatabase
 

@@ -17,7 +17,7 @@ from graphql import GraphQLError
 from strawberry.extensions import MaskErrors, ParserCache, SchemaExtension
 from strawberry.types import ExecutionContext, ExecutionResult
 
-from server.domain.items import NewItem, enqueue_items
+from server.domain.review.items import NewItem, enqueue_items
 from server.graphql.operation import UNAVAILABLE_MESSAGE, MaskUnexpectedErrors, is_unexpected
 from server.graphql.schema import CaseworkSchema, build_schema
 from server.store.database import Database

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from server.domain import leases
+from server.domain.identity.tokens import create_token
 from server.domain.model import Role
-from server.domain.tokens import create_token
+from server.domain.review import leases
 from server.store.database import Database
 from tests.api.conftest import GraphQL, Tokens, in_process_client
 from tests.conftest import TestDatabase

@@ -22,16 +22,16 @@ from strawberry.extensions.parser_cache import DEFAULT_MAXSIZE, _get_parse_cache
 
 from server.app import create_app
 from server.config import DEFAULT_MAX_BODY_BYTES, Settings
-from server.domain.evidence import MAX_PAYLOAD_BYTES, canonical_json
 from server.domain.failures import InvalidInput
-from server.domain.items import (
+from server.domain.parsing import MAX_VALUE_DEPTH
+from server.domain.review.evidence import MAX_PAYLOAD_BYTES, canonical_json
+from server.domain.review.items import (
     MAX_BATCH,
     MAX_BATCH_PAYLOAD_BYTES,
     MAX_EXTERNAL_KEY,
     NewItem,
     enqueue_items,
 )
-from server.domain.parsing import MAX_VALUE_DEPTH
 from server.graphql.cost import HEAVY_SCALARS, LIST_WEIGHT, MAX_COST
 from server.graphql.guards import MAX_DOCUMENT_CHARS
 from server.graphql.input_strings import MAX_JSON_VALUE_DEPTH

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from server.domain.model import EffectKind, Verdict
-from server.domain.queues import Effect, QueueSettings, configure_queue, define_reason_code
+from server.domain.review.queues import Effect, QueueSettings, configure_queue, define_reason_code
 from server.observability.context import REQUEST_ID
 from server.observability.logs import ContextFilter, JsonFormatter, TextFormatter
 from server.store.database import Database

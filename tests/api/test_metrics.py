@@ -19,9 +19,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from server.config import Settings
-from server.domain.items import NewItem, enqueue_items
 from server.domain.model import EffectKind, Role, Verdict
-from server.domain.queues import Effect, QueueSettings, configure_queue, define_reason_code
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.queues import Effect, QueueSettings, configure_queue, define_reason_code
 from server.store.database import Database
 from tests.api.conftest import SETUP_QUEUES, Tokens, graphql_caller, in_process_client
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase, token_maker

@@ -15,10 +15,10 @@ from typing import Any
 
 import httpx
 
-from server.domain.items import NewItem, enqueue_items
+from server.domain.identity.tokens import create_token
 from server.domain.model import Role, Verdict
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
-from server.domain.tokens import create_token
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.queues import QueueSettings, configure_queue, define_reason_code
 from server.graphql.codes import RETRY_AFTER_SECONDS
 from server.store.database import Database, create_pool
 from server.store.queries import Queries

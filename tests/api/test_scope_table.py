@@ -25,8 +25,8 @@ import asyncpg
 import httpx
 import pytest
 
+from server.domain.identity.tokens import create_token
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.store.database import Database, connect, create_pool
 from server.store.queries import Queries
 from tests import pg

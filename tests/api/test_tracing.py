@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from server.config import Settings
-from server.domain.items import NewItem, enqueue_items
+from server.domain.review.items import NewItem, enqueue_items
 from server.observability import tracing
 from server.store.database import Database
 from tests.api.conftest import SETUP_QUEUES, Tokens, graphql_caller, in_process_client

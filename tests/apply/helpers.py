@@ -22,10 +22,10 @@ import httpx
 from server.config import REPO_ROOT
 from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.failures import QueueEmpty
-from server.domain.items import MAX_BATCH, NewItem, enqueue_items
-from server.domain.leases import claim_next
 from server.domain.model import Claim, EffectKind, Principal
-from server.domain.queues import Effect, QueueSettings, configure_queue
+from server.domain.review.items import MAX_BATCH, NewItem, enqueue_items
+from server.domain.review.leases import claim_next
+from server.domain.review.queues import Effect, QueueSettings, configure_queue
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings, WorkerStats
 from tests.api.conftest import GraphQL

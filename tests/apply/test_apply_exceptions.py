@@ -19,8 +19,8 @@ import asyncpg
 import httpx
 import pytest
 
-from server.domain.apply import DueApplication
 from server.domain.model import Role
+from server.domain.review.apply import DueApplication
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerStats
 from tests.api.conftest import GraphQL

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import httpx
 
-from server.domain.apply import claim_due
+from server.domain.identity.tokens import create_token
 from server.domain.model import EffectKind, Queue, Role
-from server.domain.queues import Effect, QueueSettings, configure_queue
-from server.domain.tokens import create_token
+from server.domain.review.apply import claim_due
+from server.domain.review.queues import Effect, QueueSettings, configure_queue
 from server.store.database import Database
 from tests.api.conftest import in_process_client
 from tests.apply.helpers import SECRET, make_decision

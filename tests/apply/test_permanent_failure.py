@@ -11,8 +11,8 @@ from typing import Any
 
 import asyncpg
 
+from server.domain.identity.tokens import create_token
 from server.domain.model import Role
-from server.domain.tokens import create_token
 from server.store.database import Database
 from tests.api.conftest import in_process_client
 from tests.apply.helpers import (

@@ -13,9 +13,9 @@ from typing import Any
 import asyncpg
 import httpx
 
-from server.domain.apply import DueApplication, claim_due, record_applied, utcnow
-from server.domain.decisions import OverturnInput, overturn_decision
 from server.domain.model import Decision
+from server.domain.review.apply import DueApplication, claim_due, record_applied, utcnow
+from server.domain.review.decisions import OverturnInput, overturn_decision
 from server.store import sql
 from server.store.database import Database, Row, connect, create_pool
 from server.store.queries import P, Queries, Query

@@ -7,8 +7,8 @@ import time
 
 import httpx
 
-from server.domain.apply import claim_due
-from server.domain.evidence import canonical_json
+from server.domain.review.apply import claim_due
+from server.domain.review.evidence import canonical_json
 from server.effects.webhook import post_webhook
 from server.signatures import (
     DEFAULT_TOLERANCE_SECONDS,

@@ -18,10 +18,10 @@ import pytest
 
 from server.config import Settings
 from server.domain.failures import InvalidInput
+from server.domain.identity.tokens import create_token
 from server.domain.model import EffectKind, Role
-from server.domain.queues import Effect, QueueSettings, configure_queue
+from server.domain.review.queues import Effect, QueueSettings, configure_queue
 from server.domain.text import RECEIVER_TEXT_LIMIT, TRUNCATED_MARK
-from server.domain.tokens import create_token
 from server.store.database import Database
 from tests.api.conftest import GraphQL, graphql_caller, in_process_client
 from tests.apply.helpers import (

@@ -12,7 +12,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from server.domain.apply import DueApplication
+from server.domain.review.apply import DueApplication
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings
 from tests.api.live_server import casework_serve_process

@@ -10,7 +10,7 @@ from typing import Any
 
 from server.cli import _parser
 from server.config import REPO_ROOT
-from server.domain import audit
+from server.domain.quality import audit
 from tests.docs.helpers import code_blocks, section
 
 AUDIT = REPO_ROOT / "docs" / "audit.md"

@@ -9,7 +9,7 @@ import pytest
 from graphql import TypeDefinitionNode, parse, validate
 
 from server.config import REPO_ROOT
-from server.domain.timeline import TimelineKind
+from server.domain.timeline.events import TimelineKind
 from server.graphql.schema import build_schema
 from tests.docs.helpers import code_blocks, section
 

@@ -10,10 +10,10 @@ import re
 from datetime import UTC, datetime
 
 from server.config import REPO_ROOT
-from server.domain.apply import DueApplication
-from server.domain.evidence import canonical_json
 from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.model import EffectKind, Verdict
+from server.domain.review.apply import DueApplication
+from server.domain.review.evidence import canonical_json
 from server.effects.webhook import REDRIVE_HEADER
 from server.signatures import DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, sign, verify_signature
 from tests.docs.helpers import code_blocks, section

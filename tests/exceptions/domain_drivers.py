@@ -21,8 +21,8 @@ from server.domain.exceptions.actions import (
     submit_correction,
 )
 from server.domain.exceptions.records import Consequence, ExceptionState
-from server.domain.leases import claim_next
 from server.domain.model import Claim, Principal, Role
+from server.domain.review.leases import claim_next
 from server.store.database import Database, connect
 from server.store.queries import Queries
 from tests.conftest import TestDatabase

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from server.domain import audit
+from server.domain.quality import audit
 from server.store.database import Database
 from tests.exceptions.domain_drivers import approved_correction, event_rows
 

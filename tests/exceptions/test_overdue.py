@@ -12,8 +12,8 @@ import asyncpg
 import pytest
 
 from server.domain.failures import QueueEmpty
-from server.domain.leases import claim_next
 from server.domain.model import Claim
+from server.domain.review.leases import claim_next
 from server.store.database import Database
 from server.store.queries import Queries
 from tests.api.conftest import GraphQL

@@ -9,11 +9,11 @@ from typing import Any
 
 import asyncpg
 
-from server.domain.decisions import DecisionInput, submit_decision
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next
 from server.domain.model import Claim, Decision, Item, Principal, Verdict
-from server.domain.timeline import TimelineKind
+from server.domain.review.decisions import DecisionInput, submit_decision
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next
+from server.domain.timeline.events import TimelineKind
 from server.events.channels import CHANNEL
 from server.store.database import Database
 from tests.conftest import INTEGRATION, TestDatabase

@@ -8,14 +8,14 @@ from typing import Any
 
 import asyncpg
 
-from server.domain.decisions import (
+from server.domain.model import Claim, Decision, Principal, Queue, Verdict
+from server.domain.quality.second_review import (
     ConfirmInput,
     OverrideInput,
     confirm_decision,
     override_decision,
 )
-from server.domain.model import Claim, Decision, Principal, Queue, Verdict
-from server.domain.queues import QueueSettings, SecondReviewSettings, configure_queue
+from server.domain.review.queues import QueueSettings, SecondReviewSettings, configure_queue
 from server.store.database import Database
 from tests.conftest import ADMIN, reviewer
 from tests.integration.helpers import claim, decide, enqueue_one

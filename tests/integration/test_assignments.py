@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from server.domain.assignments import Assignment, assign_item, unassign_item
+from server.domain.controls.assignments import Assignment, assign_item, unassign_item
 from server.domain.failures import (
     InvalidInput,
     ItemNotWaiting,
@@ -17,9 +17,9 @@ from server.domain.failures import (
     NotPermitted,
     QueueEmpty,
 )
-from server.domain.leases import claim_next
 from server.domain.model import Claim, Item, Principal, Role, Verdict
-from server.domain.timeline import TimelineKind
+from server.domain.review.leases import claim_next
+from server.domain.timeline.events import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import (

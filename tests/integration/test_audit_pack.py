@@ -1,4 +1,4 @@
-"""Audit packs (server/domain/audit.py) of scripted items, against real PostgreSQL: the
+"""Audit packs (server/domain/quality/audit.py) of scripted items, against real PostgreSQL: the
 document a known story gives, its hash, what changes it, and the queue export's batches."""
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from uuid import UUID
 
 import asyncpg
 
-from server.domain import audit
-from server.domain.apply import claim_due, record_applied, record_failure, utcnow
-from server.domain.decisions import (
+from server.domain.model import Claim, Decision, Principal, Verdict
+from server.domain.quality import audit
+from server.domain.review.apply import claim_due, record_applied, record_failure, utcnow
+from server.domain.review.decisions import (
     DecisionInput,
     OverturnInput,
     overturn_decision,
     submit_decision,
 )
-from server.domain.leases import release_lease
-from server.domain.model import Claim, Decision, Principal, Verdict
-from server.domain.notes import add_note
+from server.domain.review.leases import release_lease
+from server.domain.timeline.notes import add_note
 from server.store.database import Database, Row, connect
 from server.store.queries import P, Queries, Query
 from tests.conftest import APPROVER, INTEGRATION, MANAGER, TestDatabase, reviewer

@@ -12,13 +12,13 @@ from typing import Any
 import asyncpg
 import pytest
 
-from server.domain.decisions import OverturnInput, overturn_decision, submit_decision
-from server.domain.evidence import MAX_PAYLOAD_BYTES, canonical_json
 from server.domain.failures import InvalidInput, InvalidReasonCode
-from server.domain.items import MAX_BATCH, NewItem, enqueue_items
-from server.domain.leases import claim_next, release_lease, renew_lease
 from server.domain.model import Claim, EnqueuedItem, Queue, Verdict
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.review.decisions import OverturnInput, overturn_decision, submit_decision
+from server.domain.review.evidence import MAX_PAYLOAD_BYTES, canonical_json
+from server.domain.review.items import MAX_BATCH, NewItem, enqueue_items
+from server.domain.review.leases import claim_next, release_lease, renew_lease
+from server.domain.review.queues import QueueSettings, configure_queue, define_reason_code
 from server.store.database import Database
 from tests.conftest import ADMIN, APPROVER, INTEGRATION, reviewer
 from tests.integration.helpers import claim, decide, enqueue_one, snapshot, verdict_for

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncpg
 
 from server.domain.failures import QueueEmpty
-from server.domain.leases import claim_next
+from server.domain.review.leases import claim_next
 from server.store.database import Database
 from tests.conftest import reviewer
 from tests.integration.helpers import claim, enqueue_one

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from server.domain.assignments import Assignment, assign_item
-from server.domain.bulk import (
+from server.domain.controls.assignments import Assignment, assign_item
+from server.domain.controls.bulk import (
     MAX_BULK_ITEMS,
     Applied,
     ItemFilter,
@@ -24,6 +24,7 @@ from server.domain.bulk import (
     bulk_move,
     bulk_release,
 )
+from server.domain.controls.holds import define_hold_reason
 from server.domain.failures import (
     InvalidHoldReason,
     InvalidInput,
@@ -31,12 +32,11 @@ from server.domain.failures import (
     NotPermitted,
     QueueEmpty,
 )
-from server.domain.holds import define_hold_reason
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next
 from server.domain.model import Claim, HoldReason, Item, ItemState, Principal, Role
-from server.domain.queues import QueueSettings, configure_queue
-from server.domain.timeline import TimelineKind
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next
+from server.domain.review.queues import QueueSettings, configure_queue
+from server.domain.timeline.events import TimelineKind
 from server.events.channels import EventKind, parse_event
 from server.store.database import Database
 from tests.conftest import (

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from server.domain.decisions import submit_decision
 from server.domain.failures import QueueEmpty
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next
 from server.domain.model import Claim, Decision, Principal
+from server.domain.review.decisions import submit_decision
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next
 from server.store.database import Database, connect
 from server.store.queries import Queries
 from tests.conftest import INTEGRATION, TestDatabase, reviewer

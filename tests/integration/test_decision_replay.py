@@ -15,10 +15,10 @@ from typing import Any
 import asyncpg
 import pytest
 
-from server.domain.decisions import Replayed, submit_decision
 from server.domain.failures import InvalidInput, StaleLease
+from server.domain.identity.tokens import create_token
 from server.domain.model import Decision, Role, Verdict
-from server.domain.tokens import create_token
+from server.domain.review.decisions import Replayed, submit_decision
 from server.store.database import Database
 from tests.api.helpers import decision_input
 from tests.conftest import TestDatabase, reviewer

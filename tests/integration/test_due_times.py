@@ -11,12 +11,12 @@ import asyncpg
 import pytest
 
 from server.domain.failures import InvalidInput, QueueEmpty
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next
-from server.domain.live import queue_backlog
 from server.domain.model import Claim, DueByPriority, EnqueuedItem, Item, Queue
-from server.domain.queues import QueueSettings, configure_queue
-from server.domain.timeline import TimelineKind
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next
+from server.domain.review.live import queue_backlog
+from server.domain.review.queues import QueueSettings, configure_queue
+from server.domain.timeline.events import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer

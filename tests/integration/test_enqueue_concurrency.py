@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from server.domain.items import NewItem, enqueue_items
+from server.domain.review.items import NewItem, enqueue_items
 from server.store.database import Database
 from tests.conftest import INTEGRATION
 

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import asyncpg
 
-from server.domain.decisions import submit_decision
-from server.domain.evidence import evidence_hash
 from server.domain.failures import EvidenceChanged
-from server.domain.items import NewItem, enqueue_items
 from server.domain.model import Decision, EnqueuedItem
+from server.domain.review.decisions import submit_decision
+from server.domain.review.evidence import evidence_hash
+from server.domain.review.items import NewItem, enqueue_items
 from server.store.database import Database
 from tests.conftest import INTEGRATION, reviewer
 from tests.integration.helpers import (

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next
 from server.domain.model import Claim
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next
 from server.events.channels import parse_event
 from server.store import sql
 from server.store.database import Database, create_pool

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from server.domain.controls.holds import Hold, define_hold_reason, hold_item, resume_item
 from server.domain.failures import (
     InvalidHoldReason,
     InvalidInput,
@@ -19,11 +20,10 @@ from server.domain.failures import (
     QueueEmpty,
     StaleLease,
 )
-from server.domain.holds import Hold, define_hold_reason, hold_item, resume_item
-from server.domain.leases import claim_next
 from server.domain.model import Claim, HoldReason, Item, Principal, Role
-from server.domain.queues import QueueSettings, configure_queue
-from server.domain.timeline import TimelineKind
+from server.domain.review.leases import claim_next
+from server.domain.review.queues import QueueSettings, configure_queue
+from server.domain.timeline.events import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, APPROVER, INTEGRATION, MANAGER, TestDatabase, reviewer

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import asyncpg
 
-from server.domain.decisions import submit_decision
 from server.domain.failures import StaleLease
-from server.domain.leases import release_lease, renew_lease
 from server.domain.model import Item, Queue
-from server.domain.queues import QueueSettings, configure_queue
+from server.domain.review.decisions import submit_decision
+from server.domain.review.leases import release_lease, renew_lease
+from server.domain.review.queues import QueueSettings, configure_queue
 from server.store.database import Database
 from tests.conftest import ADMIN, reviewer
 from tests.integration.helpers import (

@@ -9,9 +9,9 @@ import asyncpg
 import pytest
 
 from server.domain.failures import LeaseLimitReached, QueueEmpty
-from server.domain.leases import claim_next, held_leases, release_lease, renew_lease
 from server.domain.model import Claim, Item
-from server.domain.queues import QueueSettings, configure_queue
+from server.domain.review.leases import claim_next, held_leases, release_lease, renew_lease
+from server.domain.review.queues import QueueSettings, configure_queue
 from server.store.database import Database
 from tests.conftest import ADMIN, reviewer
 from tests.integration.helpers import claim, decide, enqueue_one, expire_lease, snapshot

@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from server.domain.decisions import OverturnInput, overturn_decision
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import release_lease, renew_lease
 from server.domain.model import Decision, Item, Verdict
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.review.decisions import OverturnInput, overturn_decision
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import release_lease, renew_lease
+from server.domain.review.queues import QueueSettings, configure_queue, define_reason_code
 from server.events.channels import MAX_PAYLOAD_BYTES, Event, parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, APPROVER, INTEGRATION, TestDatabase, reviewer

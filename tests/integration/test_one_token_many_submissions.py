@@ -7,8 +7,8 @@ import asyncio
 
 import asyncpg
 
-from server.domain.decisions import Replayed, submit_decision
 from server.domain.model import Decision
+from server.domain.review.decisions import Replayed, submit_decision
 from server.store.database import Database
 from tests.conftest import reviewer
 from tests.integration.helpers import claim, decision_rows, enqueue_one, item_row, verdict_for

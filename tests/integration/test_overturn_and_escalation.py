@@ -7,11 +7,11 @@ import asyncio
 import asyncpg
 import pytest
 
-from server.domain.decisions import OverturnInput, overturn_decision
 from server.domain.failures import AlreadySuperseded, InvalidReasonCode, NotPermitted, QueueEmpty
-from server.domain.leases import claim_next
 from server.domain.model import Claim, Decision, Verdict
 from server.domain.reads import decisions_by_item_ids, effective_decision
+from server.domain.review.decisions import OverturnInput, overturn_decision
+from server.domain.review.leases import claim_next
 from server.store.database import Database
 from tests.conftest import APPROVER, reviewer
 from tests.integration.helpers import (

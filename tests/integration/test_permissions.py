@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from server.domain.decisions import OverturnInput, overturn_decision, submit_decision
 from server.domain.failures import InvalidInput, NotPermitted, StaleLease
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next, release_lease, renew_lease
 from server.domain.model import Claim, Principal, Role, Verdict
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.review.decisions import OverturnInput, overturn_decision, submit_decision
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next, release_lease, renew_lease
+from server.domain.review.queues import QueueSettings, configure_queue, define_reason_code
 from server.store.database import Database
 from tests.conftest import ADMIN, APPROVER, INTEGRATION, MANAGER, reviewer
 from tests.integration.helpers import claim, decide, enqueue_one, snapshot, verdict_for

@@ -9,8 +9,6 @@ import math
 import asyncpg
 import pytest
 
-from server.domain import qa
-from server.domain.decisions import OverturnInput, overturn_decision, submit_decision
 from server.domain.failures import (
     InvalidInput,
     InvalidReasonCode,
@@ -18,14 +16,16 @@ from server.domain.failures import (
     QueueEmpty,
     StaleLease,
 )
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.domain.measures.queues import MeasureKey, QualityCounts, quality
 from server.domain.model import Claim, Decision, Principal, Role, Verdict
-from server.domain.qa import QaResult, QaResultInput, qa_draw, record_qa_result
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
-from server.domain.timeline import PageKey, TimelineKind, events_pages
+from server.domain.quality import qa
+from server.domain.quality.qa import QaResult, QaResultInput, qa_draw, record_qa_result
+from server.domain.review.decisions import OverturnInput, overturn_decision, submit_decision
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next
+from server.domain.review.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.timeline.events import PageKey, TimelineKind, events_pages
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, APPROVER, INTEGRATION, TestDatabase, reviewer

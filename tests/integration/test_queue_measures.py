@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from server.domain.decisions import OverturnInput, overturn_decision
 from server.domain.failures import InvalidInput, NotPermitted
-from server.domain.leases import release_lease
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.domain.measures.queues import (
     MIN_SAMPLES_FOR_TTL,
@@ -23,6 +21,8 @@ from server.domain.measures.queues import (
     summaries,
 )
 from server.domain.model import Decision, Item, Principal, Role, Verdict
+from server.domain.review.decisions import OverturnInput, overturn_decision
+from server.domain.review.leases import release_lease
 from server.store.database import Database
 from tests.conftest import APPROVER, INTEGRATION, MANAGER, reviewer
 from tests.integration.helpers import claim, decide, enqueue_one, expire_lease

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from server.domain.decisions import DecisionInput, submit_decision
 from server.domain.failures import QueueEmpty, StaleLease
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next, release_lease, renew_lease
 from server.domain.model import Claim, Decision, Item, Verdict
+from server.domain.review.decisions import DecisionInput, submit_decision
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next, release_lease, renew_lease
 from server.store.database import Database
 from tests.conftest import INTEGRATION, reviewer
 

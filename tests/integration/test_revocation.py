@@ -10,8 +10,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from server.domain.assignments import Assignment, Revoked, assign_item, revoke_lease
-from server.domain.decisions import submit_decision
+from server.domain.controls.assignments import Assignment, Revoked, assign_item, revoke_lease
 from server.domain.failures import (
     InvalidInput,
     ItemNotWaiting,
@@ -20,9 +19,10 @@ from server.domain.failures import (
     QueueEmpty,
     StaleLease,
 )
-from server.domain.leases import claim_next, release_lease, renew_lease
 from server.domain.model import Claim, Item, Principal, Role
-from server.domain.timeline import TimelineKind
+from server.domain.review.decisions import submit_decision
+from server.domain.review.leases import claim_next, release_lease, renew_lease
+from server.domain.timeline.events import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, MANAGER, TestDatabase, reviewer, token_maker

@@ -12,15 +12,6 @@ import json
 import asyncpg
 import pytest
 
-from server.domain import live
-from server.domain.decisions import (
-    OverturnInput,
-    Replayed,
-    confirm_decision,
-    override_decision,
-    overturn_decision,
-    submit_decision,
-)
 from server.domain.failures import (
     EvidenceChanged,
     InvalidInput,
@@ -29,12 +20,20 @@ from server.domain.failures import (
     QueueEmpty,
     StaleLease,
 )
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next
 from server.domain.model import Claim, Decision, DecisionStatus, Principal, Queue, Role, Verdict
-from server.domain.queues import QueueSettings, SecondReviewSettings, configure_queue
+from server.domain.quality.second_review import confirm_decision, override_decision
 from server.domain.reads import decisions_by_item_ids
-from server.domain.timeline import PageKey, TimelineKind, events_pages
+from server.domain.review import live
+from server.domain.review.decisions import (
+    OverturnInput,
+    Replayed,
+    overturn_decision,
+    submit_decision,
+)
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next
+from server.domain.review.queues import QueueSettings, SecondReviewSettings, configure_queue
+from server.domain.timeline.events import PageKey, TimelineKind, events_pages
 from server.events.channels import EventKind, parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, APPROVER, INTEGRATION, TestDatabase, reviewer

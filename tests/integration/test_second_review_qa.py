@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from server.domain import audit
 from server.domain.model import Claim, Decision, Verdict
-from server.domain.qa import QaResult, QaResultInput, record_qa_result
-from server.domain.queues import QueueSettings, configure_queue, define_reason_code
+from server.domain.quality import audit
+from server.domain.quality.qa import QaResult, QaResultInput, record_qa_result
+from server.domain.review.queues import QueueSettings, configure_queue, define_reason_code
 from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, TestDatabase, reviewer

@@ -1,7 +1,7 @@
-"""The token cache of a serving process (server/identity.py) against a real database: a
-burst of requests with one token it has not seen sends one lookup, a caller that goes away
-does not take the answer from the others, an outage reaches every waiter and the next call
-asks again, and a full cache forgets the entry it trusted first, not everything."""
+"""The token cache of a serving process (server/domain/identity/principals.py) against a real
+database: a burst of requests with one token it has not seen sends one lookup, a caller that
+goes away does not take the answer from the others, an outage reaches every waiter and the next
+call asks again, and a full cache forgets the entry it trusted first, not everything."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import asyncio
 
 import pytest
 
-from server import identity
-from server.domain import tokens
+from server.domain.identity import principals as identity
+from server.domain.identity import tokens
+from server.domain.identity.principals import TokenResolver
 from server.domain.model import Principal, Role
-from server.identity import TokenResolver
 from server.store.database import Database
 from tests.conftest import token_maker
 
@@ -39,7 +39,7 @@ class HeldLookups:
                 raise ConnectionError("the database went away")
             return await real(db, token)
 
-        monkeypatch.setattr("server.identity.authenticate", held)
+        monkeypatch.setattr("server.domain.identity.principals.authenticate", held)
 
 
 async def test_a_burst_with_one_new_token_sends_one_lookup(

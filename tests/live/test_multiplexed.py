@@ -12,7 +12,7 @@ import re
 
 import httpx
 
-from server.domain.tokens import revoke_tokens
+from server.domain.identity.tokens import revoke_tokens
 from server.store.database import Database
 from tests.conftest import TestDatabase
 from tests.live.helpers import LEASE_EVENTS, QUEUE_BACKLOG, lease_events_started, serve_kyc

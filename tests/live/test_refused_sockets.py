@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from server.app import MAX_SUBSCRIPTIONS_PER_CONNECTION
-from server.domain.tokens import revoke_tokens
+from server.domain.identity.tokens import revoke_tokens
 from server.store.database import Database
 from tests.conftest import TestDatabase
 from tests.live.helpers import (

@@ -23,11 +23,11 @@ import httpx
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from server.domain.items import NewItem, enqueue_items
-from server.domain.leases import claim_next, release_lease
+from server.domain.identity.tokens import create_token
 from server.domain.model import Claim, Item, Role
-from server.domain.queues import QueueSettings, configure_queue
-from server.domain.tokens import create_token
+from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next, release_lease
+from server.domain.review.queues import QueueSettings, configure_queue
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
 from tests import pg

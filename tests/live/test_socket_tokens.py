@@ -17,8 +17,8 @@ from typing import Any
 import asyncpg
 import pytest
 
+from server.domain.identity.tokens import create_token, revoke_tokens
 from server.domain.model import Role
-from server.domain.tokens import create_token, revoke_tokens
 from server.store.database import Database
 from tests.api.helpers import CLAIM, DECIDE, decision_input
 from tests.conftest import TestDatabase

@@ -12,8 +12,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from server.domain.bulk import MAX_BULK_ITEMS
-from server.domain.controls import MAX_RESERVATION_SECONDS
+from server.domain.controls.bulk import MAX_BULK_ITEMS
+from server.domain.controls.reservations import MAX_RESERVATION_SECONDS
 from server.store.database import Database
 from server.store.queries import Queries
 from tests.migrations.helpers import plan_nodes, plan_outline

@@ -8,7 +8,7 @@ import re
 import asyncpg
 import pytest
 
-from server.domain.timeline import STORED_KINDS, TimelineKind
+from server.domain.timeline.events import STORED_KINDS, TimelineKind
 from server.store.database import Database
 
 KIND_CHECK = """

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from server.domain.evidence import canonical_json, evidence_hash
+from server.domain.review.evidence import canonical_json, evidence_hash
 
 
 def test_keys_are_sorted_at_every_depth() -> None:

@@ -27,12 +27,16 @@ CONTRACTS = (
 # One import that each contract forbids, as (module file, line appended, the edge reported).
 VIOLATIONS = {
     CONTRACTS[0]: ("store/errors.py", "import server.domain.model", "server.store.errors"),
-    CONTRACTS[1]: ("domain/evidence.py", "import starlette", "server.domain.evidence"),
+    CONTRACTS[1]: (
+        "domain/review/evidence.py",
+        "import starlette",
+        "server.domain.review.evidence",
+    ),
     # The core may import the overdue pass, and nothing else of the exceptions package.
     CONTRACTS[2]: (
-        "domain/leases.py",
+        "domain/review/leases.py",
         "import server.domain.exceptions.actions",
-        "server.domain.leases -> server.domain.exceptions.actions",
+        "server.domain.review.leases -> server.domain.exceptions.actions",
     ),
     CONTRACTS[3]: ("domain/text.py", "import server.worker", "server.domain.text -> server.worker"),
     CONTRACTS[4]: (

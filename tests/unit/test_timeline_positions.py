@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from server.domain.timeline import Position
+from server.domain.timeline.events import Position
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,9 @@ from server.domain.exceptions.records import (
     Redrive,
 )
 from server.domain.failures import InvalidInput
-from server.domain.live import StreamPosition, stream_now
 from server.domain.model import Principal
 from server.domain.parsing import parse_id
+from server.domain.review.live import StreamPosition, stream_now
 from server.store import sql
 from server.store.database import Database, Row
 from server.store.queries import Query

@@ -14,7 +14,7 @@ from server.domain.exceptions.records import (
 from server.domain.exceptions.rules import NAME
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import Principal, Role
-from server.domain.queues import REASON_CODE, check_webhook, not_covered
+from server.domain.review.queues import REASON_CODE, check_webhook, not_covered
 from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database

@@ -26,7 +26,7 @@ from server.domain.measures.figures import (
     share,
 )
 from server.domain.model import Principal, Queue, Role, Verdict
-from server.domain.queues import not_covered
+from server.domain.review.queues import not_covered
 from server.store import sql
 from server.store.database import Database, Row
 from server.store.queries import Query

@@ -15,7 +15,7 @@ from server.graphql.exceptions.types import (
     ExceptionNode,
     Workflow,
 )
-from server.graphql.types import PageInfo, decode_text_cursor, encode_cursor, page_size
+from server.graphql.pagination import PageInfo, decode_text_cursor, encode_cursor, page_size
 
 
 @strawberry.type

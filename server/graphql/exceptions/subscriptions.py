@@ -13,7 +13,7 @@ from strawberry.types import Info
 
 from server.domain.exceptions import reads, records, workflows
 from server.domain.failures import InvalidInput
-from server.domain.live import StreamPosition
+from server.domain.review.live import StreamPosition
 from server.events.channels import EventKind
 from server.events.subscriber import Inbox
 from server.graphql.codes import ClientError

@@ -8,12 +8,13 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import apply, queues
 from server.domain.exceptions import records
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
+from server.domain.review import apply, queues
 from server.graphql.context import Context
 from server.graphql.exceptions.measures import WorkflowMeasures, workflow_measures
-from server.graphql.types import Decision, PageInfo, ReviewItem
+from server.graphql.pagination import PageInfo
+from server.graphql.review.types import Decision, ReviewItem
 
 # As in types.py: strawberry.enum marks the domain enum itself, and the names below are the
 # classes, so mypy reads them as types.

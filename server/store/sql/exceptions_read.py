@@ -42,7 +42,7 @@ def _exceptions_get_about_items(
 EXCEPTIONS_GET_ABOUT_ITEMS = Query("exceptions_get_about_items", _exceptions_get_about_items)
 """db/queries/exceptions_read.sql:25
 
-Every exception about each item of :item_ids, for its audit pack (server/domain/audit.py),
+Every exception about each item of :item_ids, for its audit pack (server/domain/quality/audit.py),
 oldest first: the item's own (an exception's item) and those raised because one of its
 decisions could not be carried out (workflow :apply_workflow, whose source record is the
 decision id: exceptions_source). `about_item_id` names the item; `item_queue`,

@@ -25,7 +25,7 @@ ITEM_EVENTS_GET_PAGES = Query("item_events_get_pages", _item_events_get_pages)
 
 One page of each item's timeline (ReviewItem.events), oldest first, in one statement for
 every item of :item_ids (a dashboard's): what item_events stores, merged with what is
-read from the records that already hold it (server/domain/timeline.py names the kinds).
+read from the records that already hold it (server/domain/timeline/events.py names the kinds).
 - A claim (`claimed`, at its lease's start) is read from any record of its lease: the
 decision made under it, a release, lapse, revocation, renewal or hold of it in
 item_events, or the item while it holds the lease; once per token.

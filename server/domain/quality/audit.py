@@ -2,7 +2,7 @@
 with a SHA-256 over its canonical form (ReviewItem.auditPack, `casework export`).
 
 A pack is `{"pack": {...}, "sha256": "..."}`; the hash is over `canonical_json(pack)`, the
-canonical form the evidence hash uses (server/domain/evidence.py), so anyone can check it.
+canonical form the evidence hash uses (server/domain/review/evidence.py), so anyone can check it.
 Nothing in the hashed part depends on when the pack was made: rows are serialised with
 every column of their table (a lease token excepted), times as ISO-8601 UTC strings, lists
 in a fixed order. docs/audit.md describes the document.
@@ -25,10 +25,11 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from server.domain import apply, qa
-from server.domain.evidence import canonical_json
 from server.domain.model import Decision, Principal
-from server.domain.timeline import PageKey, TimelineEvent, TimelineKind, events_pages
+from server.domain.quality import qa
+from server.domain.review import apply
+from server.domain.review.evidence import canonical_json
+from server.domain.timeline.events import PageKey, TimelineEvent, TimelineKind, events_pages
 from server.store import sql
 from server.store.database import Database, Row
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from server.domain import controls
-from server.domain.assignments import MAX_REVIEWER_NAME
+from server.domain.controls import reservations
+from server.domain.controls.assignments import MAX_REVIEWER_NAME
 from server.domain.failures import InvalidHoldReason, InvalidInput, NotFound, NotPermitted
 from server.domain.model import Item, ItemState, Principal, Role
 from server.domain.parsing import check_instant, parse_id
-from server.domain.queues import not_covered
+from server.domain.review.queues import not_covered
 from server.domain.text import check_text
 from server.store import sql
 from server.store.database import Database, Row
@@ -185,7 +185,7 @@ async def _diagnose(
         reviewer=reviewer,
         to_queue=to_queue,
         until=until,
-        max_seconds=controls.MAX_RESERVATION_SECONDS,
+        max_seconds=reservations.MAX_RESERVATION_SECONDS,
     )
     assert found is not None, "the diagnosis always returns a row"
     if found["missing_id"] is not None:
@@ -209,7 +209,7 @@ async def _diagnose(
             "reviewer",
         )
     if not found["until_in_range"]:
-        return controls.until_refusal("until")
+        return reservations.until_refusal("until")
     return None
 
 
@@ -295,7 +295,7 @@ async def bulk_assign(
         {
             "reviewer": name,
             "until": until,
-            "max_seconds": controls.MAX_RESERVATION_SECONDS,
+            "max_seconds": reservations.MAX_RESERVATION_SECONDS,
             "revoke_leases": revoke_leases,
             "body": _body(reason),
         },
@@ -353,7 +353,7 @@ async def bulk_hold(
         {
             "reason": reason,
             "until": until,
-            "max_seconds": controls.MAX_RESERVATION_SECONDS,
+            "max_seconds": reservations.MAX_RESERVATION_SECONDS,
             "revoke_leases": revoke_leases,
         },
         {"reason": reason, "until": until},

@@ -1,5 +1,5 @@
 """Bulk-action mutations (bulkRelease, bulkAssign, bulkMove, bulkHold): parse, call the
-domain, map the result. The rules are in server/domain/bulk.py."""
+domain, map the result. The rules are in server/domain/controls/bulk.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
-from server.domain import bulk
+from server.domain.controls import bulk
 from server.domain.failures import is_failure
 from server.graphql.context import Context
 from server.graphql.errors import (
@@ -20,7 +20,7 @@ from server.graphql.errors import (
     NotPermitted,
     from_failure,
 )
-from server.graphql.types import ItemState, ReviewItem
+from server.graphql.review.types import ItemState, ReviewItem
 
 # --- payloads -----------------------------------------------------------------------------
 

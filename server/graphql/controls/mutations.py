@@ -1,5 +1,5 @@
 """Claim-control mutations (assignments, lease revocation, holds): parse, call the domain,
-map the result. The rules are in server/domain/assignments.py and holds.py."""
+map the result. The rules are in server/domain/controls/assignments.py and holds.py."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
-from server.domain import assignments, holds
+from server.domain.controls import assignments, holds
 from server.domain.failures import is_failure
 from server.graphql.context import Context
+from server.graphql.controls.types import HoldReason
 from server.graphql.errors import (
     InvalidHoldReason,
     InvalidInput,
@@ -23,7 +24,7 @@ from server.graphql.errors import (
     StaleLease,
     from_failure,
 )
-from server.graphql.types import HoldReason, ReviewItem
+from server.graphql.review.types import ReviewItem
 
 # --- payloads -----------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from server.domain.failures import InvalidInput, NotFound
 from server.domain.model import Principal
 from server.domain.parsing import parse_id
 from server.domain.text import check_text
-from server.domain.timeline import TimelineEvent
+from server.domain.timeline.events import TimelineEvent
 from server.store import sql
 from server.store.database import Database
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from server.domain import controls
+from server.domain.controls import reservations
 from server.domain.failures import (
     InvalidHoldReason,
     InvalidInput,
@@ -27,7 +27,7 @@ from server.domain.failures import (
 )
 from server.domain.model import HoldReason, Item, Principal, Role
 from server.domain.parsing import check_instant, holds_lease, parse_id, parse_lease_token
-from server.domain.queues import not_covered
+from server.domain.review.queues import not_covered
 from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database
@@ -100,14 +100,14 @@ async def hold_item(
             actor_role=principal.role.value,
             queue_scope=sorted(principal.queues),
             until=hold.until,
-            max_seconds=controls.MAX_RESERVATION_SECONDS,
+            max_seconds=reservations.MAX_RESERVATION_SECONDS,
             reason=hold.reason,
         )
         if row is not None:
             return Item.from_row(row)
         # The fence refused: say which condition failed, the lease first (as a decision).
-        found = await controls.diagnose(db, item_id, until=hold.until, reason=hold.reason)
-        if refusal := controls.missing(principal, item_id, found, review_only=True):
+        found = await reservations.diagnose(db, item_id, until=hold.until, reason=hold.reason)
+        if refusal := reservations.missing(principal, item_id, found, review_only=True):
             return refusal
         assert found is not None
         # A decided item's lease is over too: the answer a console's lease flow knows.
@@ -116,7 +116,7 @@ async def hold_item(
         if not found["reason_known"]:
             return InvalidHoldReason(found["queue"], hold.reason)
         if not found["until_in_range"]:
-            return controls.until_refusal("until")
+            return reservations.until_refusal("until")
     raise AssertionError(f"item_hold refused item {item_id} twice, for no reason it can find")
 
 
@@ -137,7 +137,7 @@ async def resume_item(
     )
     if row is not None:
         return Item.from_row(row)
-    found = await controls.diagnose(db, parsed)
-    if problem := controls.missing_or_closed(principal, parsed, found, review_only=False):
+    found = await reservations.diagnose(db, parsed)
+    if problem := reservations.missing_or_closed(principal, parsed, found, review_only=False):
         return problem
     return NotHeld(parsed)

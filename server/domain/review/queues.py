@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from server.domain import due
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import (
     PRIORITY_LIMIT,
@@ -19,6 +18,7 @@ from server.domain.model import (
     Role,
     Verdict,
 )
+from server.domain.review import due
 from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from server.domain.decisions import note_required
 from server.domain.failures import InvalidInput, InvalidReasonCode, NotPermitted, StaleLease
 from server.domain.model import Principal, Role
 from server.domain.parsing import holds_lease, parse_id, parse_lease_token
+from server.domain.review.decisions import note_required
 from server.domain.text import check_text
 from server.observability import tracing
 from server.store import sql

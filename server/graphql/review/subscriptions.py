@@ -13,17 +13,18 @@ from datetime import UTC, datetime
 import strawberry
 from strawberry.types import Info
 
-from server.domain import live, timeline
 from server.domain.failures import InvalidInput
 from server.domain.model import Decision as DomainDecision
 from server.domain.model import Item
 from server.domain.parsing import parse_id
+from server.domain.review import live
+from server.domain.timeline import events as timeline
 from server.events.channels import TIMER_KINDS, Event, EventKind
 from server.events.subscriber import Inbox, Resync
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
+from server.graphql.review.types import Decision, ReviewItem
 from server.graphql.streams import commit_ordered, when_available
-from server.graphql.types import Decision, ReviewItem
 
 
 @strawberry.type

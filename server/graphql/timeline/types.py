@@ -7,16 +7,11 @@ from datetime import datetime
 import strawberry
 from strawberry.types import Info
 
-from server.domain import timeline
+from server.domain.timeline import events as timeline
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
-from server.graphql.types import (
-    Decision,
-    PageInfo,
-    decode_text_cursor,
-    encode_cursor,
-    page_size,
-)
+from server.graphql.pagination import PageInfo, decode_text_cursor, encode_cursor, page_size
+from server.graphql.review.types import Decision
 
 strawberry.enum(
     timeline.TimelineKind,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from server.domain import controls
+from server.domain.controls import reservations
 from server.domain.failures import (
     InvalidInput,
     ItemNotWaiting,
@@ -73,15 +73,15 @@ async def assign_item(
             item_id=item_id,
             reviewer=reviewer,
             until=assignment.until,
-            max_seconds=controls.MAX_RESERVATION_SECONDS,
+            max_seconds=reservations.MAX_RESERVATION_SECONDS,
             queue_scope=principal.queue_scope(),
             actor=principal.user,
             actor_role=principal.role.value,
         )
         if row is not None:
             return Item.from_row(row)
-        found = await controls.diagnose(db, item_id, until=assignment.until, reviewer=reviewer)
-        if closed := controls.missing_or_closed(principal, item_id, found, review_only=True):
+        found = await reservations.diagnose(db, item_id, until=assignment.until, reviewer=reviewer)
+        if closed := reservations.missing_or_closed(principal, item_id, found, review_only=True):
             return closed
         assert found is not None
         if not found["reviewer_works_here"]:
@@ -91,7 +91,7 @@ async def assign_item(
                 "reviewer",
             )
         if not found["until_in_range"]:
-            return controls.until_refusal("until")
+            return reservations.until_refusal("until")
     raise AssertionError(f"item_assign refused item {item_id} twice, for no reason it can find")
 
 
@@ -112,8 +112,8 @@ async def unassign_item(
     )
     if row is not None:
         return Item.from_row(row)
-    found = await controls.diagnose(db, parsed)
-    if problem := controls.missing_or_closed(principal, parsed, found, review_only=False):
+    found = await reservations.diagnose(db, parsed)
+    if problem := reservations.missing_or_closed(principal, parsed, found, review_only=False):
         return problem
     return NotAssigned(parsed)
 
@@ -140,7 +140,7 @@ async def revoke_lease(
     )
     if row is not None:
         return Revoked(Item.from_row(row), row["revoked_owner"])
-    found = await controls.diagnose(db, parsed)
-    if problem := controls.missing_or_closed(principal, parsed, found, review_only=False):
+    found = await reservations.diagnose(db, parsed)
+    if problem := reservations.missing_or_closed(principal, parsed, found, review_only=False):
         return problem
     return NotLeased(parsed)

@@ -6,8 +6,8 @@ import asyncio
 import functools
 import time
 
+from server.domain.identity.tokens import authenticate
 from server.domain.model import Principal
-from server.domain.tokens import authenticate
 from server.store.database import Database
 
 # Tokens trusted at once per process. A full cache forgets the entry it trusted first (with

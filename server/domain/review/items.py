@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from server.domain.evidence import MAX_PAYLOAD_BYTES, canonical_json, evidence_hash
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import PRIORITY_LIMIT, EnqueuedItem, Item, Principal, Role
 from server.domain.parsing import MAX_VALUE_DEPTH, check_instant, nested_deeper_than
-from server.domain.queues import require_queue
+from server.domain.review.evidence import MAX_PAYLOAD_BYTES, canonical_json, evidence_hash
+from server.domain.review.queues import require_queue
 from server.store import sql
 from server.store.database import Database
 
@@ -27,7 +27,7 @@ class NewItem:
     external_key: str
     payload: Any
     priority: int = 0
-    # Its own due time; None: the queue's (server/domain/due.py). One in the past is
+    # Its own due time; None: the queue's (server/domain/review/due.py). One in the past is
     # allowed: a deadline the sender knows has passed is still the deadline.
     due_at: datetime | None = None
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from server.domain import queues
 from server.domain.failures import InvalidInput
 from server.domain.parsing import parse_id
+from server.domain.review import queues
 from server.graphql.codes import ClientError, ErrorCode
 from server.graphql.context import Context
-from server.graphql.types import Decision, Me, Queue, ReviewItem
+from server.graphql.review.queues import Queue
+from server.graphql.review.types import Decision, Me, ReviewItem
 
 
 def _parse_id(value: strawberry.ID, field: str) -> int:

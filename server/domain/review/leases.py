@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from server.domain.due import escalate_overdue_items
 from server.domain.exceptions.overdue import escalate_overdue_exceptions
 from server.domain.failures import (
     InvalidInput,
@@ -13,7 +12,8 @@ from server.domain.failures import (
 )
 from server.domain.model import Claim, Item, Principal, Role
 from server.domain.parsing import parse_id, parse_lease_token
-from server.domain.queues import require_queue
+from server.domain.review.due import escalate_overdue_items
+from server.domain.review.queues import require_queue
 from server.store import sql
 from server.store.database import Database
 from server.store.queries import Query

@@ -9,10 +9,11 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain import decisions, failures, leases, model, notes, qa, queues
-from server.domain import items as enqueueing
+from server.domain import failures, model
 from server.domain.failures import is_failure
 from server.domain.model import Decision as DomainDecision
+from server.domain.review import decisions, leases, queues
+from server.domain.review import items as enqueueing
 from server.graphql.context import Context
 from server.graphql.errors import (
     AlreadySuperseded,
@@ -20,16 +21,15 @@ from server.graphql.errors import (
     InvalidInput,
     InvalidReasonCode,
     LeaseLimitReached,
-    NotFound,
     NotPermitted,
     QueueEmpty,
     StaleLease,
     from_failure,
 )
 from server.graphql.observe import note_decision
-from server.graphql.timeline import ItemEvent
-from server.graphql.types import Decision as DecisionType
-from server.graphql.types import EffectKind, QaResult, Queue, ReasonCode, ReviewItem, Verdict
+from server.graphql.review.queues import Queue
+from server.graphql.review.types import Decision as DecisionType
+from server.graphql.review.types import EffectKind, ReasonCode, ReviewItem, Verdict
 from server.observability import metrics
 
 # --- payloads -----------------------------------------------------------------------------
@@ -77,18 +77,6 @@ class DecisionRecorded:
     )
 
 
-@strawberry.type(description="The QA check is recorded and its copy decided.")
-class QaResultRecorded:
-    result: QaResult
-    decision: DecisionType = strawberry.field(description="The decision checked.")
-    item: ReviewItem = strawberry.field(description="The QA copy, now decided.")
-    replay: bool = strawberry.field(
-        default=False,
-        description="This check repeated one recorded already under the same lease (a retry "
-        "after a lost answer): the result is that one, and nothing was written.",
-    )
-
-
 @strawberry.type
 class QueueConfigured:
     queue: Queue
@@ -98,12 +86,6 @@ class QueueConfigured:
 class ReasonCodeDefined:
     queue: str
     reason_code: ReasonCode
-
-
-@strawberry.type
-class NoteAdded:
-    event: ItemEvent = strawberry.field(description="The note, as the item's events show it.")
-    item: ReviewItem
 
 
 EnqueueItemsResult = Annotated[
@@ -129,35 +111,15 @@ SubmitDecisionResult = Annotated[
     | InvalidInput,
     strawberry.union("SubmitDecisionResult"),
 ]
-ConfirmDecisionResult = Annotated[
-    DecisionRecorded | StaleLease | EvidenceChanged | NotPermitted | InvalidInput,
-    strawberry.union("ConfirmDecisionResult"),
-]
-OverrideDecisionResult = Annotated[
-    DecisionRecorded
-    | StaleLease
-    | EvidenceChanged
-    | InvalidReasonCode
-    | NotPermitted
-    | InvalidInput,
-    strawberry.union("OverrideDecisionResult"),
-]
 OverturnDecisionResult = Annotated[
     DecisionRecorded | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput,
     strawberry.union("OverturnDecisionResult"),
-]
-RecordQaResultResult = Annotated[
-    QaResultRecorded | StaleLease | InvalidReasonCode | NotPermitted | InvalidInput,
-    strawberry.union("RecordQaResultResult"),
 ]
 ConfigureQueueResult = Annotated[
     QueueConfigured | NotPermitted | InvalidInput, strawberry.union("ConfigureQueueResult")
 ]
 DefineReasonCodeResult = Annotated[
     ReasonCodeDefined | NotPermitted | InvalidInput, strawberry.union("DefineReasonCodeResult")
-]
-AddNoteResult = Annotated[
-    NoteAdded | NotFound | NotPermitted | InvalidInput, strawberry.union("AddNoteResult")
 ]
 
 # --- inputs -------------------------------------------------------------------------------
@@ -221,41 +183,6 @@ class OverturnDecisionInput:
         return decisions.OverturnInput(self.decision_id, self.reason_code, self.note)
 
 
-@strawberry.input
-class ConfirmDecisionInput:
-    item_id: strawberry.ID
-    lease_token: str = strawberry.field(description="The second reviewer's lease.")
-    evidence_hash: str = strawberry.field(
-        description="The hash the claim returned: it must also be the hash the decision "
-        "under review was made on."
-    )
-
-    def to_domain(self) -> decisions.ConfirmInput:
-        return decisions.ConfirmInput(self.item_id, self.lease_token, self.evidence_hash)
-
-
-@strawberry.input
-class OverrideDecisionInput:
-    item_id: strawberry.ID
-    lease_token: str = strawberry.field(description="The second reviewer's lease.")
-    verdict: Verdict = strawberry.field(description="APPROVE or REJECT.")
-    reason_code: str = strawberry.field(
-        description="A code of the catalogue of the decision's queue (Decision.queue)."
-    )
-    evidence_hash: str = strawberry.field(description="The hash the claim returned.")
-    note: str | None = None
-
-    def to_domain(self) -> decisions.OverrideInput:
-        return decisions.OverrideInput(
-            item_id=self.item_id,
-            lease_token=self.lease_token,
-            verdict=self.verdict,
-            reason_code=self.reason_code,
-            evidence_hash=self.evidence_hash,
-            note=self.note,
-        )
-
-
 @strawberry.input(
     description="Four-eyes before the effect. verdicts: [] turns it off; ESCALATE is refused."
 )
@@ -275,23 +202,6 @@ class SecondReviewInput:
 
     def to_domain(self) -> queues.SecondReviewSettings:
         return queues.SecondReviewSettings(tuple(self.verdicts), self.min_priority, self.queue)
-
-
-@strawberry.input(description="A QA reviewer's check of a sampled decision, under a lease.")
-class RecordQaResultInput:
-    item_id: strawberry.ID = strawberry.field(description="The QA copy (an item of a QA queue).")
-    lease_token: str
-    agrees: bool = strawberry.field(description="Whether the decision checked was right.")
-    reason_code: str = strawberry.field(
-        description="A code of the QA queue's catalogue allowed for APPROVE when agreeing, "
-        "for REJECT when disagreeing (InvalidReasonCode otherwise)."
-    )
-    note: str | None = None
-
-    def to_domain(self) -> qa.QaResultInput:
-        return qa.QaResultInput(
-            self.item_id, self.lease_token, self.agrees, self.reason_code, self.note
-        )
 
 
 @strawberry.input(description="How a queue's decisions are carried out.")
@@ -400,12 +310,6 @@ class DefineReasonCodeInput:
     )
 
 
-@strawberry.input
-class AddNoteInput:
-    item_id: strawberry.ID
-    body: str = strawberry.field(description="The note: 1 to 4000 characters, not all blank.")
-
-
 # --- resolvers ----------------------------------------------------------------------------
 
 
@@ -422,7 +326,7 @@ def _recorded(decision: DomainDecision) -> None:
     note_decision(decision.id)
 
 
-def _decision_answer(
+def decision_answer(
     result: DomainDecision | decisions.Replayed, *, wrote_decision: bool = True
 ) -> DecisionRecorded:
     """The answer for a decision: a replay as it was recorded, anything else written by this
@@ -514,39 +418,7 @@ class Mutation:
             if isinstance(result, failures.StaleLease) and result.queue is not None:
                 metrics.record_stale_lease(result.queue)
             return from_failure(result)
-        return _decision_answer(result)
-
-    @strawberry.mutation(
-        description="Second review: makes the provisional decision the item waits on "
-        "effective (the apply worker carries it out). Under your lease of the item in the "
-        "second-review queue, on the evidence the decision was made on (else "
-        "EvidenceChanged); its maker is refused (NotPermitted). Reviewers."
-    )
-    async def confirm_decision(
-        self, info: Info[Context, None], input: ConfirmDecisionInput
-    ) -> ConfirmDecisionResult:
-        result = await decisions.confirm_decision(
-            info.context.db, info.context.principal, input.to_domain()
-        )
-        if is_failure(result):
-            return from_failure(result)
-        return _decision_answer(result, wrote_decision=False)
-
-    @strawberry.mutation(
-        description="Second review: records your own decision (APPROVE or REJECT, with a "
-        "reason of the decision's queue's catalogue) in place of the provisional one, which "
-        "is superseded and never carried out; yours takes effect. Under your lease, on the "
-        "evidence you were shown; the provisional decision's maker is refused. Reviewers."
-    )
-    async def override_decision(
-        self, info: Info[Context, None], input: OverrideDecisionInput
-    ) -> OverrideDecisionResult:
-        result = await decisions.override_decision(
-            info.context.db, info.context.principal, input.to_domain()
-        )
-        if is_failure(result):
-            return from_failure(result)
-        return _decision_answer(result)
+        return decision_answer(result)
 
     @strawberry.mutation(
         description="Supersedes the effective decision of an item. Approvers only."
@@ -559,35 +431,7 @@ class Mutation:
         )
         if is_failure(result):
             return from_failure(result)
-        return _decision_answer(result)
-
-    @strawberry.mutation(
-        description="Records agree or disagree on a decision sampled for QA, under a lease on "
-        "its QA copy. Never by the decision's own reviewer; no effect is sent."
-    )
-    async def record_qa_result(
-        self, info: Info[Context, None], input: RecordQaResultInput
-    ) -> RecordQaResultResult:
-        ctx = info.context
-        result = await qa.record_qa_result(ctx.db, ctx.principal, input.to_domain())
-        if is_failure(result):
-            return from_failure(result)
-        replay = isinstance(result, qa.QaReplayed)
-        if isinstance(result, qa.QaReplayed):
-            result = result.result
-        # Both loads join their batches before the first await.
-        decision_load = ctx.loaders.decision.load(result.decision_id)
-        item_load = ctx.loaders.item.load(result.qa_item_id)
-        decision = await decision_load
-        item = await item_load
-        assert decision is not None, "decisions are never deleted"
-        assert item is not None, "items are never deleted"
-        return QaResultRecorded(
-            result=QaResult.from_domain(result),
-            decision=DecisionType.from_domain(decision),
-            item=ReviewItem.from_domain(item),
-            replay=replay,
-        )
+        return decision_answer(result)
 
     @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")
     async def configure_queue(
@@ -619,16 +463,3 @@ class Mutation:
         if is_failure(result):
             return from_failure(result)
         return ReasonCodeDefined(queue=result.queue, reason_code=ReasonCode.from_domain(result))
-
-    @strawberry.mutation(
-        description="Adds a note to an item's timeline: anyone whose token covers the item's "
-        "queue, with or without a lease. Notes are never changed or removed."
-    )
-    async def add_note(self, info: Info[Context, None], input: AddNoteInput) -> AddNoteResult:
-        ctx = info.context
-        result = await notes.add_note(ctx.db, ctx.principal, input.item_id, input.body)
-        if is_failure(result):
-            return from_failure(result)
-        item = await ctx.loaders.item.load(result.item_id)
-        assert item is not None, "items are never deleted"
-        return NoteAdded(event=ItemEvent.from_domain(result), item=ReviewItem.from_domain(item))

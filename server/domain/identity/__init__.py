@@ -1,0 +1,1 @@
+"""Who is calling: bearer tokens, and resolving them to principals with a short cache."""

@@ -1,0 +1,279 @@
+"""Decisions: fenced by the lease token, pinned to the evidence, append-only."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from uuid import UUID
+
+from server.domain.failures import (
+    AlreadySuperseded,
+    EvidenceChanged,
+    InvalidInput,
+    InvalidReasonCode,
+    NotPermitted,
+    StaleLease,
+)
+from server.domain.model import (
+    Decision,
+    DecisionStatus,
+    Principal,
+    Role,
+    Verdict,
+)
+from server.domain.parsing import holds_lease, parse_id, parse_lease_token
+from server.domain.text import check_text
+from server.observability import tracing
+from server.store import constraints, sql
+from server.store.database import Database
+from server.store.errors import IntegrityViolation
+
+EVIDENCE_HASH = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class DecisionInput:
+    item_id: str
+    lease_token: str
+    verdict: Verdict
+    reason_code: str
+    evidence_hash: str
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A retried submission that was recorded already: its decision. Nothing was written."""
+
+    decision: Decision
+
+
+SubmitResult = (
+    Decision
+    | Replayed
+    | StaleLease
+    | EvidenceChanged
+    | InvalidReasonCode
+    | NotPermitted
+    | InvalidInput
+)
+
+
+def check_note(note: str | None) -> InvalidInput | None:
+    return check_text(note, "note", required=False)
+
+
+def note_required(reason_code: str) -> InvalidInput:
+    """A reason code whose catalogue entry requires a note (defineReasonCode requiresNote),
+    given without one that says anything."""
+    return InvalidInput(f"reason code {reason_code[:100]!r} requires a note saying why", "note")
+
+
+async def submit_decision(
+    db: Database, principal: Principal, decision: DecisionInput
+) -> SubmitResult:
+    if principal.role is not Role.REVIEWER:
+        return NotPermitted("only a reviewer token may decide items")
+    item_id = parse_id(decision.item_id, "itemId")
+    if isinstance(item_id, InvalidInput):
+        return item_id
+    token = parse_lease_token(decision.lease_token)
+    if isinstance(token, InvalidInput):
+        return token
+    if not EVIDENCE_HASH.fullmatch(decision.evidence_hash):
+        return InvalidInput(
+            "evidenceHash is the 64-hex-digit hash the claim returned", "evidenceHash"
+        )
+    problem = check_note(decision.note)
+    if problem:
+        return problem
+    verdict = decision.verdict.value
+    try:
+        row = await db.fetchrow(
+            sql.decisions.DECISION_SUBMIT,
+            item_id=item_id,
+            lease_token=token,
+            actor=principal.user,
+            actor_role=principal.role.value,
+            verdict=verdict,
+            reason_code=decision.reason_code,
+            evidence_hash=decision.evidence_hash,
+            note=decision.note,
+            queue_scope=sorted(principal.queues),
+            traceparent=tracing.current_traceparent(),
+        )
+    except IntegrityViolation as violation:
+        # One verdict per lease: this one lost the race for the row, and the diagnosis
+        # finds the verdict that won.
+        if violation.constraint != constraints.REVIEW_DECISIONS_ONE_PER_LEASE:
+            raise
+        row = None
+    if row is not None:
+        return Decision.from_row(row)
+    return await _why_not_recorded(db, principal, item_id, token, decision)
+
+
+async def _why_not_recorded(
+    db: Database, principal: Principal, item_id: int, token: UUID, decision: DecisionInput
+) -> Replayed | StaleLease | EvidenceChanged | InvalidReasonCode | NotPermitted | InvalidInput:
+    """The fence refused the write; say which condition failed, in order of precedence."""
+    verdict = decision.verdict.value
+    state = await db.fetchrow(
+        sql.decisions.DECISION_SUBMIT_DIAGNOSE,
+        item_id=item_id,
+        reason_code=decision.reason_code,
+        verdict=verdict,
+        lease_token=token,
+        note=decision.note,
+    )
+    if state is not None and state["prior_decision_id"] is not None:
+        # Before the scope check: an escalation moved the item to a queue the token of the
+        # reviewer who escalated it need not cover.
+        answer = await answer_retry(db, principal, state["prior_decision_id"], decision)
+        if answer is not None:
+            return answer
+    if state is None or not principal.works_in(state["queue"]):
+        # Outside the token's queues reads as missing: no team learns another's item ids.
+        return InvalidInput(f"no item with id {item_id}", "itemId")
+    if state["kind"] == "exception":
+        return InvalidInput(
+            f"item {item_id} stands for an exception: act on it with the exception mutations",
+            "itemId",
+        )
+    if state["awaiting_decision_id"] is not None:
+        return _awaits_second_review(item_id, state["awaiting_decision_id"])
+    if state["kind"] == "qa":
+        return InvalidInput(
+            f"item {item_id} is a QA copy of a decision: record the check with recordQaResult "
+            "(submitDecision decides review items only); nothing was written",
+            "itemId",
+        )
+    if not holds_lease(state, token, principal.user):
+        return StaleLease(item_id, queue=state["queue"])
+    if state["evidence_hash"] != decision.evidence_hash:
+        return EvidenceChanged(item_id, state["evidence_hash"])
+    if not state["reason_allowed"]:
+        return InvalidReasonCode(state["queue"], decision.reason_code, decision.verdict.name)
+    if state["note_missing"]:
+        return note_required(decision.reason_code)
+    # Every condition holds now, so it failed an instant ago: a concurrent write won.
+    return StaleLease(item_id, queue=state["queue"])
+
+
+def _awaits_second_review(item_id: int, decision_id: int) -> InvalidInput:
+    return InvalidInput(
+        f"item {item_id} waits for the second review of decision {decision_id}: confirm it "
+        "(confirmDecision) or override it (overrideDecision)",
+        "itemId",
+    )
+
+
+async def answer_retry(
+    db: Database, principal: Principal, prior_id: int, decision: DecisionInput
+) -> Replayed | StaleLease | None:
+    """A verdict was recorded under this lease already: is this submission a retry of it?
+
+    Only the reviewer who recorded it, with a token that still covers its queue, is told:
+    the same verdict, reason code, evidence hash and note again is answered with that
+    decision; anything else is stale, and says that this lease was used. A lease token is
+    its holder's secret, so anyone else presenting it gets the answer of any lease that is
+    not theirs (None: the diagnosis goes on), and learns nothing of the decision.
+    """
+    prior = await decision_by_id(db, prior_id)
+    if prior.reviewer != principal.user or not principal.works_in(prior.lease_queue):
+        return None
+    if (
+        prior.outcome is decision.verdict
+        and prior.reason_code == decision.reason_code
+        and prior.evidence_hash == decision.evidence_hash
+        and prior.note == decision.note
+    ):
+        return Replayed(prior)
+    return StaleLease(
+        prior.item_id,
+        f"decision {prior.id} was recorded under this lease already, with another verdict, "
+        "reason code, evidence hash or note; nothing was written",
+        decided_under_this_lease=True,
+        decision_id=prior.id,
+        queue=prior.queue,
+    )
+
+
+@dataclass(frozen=True)
+class OverturnInput:
+    decision_id: str
+    reason_code: str
+    note: str | None = None
+
+
+OverturnResult = Decision | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput
+
+
+async def overturn_decision(
+    db: Database, principal: Principal, overturn: OverturnInput
+) -> OverturnResult:
+    if principal.role is not Role.APPROVER:
+        return NotPermitted("only an approver may overturn a decision")
+    decision_id = parse_id(overturn.decision_id, "decisionId")
+    if isinstance(decision_id, InvalidInput):
+        return decision_id
+    problem = check_note(overturn.note)
+    if problem:
+        return problem
+    rows = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_IDS, ids=[decision_id])
+    if not rows or not principal.works_in(rows[0]["queue"]):
+        return InvalidInput(f"no decision with id {decision_id}", "decisionId")
+    target = Decision.from_row(rows[0])
+    if target.superseded_by is not None or target.outcome is Verdict.ESCALATE:
+        return AlreadySuperseded(decision_id, target.superseded_by)
+    if target.status is DecisionStatus.PROVISIONAL:
+        return _not_effective_yet(decision_id)
+    try:
+        row = await db.fetchrow(
+            sql.decisions.DECISION_OVERTURN,
+            decision_id=decision_id,
+            actor=principal.user,
+            actor_role=principal.role.value,
+            reason_code=overturn.reason_code,
+            note=overturn.note,
+            traceparent=tracing.current_traceparent(),
+        )
+    except IntegrityViolation as violation:
+        if violation.constraint == constraints.REVIEW_DECISIONS_ONE_OVERTURN_EACH:
+            return AlreadySuperseded(decision_id, None)
+        raise
+    if row is not None:
+        return Decision.from_row(row)
+    reversed_outcome = Verdict.REJECT if target.outcome is Verdict.APPROVE else Verdict.APPROVE
+    state = await db.fetchrow(
+        sql.decisions.DECISION_OVERTURN_DIAGNOSE,
+        decision_id=decision_id,
+        reason_code=overturn.reason_code,
+        note=overturn.note,
+    )
+    assert state is not None, "decisions are never deleted"
+    # Not superseded a moment ago; if it is now, a concurrent overturn won.
+    if state["superseded_by"] is not None:
+        return AlreadySuperseded(decision_id, state["superseded_by"])
+    if state["awaits_review"]:
+        # Not confirmed when the overturn read it.
+        return _not_effective_yet(decision_id)
+    if not state["reason_allowed"]:
+        return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)
+    if state["note_missing"]:
+        return note_required(overturn.reason_code)
+    # Every condition holds now, so it failed an instant ago: the catalogue changed.
+    return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)
+
+
+def _not_effective_yet(decision_id: int) -> InvalidInput:
+    return InvalidInput(
+        f"decision {decision_id} waits for its second review: only an effective decision may "
+        "be overturned (the second reviewer confirms or overrides it)",
+        "decisionId",
+    )
+
+
+async def decision_by_id(db: Database, decision_id: int) -> Decision:
+    rows = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_IDS, ids=[decision_id])
+    return Decision.from_row(rows[0])

@@ -1,0 +1,1 @@
+"""The GraphQL face of the claim controls: assignment, lease revocation, holds, bulk actions."""

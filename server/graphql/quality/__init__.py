@@ -1,0 +1,1 @@
+"""The GraphQL face of second review, QA and audit packs."""

@@ -1,0 +1,1 @@
+"""The GraphQL face of an item's timeline: ReviewItem.events and its types."""
