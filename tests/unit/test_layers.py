@@ -1,6 +1,7 @@
-"""Dependencies point one way, graphql -> events -> domain -> store, and the side rooms
-(exceptions, effects, the worker) stay apart: checked by import-linter, with proof that each
-contract breaks when a violating import appears."""
+"""Dependencies point one way, graphql -> events -> domain -> store, the feature families
+build on the review loop and not on each other, and the side rooms (effects, the worker)
+stay apart: checked by import-linter, with proof that each contract breaks when a violating
+import appears."""
 
 from __future__ import annotations
 
@@ -18,7 +19,11 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 CONTRACTS = (
     "Layers: graphql -> events -> domain -> store",
     "The domain imports no web framework",
-    "The review-loop core does not import the exceptions package",
+    "The review loop imports no other feature family",
+    "The side families do not know each other",
+    "The timeline and the measures read no side family",
+    "The shared kernel imports no feature family",
+    "The GraphQL side families do not know each other",
     "The domain does not import effects, the worker, the app or the CLI",
     "Effects do not import GraphQL",
     "Observability is a leaf",
@@ -38,13 +43,33 @@ VIOLATIONS = {
         "import server.domain.exceptions.actions",
         "server.domain.review.leases -> server.domain.exceptions.actions",
     ),
-    CONTRACTS[3]: ("domain/text.py", "import server.worker", "server.domain.text -> server.worker"),
+    CONTRACTS[3]: (
+        "domain/controls/holds.py",
+        "import server.domain.quality.qa",
+        "server.domain.controls.holds -> server.domain.quality.qa",
+    ),
     CONTRACTS[4]: (
+        "domain/timeline/notes.py",
+        "import server.domain.controls.holds",
+        "server.domain.timeline.notes -> server.domain.controls.holds",
+    ),
+    CONTRACTS[5]: (
+        "domain/parsing.py",
+        "import server.domain.review.queues",
+        "server.domain.parsing -> server.domain.review.queues",
+    ),
+    CONTRACTS[6]: (
+        "graphql/controls/bulk.py",
+        "import server.graphql.quality.types",
+        "server.graphql.controls.bulk -> server.graphql.quality.types",
+    ),
+    CONTRACTS[7]: ("domain/text.py", "import server.worker", "server.domain.text -> server.worker"),
+    CONTRACTS[8]: (
         "effects/handlers.py",
         "import server.graphql.schema",
         "server.effects.handlers -> server.graphql.schema",
     ),
-    CONTRACTS[5]: (
+    CONTRACTS[9]: (
         "observability/context.py",
         "import server.store.database",
         "server.observability.context -> server.store.database",
