@@ -776,62 +776,88 @@ def ms(seconds: float) -> str:
     return "-" if math.isnan(seconds) else f"{1000 * seconds:.0f}"
 
 
-def report_throughput(config: Config, results: dict[int, Throughput]) -> None:
-    pooled = f", pooled over {config.repeats} runs each" if config.repeats > 1 else ""
-    print()
-    print(
-        f"Decisions applied per second: {config.decisions} waiting decisions, no-op receiver"
-        f"{pooled}"
-    )
-    print(
-        f"{'workers':>7} | {'applied/s':>9} | {'attempts/decision':>17} | "
-        f"{'CPU ms per decision: workers':>28} | {'receiver':>8} | {'postgres':>8} | "
-        f"{'machine':>7} | {'steal':>5}"
-    )
-    print(
-        f"{'-' * 7}-+-{'-' * 9}-+-{'-' * 17}-+-{'-' * 28}-+-{'-' * 8}-+-{'-' * 8}-+-"
-        f"{'-' * 7}-+-{'-' * 5}"
-    )
-    for count, r in results.items():
-        per = 1000 / r.decisions
-        print(
-            f"{count:>7} | {r.rate:>9.0f} | {r.attempts / r.decisions:>17.2f} | "
-            f"{r.cpu.workers * per:>28.2f} | {r.cpu.receiver * per:>8.2f} | "
-            f"{r.cpu.postgres * per:>8.2f} | {r.cpu.busy / r.cpu.seconds:>7.2f} | "
-            f"{r.cpu.steal / r.cpu.seconds:>5.2f}"
-        )
-    print(f"(machine, steal: cores busy on average, of {os.cpu_count()}, all processes)")
+REPORT_HEADERS = [
+    "phase",
+    "workers",
+    "decisions/s",
+    "lag p50 ms",
+    "lag p99 ms",
+    "lag max ms",
+    "attempts/decision",
+    "CPU ms per decision: workers",
+    "receiver",
+    "postgres",
+    "machine",
+    "steal",
+]
 
 
-def report_lag(config: Config, results: list[Lag]) -> None:
-    print()
-    print(
-        f"Lag from decision to apply (applied_at - decided_at, database clock), "
-        f"{config.rate:g} decisions/s for {config.duration:g} s, ms"
-    )
-    print(
-        f"{'workers':>7} | {'decided/s':>9} | {'slip p99':>8} | {'p50':>5} | {'p90':>5} | "
-        f"{'p99':>5} | {'max':>5} | {'>1 s':>4} | {'to start p50/p99':>16} | "
-        f"{'webhook+record p50/p99':>22} | {'machine':>7}"
-    )
-    print(
-        f"{'-' * 7}-+-{'-' * 9}-+-{'-' * 8}-+-{'-' * 5}-+-{'-' * 5}-+-{'-' * 5}-+-{'-' * 5}-+-"
-        f"{'-' * 4}-+-{'-' * 16}-+-{'-' * 22}-+-{'-' * 7}"
-    )
-    for r in results:
-        rate = len(r.load.decisions) / r.load.seconds
-        slip = percentile(sorted(r.load.slips), 0.99)
-        start = f"{ms(percentile(r.to_start, 0.5))}/{ms(percentile(r.to_start, 0.99))}"
-        effect = f"{ms(percentile(r.effect, 0.5))}/{ms(percentile(r.effect, 0.99))}"
-        print(
-            f"{r.workers:>7} | {rate:>9.0f} | {ms(slip):>8} | {ms(percentile(r.lag, 0.5)):>5} | "
-            f"{ms(percentile(r.lag, 0.9)):>5} | {ms(percentile(r.lag, 0.99)):>5} | "
-            f"{ms(r.lag[-1] if r.lag else math.nan):>5} | {r.late:>4} | {start:>16} | "
-            f"{effect:>22} | {r.cpu.busy / r.cpu.seconds:>7.2f}"
+def cpu_cells(cpu: CpuUse, decisions: int) -> list[str]:
+    per = 1000 / max(1, decisions)
+    return [
+        f"{cpu.workers * per:.2f}",
+        f"{cpu.receiver * per:.2f}",
+        f"{cpu.postgres * per:.2f}",
+        f"{cpu.busy / cpu.seconds:.2f}",
+        f"{cpu.steal / cpu.seconds:.2f}",
+    ]
+
+
+def report(config: Config, throughput: dict[int, Throughput], lags: list[Lag]) -> None:
+    """One table, the shape of docs/benchmarks.md's: a row per phase and worker count; then
+    what the lag rows do not show, and the target."""
+    rows = []
+    pooled = f", pooled over {config.repeats} runs" if config.repeats > 1 else ""
+    for count, run in throughput.items():
+        rows.append(
+            [
+                f"throughput: {config.decisions} waiting{pooled}",
+                str(count),
+                f"{run.rate:.0f}",
+                "-",
+                "-",
+                "-",
+                f"{run.attempts / run.decisions:.2f}",
+                *cpu_cells(run.cpu, run.decisions),
+            ]
         )
-    for r in results:
+    for r in lags:
+        decided = len(r.load.decisions)
+        rows.append(
+            [
+                f"lag: {config.rate:g}/s for {config.duration:g} s",
+                str(r.workers),
+                f"{decided / r.load.seconds:.0f}",
+                ms(percentile(r.lag, 0.5)),
+                ms(percentile(r.lag, 0.99)),
+                ms(r.lag[-1] if r.lag else math.nan),
+                f"{r.attempts / max(1, decided):.2f}",
+                *cpu_cells(r.cpu, decided),
+            ]
+        )
+    print()
+    benchlib.print_table(
+        REPORT_HEADERS,
+        rows,
+        title="decisions/s: applied (throughput), decided (lag); lag: applied_at - decided_at, "
+        "database clock; CPU ms per decision (in the lag rows postgres includes the load "
+        f"generator's claims and decisions); machine, steal: cores busy on average, of "
+        f"{os.cpu_count()}, all processes",
+    )
+    if not lags:
+        return
+    print()
+    for r in lags:
         decide = sorted(r.load.decide_seconds)
         per = 1000 / max(1, len(r.load.decisions))
+        slip = percentile(sorted(r.load.slips), 0.99)
+        print(
+            f"  {r.workers} worker(s): lag p90 {ms(percentile(r.lag, 0.9))} ms, over 1 s "
+            f"{r.late}; to start p50/p99 {ms(percentile(r.to_start, 0.5))}/"
+            f"{ms(percentile(r.to_start, 0.99))} ms, webhook+record p50/p99 "
+            f"{ms(percentile(r.effect, 0.5))}/{ms(percentile(r.effect, 0.99))} ms; slip p99 "
+            f"{ms(slip)} ms"
+        )
         print(
             f"  {r.workers} worker(s): submitDecision p50/p99 {ms(percentile(decide, 0.5))}/"
             f"{ms(percentile(decide, 0.99))} ms as the load generator saw it; CPU ms per "
@@ -840,7 +866,7 @@ def report_lag(config: Config, results: list[Lag]) -> None:
             f"attempts {r.attempts}, unapplied {r.unapplied}"
         )
     print()
-    for r in results:
+    for r in lags:
         p99 = percentile(r.lag, 0.99)
         met = r.unapplied == 0 and p99 <= LAG_TARGET_SECONDS
         print(
@@ -922,10 +948,8 @@ async def main(config: Config) -> None:
     finally:
         await benchlib.drop_database(config.server, decided)
         await benchlib.drop_database(config.server, items)
-    if throughput:
-        report_throughput(config, throughput)
-    if lags:
-        report_lag(config, lags)
+    if throughput or lags:
+        report(config, throughput, lags)
     print(f"\ntotal time {time.perf_counter() - started:.0f} s")
 
 

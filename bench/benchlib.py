@@ -16,7 +16,15 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -194,6 +202,49 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
         return math.nan
     rank = max(1, math.ceil(fraction * len(sorted_values)))
     return sorted_values[rank - 1]
+
+
+def _numeric(cell: str) -> bool:
+    """A figure (right-aligned in a table): starts with a digit, or a sign and a digit, or is
+    empty or "-" (not measured, or not this row's)."""
+    return cell in ("", "-") or cell[:1].isdigit() or (cell[:1] in "-+~<>" and cell[1:2].isdigit())
+
+
+def print_table(
+    headers: Sequence[str], rows: Iterable[Sequence[object]], *, title: str | None = None
+) -> None:
+    """Prints a markdown table, the shape docs/benchmarks.md shows each bench's figures in:
+    each cell padded to its column, columns of figures right-aligned. Cells are printed as
+    given (str() of anything not a string), so each script keeps its own precision."""
+    body = [[cell if isinstance(cell, str) else str(cell) for cell in row] for row in rows]
+    for row in body:
+        if len(row) != len(headers):
+            raise ValueError(f"a row of {len(row)} cells under {len(headers)} headers: {row}")
+    widths = [
+        max(3, len(header), *(len(row[n]) for row in body)) for n, header in enumerate(headers)
+    ]
+    right = [all(_numeric(row[n]) for row in body) and bool(body) for n in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = (
+            cell.rjust(width) if flush else cell.ljust(width)
+            for cell, width, flush in zip(cells, widths, right, strict=True)
+        )
+        return "| " + " | ".join(padded) + " |"
+
+    if title:
+        print(title)
+    print(line(headers))
+    print(
+        "| "
+        + " | ".join(
+            "-" * (w - 1) + ":" if flush else "-" * w
+            for w, flush in zip(widths, right, strict=True)
+        )
+        + " |"
+    )
+    for row in body:
+        print(line(row), flush=True)
 
 
 def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -413,6 +464,10 @@ class CpuUse:
         )
 
 
+# CPU ms per cycle in a timed window, and the machine's cores busy and stolen on average.
+CPU_HEADERS = ["client ms", "server ms", "postgres ms", "sum ms", "machine", "steal"]
+
+
 @dataclass(frozen=True)
 class Measurement:
     cycles: int
@@ -427,6 +482,23 @@ class Measurement:
 
     def cpu_ms_per_cycle(self, seconds: float) -> float:
         return 1000 * seconds / self.cycles
+
+    def cpu_cells(self, *, has_server: bool) -> list[str]:
+        """The cells under CPU_HEADERS: CPU ms per cycle of the client, the server ("-" for
+        a path without one) and the database's backends, their sum, then the cores busy and
+        stolen on average over the timed window (all processes)."""
+        client, server, postgres = (
+            self.cpu_ms_per_cycle(seconds)
+            for seconds in (self.cpu.client, self.cpu.server, self.cpu.postgres)
+        )
+        return [
+            f"{client:.2f}",
+            f"{server:.2f}" if has_server else "-",
+            f"{postgres:.2f}",
+            f"{client + server + postgres:.2f}",
+            f"{self.cpu.machine_busy / self.seconds:.2f}",
+            f"{self.cpu.machine_steal / self.seconds:.2f}",
+        ]
 
     def __add__(self, other: Measurement) -> Measurement:
         """Pools repeats: total cycles over total seconds."""

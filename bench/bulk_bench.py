@@ -102,10 +102,13 @@ async def main() -> None:
             f"{args.history} decided; {args.rounds} rounds",
             flush=True,
         )
+        rows = []
         for label, values in figures.items():
             values.sort()
             p50, p90 = (benchlib.percentile(values, f) * 1000 for f in (0.5, 0.9))
-            print(f"  {label:<22} p50 {p50:7.1f} ms  p90 {p90:7.1f} ms")
+            call, _, form = label.partition(" by ")
+            rows.append([call, form, f"{p50:.1f}", f"{p90:.1f}"])
+        benchlib.print_table(["call", "items named by", "p50 ms", "p90 ms"], rows)
     finally:
         await pool.close()
         await benchlib.drop_database(server, name)

@@ -307,68 +307,32 @@ async def one_run(
     return result
 
 
-def report_served(results: dict[int, dict[str, benchlib.Measurement]], config: Config) -> None:
-    """--server-workers: each `casework serve --workers N` beside raw SQL and N = first."""
-    served = [mode for mode in config.modes if mode != "raw"]
-    pooled = f", pooled over {config.repeats} runs per cell" if config.repeats > 1 else ""
-    print()
-    print(f"Throughput (claim+decide cycles per second{pooled})")
-    head = " | ".join(f"{mode + '/s':>9}" for mode in [*served, "raw"])
-    ratios = [f"{mode}/{served[0]}" for mode in served[1:]]
-    print(f"{'concurrency':>11} | {head} | " + " | ".join(f"{r:>15}" for r in ratios))
-    for concurrency, cells in results.items():
-        rates = " | ".join(f"{cells[mode].rate:>9.0f}" for mode in [*served, "raw"])
-        relative = " | ".join(
-            f"{cells[mode].rate / cells[served[0]].rate:>15.2f}" for mode in served[1:]
-        )
-        print(f"{concurrency:>11} | {rates} | {relative}")
-
-
-def report(
-    results: dict[int, dict[str, benchlib.Measurement]], repeats: int, config: Config | None = None
-) -> None:
-    if config is not None and config.server_workers:
-        report_served(results, config)
-        report_cpu(results)
-        return
+def report(results: dict[int, dict[str, benchlib.Measurement]], repeats: int) -> None:
+    """One table, the shape of docs/benchmarks.md's: a row per concurrency and path, its
+    rate, its ratio to raw SQL (with --server-workers, also to the first `serve-N`), and
+    where its CPU went."""
+    modes = list(next(iter(results.values())))
+    served = [mode for mode in modes if mode.startswith("serve-")]
     pooled = f", pooled over {repeats} runs per cell" if repeats > 1 else ""
+    headers = ["concurrency", "path", "cycles/s", "/raw"]
+    if len(served) > 1:
+        headers.append(f"/{served[0]}")
+    rows = []
+    for concurrency, cells in results.items():
+        for mode, m in cells.items():
+            row = [str(concurrency), mode, f"{m.rate:.0f}", f"{m.rate / cells['raw'].rate:.2f}"]
+            if len(served) > 1:
+                first = cells[served[0]].rate
+                row.append(f"{m.rate / first:.2f}" if mode in served else "-")
+            rows.append(row + m.cpu_cells(has_server=mode != "raw"))
     print()
-    print(f"Throughput (claim+decide cycles per second{pooled})")
-    print(f"{'concurrency':>11} | {'GraphQL/s':>9} | {'raw SQL/s':>9} | {'GraphQL/raw':>11}")
-    print(f"{'-' * 11}-+-{'-' * 9}-+-{'-' * 9}-+-{'-' * 11}")
-    for concurrency, pair in results.items():
-        graphql, raw = pair["graphql"], pair["raw"]
-        print(
-            f"{concurrency:>11} | {graphql.rate:>9.0f} | {raw.rate:>9.0f} | "
-            f"{graphql.rate / raw.rate:>11.2f}"
-        )
-    report_cpu(results)
-
-
-def report_cpu(results: dict[int, dict[str, benchlib.Measurement]]) -> None:
-    print()
-    print(
-        "CPU ms per cycle in the timed window (server: all its processes); machine = cores "
-        f"busy on average (all processes, of {os.cpu_count()})"
+    benchlib.print_table(
+        headers + benchlib.CPU_HEADERS,
+        rows,
+        title=f"claim+decide cycles per second{pooled}; CPU ms per cycle in the timed window "
+        "(server: all its processes); machine, steal: cores busy on average (all processes, "
+        f"of {os.cpu_count()})",
     )
-    print(
-        f"{'concurrency':>11} | {'path':<7} | {'bench client':>12} | {'server':>7} | "
-        f"{'postgres':>8} | {'sum':>5} | {'machine':>7} | {'steal':>5}"
-    )
-    print(
-        f"{'-' * 11}-+-{'-' * 7}-+-{'-' * 12}-+-{'-' * 7}-+-{'-' * 8}-+-{'-' * 5}-+-"
-        f"{'-' * 7}-+-{'-' * 5}"
-    )
-    for concurrency, pair in results.items():
-        for mode, m in pair.items():
-            parts = (m.cpu.client, m.cpu.server, m.cpu.postgres)
-            client, server, postgres = (m.cpu_ms_per_cycle(p) for p in parts)
-            server_text = f"{server:>7.2f}" if mode != "raw" else f"{'-':>7}"
-            print(
-                f"{concurrency:>11} | {mode:<7} | {client:>12.2f} | {server_text} | "
-                f"{postgres:>8.2f} | {client + server + postgres:>5.2f} | "
-                f"{m.cpu.machine_busy / m.seconds:>7.2f} | {m.cpu.machine_steal / m.seconds:>5.2f}"
-            )
 
 
 async def main(config: Config) -> None:
@@ -397,7 +361,7 @@ async def main(config: Config) -> None:
             results[concurrency] = {mode: benchlib.sum_runs(found) for mode, found in runs.items()}
     finally:
         await benchlib.drop_database(config.server, template)
-    report(results, config.repeats, config)
+    report(results, config.repeats)
     print(f"\ntotal time {time.perf_counter() - started:.0f} s")
 
 

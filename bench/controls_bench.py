@@ -97,12 +97,17 @@ async def cycle(state: State, rng: random.Random, timed: bool) -> None:
 
 
 def report(states: list[State]) -> None:
-    print(f"\nClaim latency, ms ({len(states[0].latencies)} timed claims per state)")
-    print(f"{'set aside':>22} | {'p50':>6} | {'p90':>6} | {'p99':>6}")
+    rows = []
     for state in states:
         values = sorted(state.latencies)
         p50, p90, p99 = (benchlib.percentile(values, f) * 1000 for f in (0.5, 0.9, 0.99))
-        print(f"{state.label:>22} | {p50:6.3f} | {p90:6.3f} | {p99:6.3f}")
+        rows.append([state.label, f"{p50:.3f}", f"{p90:.3f}", f"{p99:.3f}"])
+    print()
+    benchlib.print_table(
+        ["set aside", "p50 ms", "p90 ms", "p99 ms"],
+        rows,
+        title=f"Claim latency, ms ({len(states[0].latencies)} timed claims per state)",
+    )
 
 
 async def main() -> None:

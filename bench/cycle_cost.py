@@ -174,15 +174,21 @@ async def run_cycles(app: asyncpg.Connection, cycles: int, warmup: int) -> dict[
 
 
 def report(costs: dict[str, list[Cost]]) -> None:
-    print(f"{'statement':>9} | buffers | WAL records | WAL bytes | execution ms (median)")
-    print(f"{'-' * 9}-+---------+-------------+-----------+----------------------")
-    for name, rows in costs.items():
-        print(
-            f"{name:>9} | {statistics.median(r.buffers for r in rows):7.0f} | "
-            f"{statistics.median(r.wal_records for r in rows):11.0f} | "
-            f"{statistics.median(r.wal_bytes for r in rows):9.0f} | "
-            f"{statistics.median(r.execution_ms for r in rows):.3f}"
-        )
+    benchlib.print_table(
+        ["statement", "buffers", "WAL records", "WAL bytes", "execution ms"],
+        [
+            [
+                name,
+                f"{statistics.median(r.buffers for r in rows):.0f}",
+                f"{statistics.median(r.wal_records for r in rows):.0f}",
+                f"{statistics.median(r.wal_bytes for r in rows):.0f}",
+                f"{statistics.median(r.execution_ms for r in rows):.3f}",
+            ]
+            for name, rows in costs.items()
+        ],
+        title=f"EXPLAIN (ANALYZE, BUFFERS, WAL) per statement, medians of "
+        f"{len(next(iter(costs.values())))} cycles",
+    )
 
 
 # --- the plain cycle, casework against a raw baseline -----------------------------------
@@ -528,8 +534,7 @@ def report_plain(
         print("(the server does not preload pg_stat_statements: no per-statement figures)")
         return
     labels = [label for label, _ in STATEMENT_FIGURES]
-    print(f"{'per call':>9} | " + " | ".join(f"{label:>19}" for label in labels))
-    print(f"{'':>9} | " + " | ".join(f"{'casework/raw (x)':>19}" for _ in labels))
+    rows = []
     for statement in ("claim", "decide"):
         cells = []
         for label in labels:
@@ -540,10 +545,12 @@ def report_plain(
                 f"{ours:.3f}/{theirs:.3f}" if label == "exec ms" else f"{ours:.1f}/{theirs:.1f}"
             )
             cells.append(f"{number} ({ratio})")
-        print(f"{statement:>9} | " + " | ".join(f"{cell:>19}" for cell in cells))
+        rows.append([statement, *cells])
+    benchlib.print_table(
+        ["per call", *labels], rows, title="pg_stat_statements per call: casework/raw (x)"
+    )
     if BEFORE in runs:
-        print(f"{'per call':>9} | " + " | ".join(f"{label:>19}" for label in labels))
-        print(f"{'':>9} | " + " | ".join(f"{'casework/' + BEFORE + ' (x)':>19}" for _ in labels))
+        rows = []
         for statement in ("claim", "decide"):
             cells = []
             for label in labels:
@@ -558,7 +565,12 @@ def report_plain(
                     else f"{mine:.1f}/{earlier:.1f}"
                 )
                 cells.append(f"{number} ({ratio})")
-            print(f"{statement:>9} | " + " | ".join(f"{cell:>19}" for cell in cells))
+            rows.append([statement, *cells])
+        benchlib.print_table(
+            ["per call", *labels],
+            rows,
+            title=f"pg_stat_statements per call: casework/{BEFORE} (x)",
+        )
         print(
             "exec ms per round, casework/before: "
             + "; ".join(

@@ -253,12 +253,15 @@ def summary(state: State) -> tuple[float, float, float]:
 
 def report(small: State, large: State) -> None:
     print()
-    print(f"Dashboard latency, ms ({len(small.latencies)} timed requests per database)")
-    print(f"{'history (decided items)':>23} | {'p50':>7} | {'p99':>7} | {'mean':>7}")
-    print(f"{'-' * 23}-+-{'-' * 7}-+-{'-' * 7}-+-{'-' * 7}")
+    rows = []
     for state in (small, large):
         p50, p99, mean = summary(state)
-        print(f"{state.history:>23,} | {p50:>7.1f} | {p99:>7.1f} | {mean:>7.1f}")
+        rows.append([f"{state.history:,}", *(f"{v:.1f}" for v in (p50, p99, mean))])
+    benchlib.print_table(
+        ["history (decided items)", "p50 ms", "p99 ms", "mean ms"],
+        rows,
+        title=f"Dashboard latency, ms ({len(small.latencies)} timed requests per database)",
+    )
     small_p50, small_p99, _ = summary(small)
     large_p50, large_p99, _ = summary(large)
     print()

@@ -91,14 +91,22 @@ async def main(args: argparse.Namespace) -> None:
             await app.close()
     finally:
         await benchlib.drop_database(server, name)
-    print(f"decision_submit, backend CPU per decision (us), {args.rounds} rounds")
+    rows = []
     for label, values in rounds.items():
         ratios = [v / b for v, b in zip(values, rounds["base"], strict=True)]
-        print(
-            f"{label:>12}: median {statistics.median(values):7.1f}  "
-            f"/base median {statistics.median(ratios):.3f}  "
-            f"rounds {[round(v) for v in values]}"
+        rows.append(
+            [
+                label,
+                f"{statistics.median(values):.1f}",
+                f"{statistics.median(ratios):.3f}",
+                ", ".join(str(round(v)) for v in values),
+            ]
         )
+    benchlib.print_table(
+        ["statement", "us per decision (median)", "/base (median of rounds)", "rounds, us"],
+        rows,
+        title=f"decision_submit, backend CPU per decision (us), {args.rounds} rounds",
+    )
 
 
 if __name__ == "__main__":

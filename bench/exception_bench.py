@@ -429,20 +429,36 @@ async def main(config: Config) -> None:
     empty, loaded = total["empty"], total["loaded"]
     review, exception = total["review"], total["exception"]
     print()
-    print("Claims, raw SQL (claim+decide cycles per second, pooled)")
-    print(f"  no exceptions             {empty.rate:8.0f}/s")
-    print(f"  {config.open_exceptions:>6} open exceptions    {loaded.rate:8.0f}/s")
-    print(f"  with/without              {loaded.rate / empty.rate:8.2f}")
-    print()
-    print("Lifecycles over GraphQL (pooled)")
-    print(
-        f"  review cycle    (3 mutations) {review.rate:7.0f} cycles/s {review.rate * 3:7.0f} mut/s"
+    claims = f"claims, raw SQL, {config.concurrency} workers"
+    lifecycles = f"lifecycles, GraphQL, {config.concurrency} workers"
+    benchlib.print_table(
+        ["pair", "path", "cycles/s", "mutations/s", "ratio"],
+        [
+            [claims, "no exceptions", f"{empty.rate:.0f}", "-", "-"],
+            [
+                claims,
+                f"{config.open_exceptions} open exceptions",
+                f"{loaded.rate:.0f}",
+                "-",
+                f"{loaded.rate / empty.rate:.2f} (with/without)",
+            ],
+            [
+                lifecycles,
+                "review cycle (3 mutations)",
+                f"{review.rate:.0f}",
+                f"{review.rate * 3:.0f}",
+                "-",
+            ],
+            [
+                lifecycles,
+                "exception cycle (7 mutations)",
+                f"{exception.rate:.0f}",
+                f"{exception.rate * 7:.0f}",
+                f"{exception.rate * 7 / (review.rate * 3):.2f} (exception/review, per mutation)",
+            ],
+        ],
+        title="claim+decide or lifecycle cycles per second, pooled over the runs of each path",
     )
-    print(
-        f"  exception cycle (7 mutations) {exception.rate:7.0f} cycles/s "
-        f"{exception.rate * 7:7.0f} mut/s"
-    )
-    print(f"  exception/review, per mutation {exception.rate * 7 / (review.rate * 3):5.2f}")
     print(f"\ntotal time {time.perf_counter() - started:.0f} s")
 
 

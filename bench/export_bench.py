@@ -195,14 +195,20 @@ async def main() -> None:
         for size in sizes:
             await benchlib.drop_database(server, size.database)
     print()
-    print(f"  {'items':>8}  {'best s':>7}  {'items/s':>8}  {'peak RSS MiB':>12}  {'MiB out':>8}")
     smallest = sizes[0]
-    for size in sizes:
-        best = min(size.seconds)
-        print(
-            f"  {size.items:>8,}  {best:>7.2f}  {size.items / best:>8,.0f}  "
-            f"{max(size.peak_rss_kib) / 1024:>12.1f}  {size.bytes_written / 2**20:>8.1f}"
-        )
+    benchlib.print_table(
+        ["items", "best s", "items/s", "peak RSS MiB", "MiB out"],
+        [
+            [
+                f"{size.items:,}",
+                f"{min(size.seconds):.2f}",
+                f"{size.items / min(size.seconds):,.0f}",
+                f"{max(size.peak_rss_kib) / 1024:.1f}",
+                f"{size.bytes_written / 2**20:.1f}",
+            ]
+            for size in sizes
+        ],
+    )
     for size in sizes[1:]:
         print(
             f"  {size.items:,} / {smallest.items:,}: items x{size.items / smallest.items:.1f}, "

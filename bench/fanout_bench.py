@@ -799,6 +799,85 @@ def print_report(config: Config, report: Report) -> None:
     if log:
         print("Server log (tail):")
         print("\n".join("  " + line for line in log.splitlines()[-20:]))
+    print()
+    print_summary(config, report)
+
+
+def quantiles(values: list[float], fractions: tuple[float, ...]) -> str:
+    """p50 / p99 (say) of values in ms, "-" when there are none."""
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    return " / ".join(f"{benchlib.percentile(ordered, f):.1f}" for f in fractions)
+
+
+def print_summary(config: Config, report: Report) -> None:
+    """The table of docs/benchmarks.md: the figures the targets are read from."""
+    n, rounds, stream = config.subscribers, report.rounds, report.stream
+    growth = mb(report.rss_subscribed - report.rss_before)
+    end_growth = mb(report.rss_end - report.rss_before)
+    all_ms = [r.all_ms for r in rounds]
+    p99 = benchlib.percentile(sorted(all_ms), 0.99) if rounds else float("inf")
+    server_ms = 1000 * sum(r.server_cpu for r in rounds) / len(rounds) if rounds else float("nan")
+    activities = (report.before, report.subscribed, report.end)
+    one = all(a.listeners == 1 for a in activities)
+    benchlib.print_table(
+        ["figure", "value", "target"],
+        [
+            [
+                f"commit -> all {n}, spaced rounds: p50 / p90 / p99 / max, ms",
+                f"{quantiles(all_ms, (0.5, 0.9, 0.99))} / {max(all_ms, default=float('nan')):.1f}",
+                f"p99 <= {LATENCY_TARGET_MS:.0f} ms: {met(p99 <= LATENCY_TARGET_MS)}",
+            ],
+            [
+                "commit -> first subscriber: p50 / p99, ms",
+                quantiles([r.first_ms for r in rounds], (0.5, 0.99)),
+                "-",
+            ],
+            [
+                "commit -> each subscriber: p50 / p99, ms",
+                quantiles([1000 * v for r in rounds for v in r.latencies], (0.5, 0.99)),
+                "-",
+            ],
+            [
+                f"steady stream, a change every {1000 * config.stream_interval:.0f} ms: "
+                f"commit -> all {n}, p50 / p99, ms",
+                quantiles([r.all_ms for r in stream], (0.5, 0.99)),
+                f"none (the {1000 * BACKLOG_INTERVAL_SECONDS:.0f} ms window adds to it)",
+            ],
+            [
+                "server CPU per round, ms (per subscriber, us)",
+                f"{server_ms:.0f} ({1000 * server_ms / n:.0f})",
+                "-",
+            ],
+            [
+                f"RSS growth for {n} subscribers, MB (per subscriber, kB)",
+                f"{growth:.1f} ({1024 * growth / n:.0f})",
+                f"<= {RSS_TARGET_MB:.0f} MB: {met(growth <= RSS_TARGET_MB)}",
+            ],
+            [
+                "RSS growth at the end of the rounds, MB",
+                f"{end_growth:.1f}",
+                f"<= {RSS_TARGET_MB:.0f} MB: {met(end_growth <= RSS_TARGET_MB)}",
+            ],
+            [
+                "listener connections: before / subscribed / end",
+                " / ".join(str(a.listeners) for a in activities),
+                f"1: {met(one)}",
+            ],
+            [
+                "pool connections: before / subscribed / end",
+                " / ".join(str(a.pool) for a in activities),
+                f"<= {config.pool_max} (CASEWORK_POOL_MAX)",
+            ],
+            [
+                "messages; resyncs; counts gone backwards; sockets with a problem",
+                f"{report.messages}; {report.resyncs}; {report.regressions}; "
+                f"{len(report.problems)}",
+                "0 problems",
+            ],
+        ],
+    )
 
 
 async def main(config: Config) -> None:

@@ -193,12 +193,15 @@ def summary(state: State) -> tuple[float, float, float, float]:
 
 def report(small: State, large: State) -> None:
     print()
-    print(f"Claim latency, ms ({len(small.latencies)} timed claims per state)")
-    print(f"{'history (decided items)':>23} | {'p50':>6} | {'p90':>6} | {'p99':>6} | {'mean':>6}")
-    print(f"{'-' * 23}-+-{'-' * 6}-+-{'-' * 6}-+-{'-' * 6}-+-{'-' * 6}")
+    rows = []
     for state in (small, large):
         p50, p90, p99, mean = summary(state)
-        print(f"{state.history:>23,} | {p50:>6.3f} | {p90:>6.3f} | {p99:>6.3f} | {mean:>6.3f}")
+        rows.append([f"{state.history:,}", *(f"{v:.3f}" for v in (p50, p90, p99, mean))])
+    benchlib.print_table(
+        ["history (decided items)", "p50 ms", "p90 ms", "p99 ms", "mean ms"],
+        rows,
+        title=f"Claim latency, ms ({len(small.latencies)} timed claims per state)",
+    )
     small_p50, _, small_p99, _ = summary(small)
     large_p50, _, large_p99, _ = summary(large)
     print()

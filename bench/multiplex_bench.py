@@ -458,6 +458,39 @@ def print_pair(config: argparse.Namespace, unshared: Run, shared: Run) -> None:
     )
 
 
+def print_summary(config: argparse.Namespace, runs: list[Run]) -> None:
+    """The table of docs/benchmarks.md: a row per size and mode."""
+    benchlib.print_table(
+        [
+            "consoles",
+            "per queue",
+            "mode",
+            "commit -> all p50 ms",
+            "p99 ms",
+            "server CPU per round ms",
+            "RSS per socket kB",
+            "connect s",
+            "listener / pool",
+        ],
+        [
+            [
+                f"{r.size:,}",
+                str(r.size // config.queues),
+                "multiplexed" if r.shared else "on its own",
+                f"{pct(r.all_ms, 0.5):.1f}",
+                f"{pct(r.all_ms, 0.99):.1f}",
+                f"{r.server_cpu_per_round_ms:.1f}",
+                f"{r.kb_per_socket:.1f}",
+                f"{r.connect_seconds:.1f}",
+                f"{r.activity.listeners} / {r.activity.pool}",
+            ]
+            for r in sorted(runs, key=lambda r: (r.size, r.shared))
+        ],
+        title=f"{config.rounds} rounds per run; commit -> all: the last console of the queue "
+        "has the change",
+    )
+
+
 def write_png(path: Path, runs: list[Run]) -> None:
     import matplotlib
 
@@ -519,6 +552,9 @@ async def main(config: argparse.Namespace) -> None:
                 print_pair(config, pair[0], pair[1])
     finally:
         await benchlib.drop_database(config.server, database)
+    if runs:
+        print()
+        print_summary(config, runs)
     if config.png and runs:
         write_png(Path(config.png), runs)
         print(f"\nwrote {config.png}")

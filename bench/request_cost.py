@@ -173,16 +173,39 @@ async def main(arguments: argparse.Namespace) -> None:
                 floor = time.process_time() - floor
     finally:
         await benchlib.drop_database(server, name)
-    print(
-        f"{cycles} cycles: application CPU {cpu / cycles * 1000:.3f} ms per cycle "
-        f"({cpu / cycles / 2 * 1e6:.0f} us per request); wall {wall / cycles * 1000:.3f} ms "
-        "per cycle (PostgreSQL included)"
-    )
+    rows = [
+        [
+            "claimNext + submitDecision (a cycle)",
+            str(cycles),
+            f"{cpu / cycles * 1000:.3f}",
+            f"{cpu / cycles / 2 * 1e6:.0f}",
+            f"{wall / cycles * 1000:.3f}",
+            "1.00",
+        ]
+    ]
     if floor is not None:
-        print(
-            f"{cycles} pairs of {FLOOR!r}: {floor / cycles * 1000:.3f} ms per pair "
-            f"({floor / cycles / 2 * 1e6:.0f} us per request), {floor / cpu:.2f} of a cycle"
+        rows.append(
+            [
+                f"two {FLOOR!r} (--floor)",
+                str(cycles),
+                f"{floor / cycles * 1000:.3f}",
+                f"{floor / cycles / 2 * 1e6:.0f}",
+                "-",
+                f"{floor / cpu:.2f}",
+            ]
         )
+    benchlib.print_table(
+        [
+            "requests",
+            "pairs",
+            "application CPU ms per pair",
+            "us per request",
+            "wall ms per pair",
+            "of a cycle",
+        ],
+        rows,
+        title="wall: PostgreSQL included",
+    )
 
 
 def parse_args() -> argparse.Namespace:

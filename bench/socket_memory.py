@@ -72,13 +72,23 @@ async def main(config: argparse.Namespace) -> None:
             await client.stop()
         n = config.consoles
         total = sum(row["bytes"] for row in rows)
-        print(
-            f"{n} consoles, multiplexing {'on' if config.shared == '1' else 'off'}, --ws "
-            f"{config.ws}: RSS +{grown / n:.1f} kB per socket; traced heap (top 40 "
-            f"{config.by}s) +{total / n / 1024:.1f} kB per socket"
+        benchlib.print_table(
+            ["consoles", "multiplexing", "--ws", "RSS per socket kB", "traced heap per socket kB"],
+            [
+                [
+                    str(n),
+                    "on" if config.shared == "1" else "off",
+                    config.ws,
+                    f"+{grown / n:.1f}",
+                    f"+{total / n / 1024:.1f} (top 40 {config.by}s)",
+                ]
+            ],
         )
-        for row in rows:
-            print(f"  {row['bytes'] / n:8.0f} B {row['count'] / n:6.1f} blocks  {row['where']}")
+        print()
+        benchlib.print_table(
+            ["B per socket", "blocks per socket", "where"],
+            [[f"{row['bytes'] / n:.0f}", f"{row['count'] / n:.1f}", row["where"]] for row in rows],
+        )
     finally:
         await benchlib.drop_database(config.server, database)
 

@@ -174,42 +174,26 @@ def ratio(numerator: float, denominator: float) -> str:
 def report(results: dict[int, dict[str, benchlib.Measurement]], config: Config) -> None:
     paths = config.paths
     pooled = f", pooled over {config.repeats} runs per cell" if config.repeats > 1 else ""
-    print()
-    print(f"Throughput (claim+decide cycles per second{pooled})")
-    ratios = [("casework", "postgraphile"), ("casework", "raw"), ("casework", "raw+notify")]
-    shown = [(a, b) for a, b in ratios if a in paths and b in paths]
-    heads = [f"{p:>12}" for p in paths] + [f"{_ratio_name(b):>12}" for _, b in shown]
-    print(f"{'concurrency':>11} | " + " | ".join(heads))
-    print("-" * 12 + "+" + "+".join("-" * 14 for _ in heads))
-    for concurrency, cell in results.items():
-        rates = [f"{cell[p].rate:>12.0f}" for p in paths]
-        parts = [f"{ratio(cell[a].rate, cell[b].rate):>12}" for a, b in shown]
-        print(f"{concurrency:>11} | " + " | ".join(rates + parts))
-    print()
-    print(
-        "CPU ms per cycle in the timed window (server = uvicorn or node; postgres = the "
-        f"backends of the cell's database); machine = cores busy on average, of {os.cpu_count()}"
-    )
-    print(
-        f"{'concurrency':>11} | {'path':<12} | {'client':>6} | {'server':>6} | "
-        f"{'postgres':>8} | {'sum':>5} | {'machine':>7} | {'steal':>5}"
-    )
-    print(
-        f"{'-' * 11}-+-{'-' * 12}-+-{'-' * 6}-+-{'-' * 6}-+-{'-' * 8}-+-{'-' * 5}-+-"
-        f"{'-' * 7}-+-{'-' * 5}"
-    )
+    headers = ["concurrency", "path", "cycles/s"]
+    if "casework" in paths:
+        headers.append("casework/path")
+    rows = []
     for concurrency, cell in results.items():
         for path in paths:
             m = cell[path]
-            client, server, postgres = (
-                m.cpu_ms_per_cycle(s) for s in (m.cpu.client, m.cpu.server, m.cpu.postgres)
-            )
-            server_text = f"{server:>6.2f}" if path in ("casework", "postgraphile") else f"{'-':>6}"
-            print(
-                f"{concurrency:>11} | {path:<12} | {client:>6.2f} | {server_text} | "
-                f"{postgres:>8.2f} | {client + server + postgres:>5.2f} | "
-                f"{m.cpu.machine_busy / m.seconds:>7.2f} | {m.cpu.machine_steal / m.seconds:>5.2f}"
-            )
+            row = [str(concurrency), path, f"{m.rate:.0f}"]
+            if "casework" in paths:
+                row.append(ratio(cell["casework"].rate, m.rate))
+            has_server = path in ("casework", "postgraphile")
+            rows.append(row + m.cpu_cells(has_server=has_server))
+    print()
+    benchlib.print_table(
+        headers + benchlib.CPU_HEADERS,
+        rows,
+        title=f"claim+decide cycles per second{pooled}; CPU ms per cycle in the timed window "
+        "(server = uvicorn or node; postgres = the backends of the cell's database); machine, "
+        f"steal: cores busy on average, of {os.cpu_count()}",
+    )
     if {"casework", "postgraphile", "raw+notify"} <= set(paths):
         print()
         print(
@@ -231,10 +215,6 @@ def report(results: dict[int, dict[str, benchlib.Measurement]], config: Config) 
                 f"  c={concurrency:<3} vs postgraphile {checks[0]}; vs raw+notify {checks[1]}; "
                 f"server CPU {checks[2]}; postgres CPU vs raw+notify {checks[3]}"
             )
-
-
-def _ratio_name(denominator: str) -> str:
-    return {"postgraphile": "cw/pgl", "raw": "cw/raw", "raw+notify": "cw/raw+n"}[denominator]
 
 
 def _met(ok: bool, figure: str) -> str:
