@@ -72,22 +72,12 @@ class BulkApplied:
         )
 
 
-BulkReleaseResult = Annotated[
-    BulkApplied | NotFound | NotPermitted | InvalidInput | InvalidHoldReason,
-    strawberry.union("BulkReleaseResult"),
-]
-BulkAssignResult = Annotated[
-    BulkApplied | NotFound | NotPermitted | InvalidInput | InvalidHoldReason,
-    strawberry.union("BulkAssignResult"),
-]
-BulkMoveResult = Annotated[
-    BulkApplied | NotFound | NotPermitted | InvalidInput | InvalidHoldReason,
-    strawberry.union("BulkMoveResult"),
-]
-BulkHoldResult = Annotated[
-    BulkApplied | NotFound | NotPermitted | InvalidInput | InvalidHoldReason,
-    strawberry.union("BulkHoldResult"),
-]
+# What any bulk action may be refused with; the same for all four.
+BulkRefusal = NotFound | NotPermitted | InvalidInput | InvalidHoldReason
+BulkReleaseResult = Annotated[BulkApplied | BulkRefusal, strawberry.union("BulkReleaseResult")]
+BulkAssignResult = Annotated[BulkApplied | BulkRefusal, strawberry.union("BulkAssignResult")]
+BulkMoveResult = Annotated[BulkApplied | BulkRefusal, strawberry.union("BulkMoveResult")]
+BulkHoldResult = Annotated[BulkApplied | BulkRefusal, strawberry.union("BulkHoldResult")]
 
 # --- inputs -------------------------------------------------------------------------------
 
@@ -182,9 +172,7 @@ class BulkHoldInput:
 # --- resolvers ----------------------------------------------------------------------------
 
 
-def _answer(
-    result: bulk.Applied | bulk.BulkRefusal,
-) -> BulkApplied | NotFound | NotPermitted | InvalidInput | InvalidHoldReason:
+def _answer(result: bulk.Applied | bulk.BulkRefusal) -> BulkApplied | BulkRefusal:
     """What every bulk mutation answers: the outcome, or the refusal as its member."""
     if is_failure(result):
         return from_failure(result)

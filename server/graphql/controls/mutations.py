@@ -9,6 +9,7 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
+from server.domain import model
 from server.domain.controls import assignments, holds
 from server.domain.failures import is_failure
 from server.graphql.context import Context
@@ -24,19 +25,20 @@ from server.graphql.errors import (
     StaleLease,
     from_failure,
 )
+from server.graphql.review.mutations import ItemAnswer
 from server.graphql.review.types import ReviewItem
 
 # --- payloads -----------------------------------------------------------------------------
 
 
 @strawberry.type
-class ItemAssigned:
-    item: ReviewItem
+class ItemAssigned(ItemAnswer):
+    pass
 
 
 @strawberry.type
-class ItemUnassigned:
-    item: ReviewItem
+class ItemUnassigned(ItemAnswer):
+    pass
 
 
 @strawberry.type
@@ -44,21 +46,29 @@ class LeaseRevoked:
     item: ReviewItem
     owner: str = strawberry.field(description="Whose lease ended.")
 
+    @classmethod
+    def of(cls, revoked: assignments.Revoked) -> LeaseRevoked:
+        return cls(item=ReviewItem.from_domain(revoked.item), owner=revoked.owner)
+
 
 @strawberry.type
-class ItemHeld:
-    item: ReviewItem
+class ItemHeld(ItemAnswer):
+    pass
 
 
 @strawberry.type
-class ItemResumed:
-    item: ReviewItem
+class ItemResumed(ItemAnswer):
+    pass
 
 
 @strawberry.type
 class HoldReasonDefined:
     queue: str
     hold_reason: HoldReason
+
+    @classmethod
+    def of(cls, reason: model.HoldReason) -> HoldReasonDefined:
+        return cls(queue=reason.queue, hold_reason=HoldReason.from_domain(reason))
 
 
 AssignItemResult = Annotated[
@@ -152,12 +162,9 @@ class ControlMutation:
     async def assign_item(
         self, info: Info[Context, None], input: AssignItemInput
     ) -> AssignItemResult:
-        result = await assignments.assign_item(
-            info.context.db, info.context.principal, input.to_domain()
-        )
-        if is_failure(result):
-            return from_failure(result)
-        return ItemAssigned(item=ReviewItem.from_domain(result))
+        ctx = info.context
+        result = await assignments.assign_item(ctx.db, ctx.principal, input.to_domain())
+        return from_failure(result) if is_failure(result) else ItemAssigned.of(result)
 
     @strawberry.mutation(description="Ends an assignment early. Managers only.")
     async def unassign_item(
@@ -166,9 +173,7 @@ class ControlMutation:
         result = await assignments.unassign_item(
             info.context.db, info.context.principal, input.item_id
         )
-        if is_failure(result):
-            return from_failure(result)
-        return ItemUnassigned(item=ReviewItem.from_domain(result))
+        return from_failure(result) if is_failure(result) else ItemUnassigned.of(result)
 
     @strawberry.mutation(
         description="Ends someone's live lease now: their token is stale at once and their "
@@ -180,9 +185,7 @@ class ControlMutation:
         result = await assignments.revoke_lease(
             info.context.db, info.context.principal, input.item_id, input.reason
         )
-        if is_failure(result):
-            return from_failure(result)
-        return LeaseRevoked(item=ReviewItem.from_domain(result.item), owner=result.owner)
+        return from_failure(result) if is_failure(result) else LeaseRevoked.of(result)
 
     @strawberry.mutation(
         description="Parks a claimed review item until a time, for a reason of the queue's "
@@ -190,9 +193,7 @@ class ControlMutation:
     )
     async def hold_item(self, info: Info[Context, None], input: HoldItemInput) -> HoldItemResult:
         result = await holds.hold_item(info.context.db, info.context.principal, input.to_domain())
-        if is_failure(result):
-            return from_failure(result)
-        return ItemHeld(item=ReviewItem.from_domain(result))
+        return from_failure(result) if is_failure(result) else ItemHeld.of(result)
 
     @strawberry.mutation(
         description="Ends a hold early: the item is claimable again, with its priority. A "
@@ -202,9 +203,7 @@ class ControlMutation:
         self, info: Info[Context, None], input: ResumeItemInput
     ) -> ResumeItemResult:
         result = await holds.resume_item(info.context.db, info.context.principal, input.item_id)
-        if is_failure(result):
-            return from_failure(result)
-        return ItemResumed(item=ReviewItem.from_domain(result))
+        return from_failure(result) if is_failure(result) else ItemResumed.of(result)
 
     @strawberry.mutation(
         description="Adds or relabels a reason in a queue's hold-reason catalogue. Admins only."
@@ -219,6 +218,4 @@ class ControlMutation:
             code=input.code,
             label=input.label,
         )
-        if is_failure(result):
-            return from_failure(result)
-        return HoldReasonDefined(queue=result.queue, hold_reason=HoldReason.from_domain(result))
+        return from_failure(result) if is_failure(result) else HoldReasonDefined.of(result)

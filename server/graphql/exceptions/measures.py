@@ -18,6 +18,7 @@ from server.domain.measures.figures import (
 from server.graphql.codes import ClientError, ErrorCode
 from server.graphql.context import Context
 from server.graphql.measures.figures import Capacity, Percentiles
+from server.graphql.same_fields import copied
 
 if TYPE_CHECKING:
     from server.graphql.exceptions.types import Consequence
@@ -38,13 +39,7 @@ class ReasonAge:
 
     @classmethod
     def of(cls, found: measures.ReasonAge) -> ReasonAge:
-        return cls(
-            reason_code=found.reason_code,
-            consequence=found.consequence,
-            open=found.open,
-            oldest_age_seconds=found.oldest_age_seconds,
-            p50_age_seconds=found.p50_age_seconds,
-        )
+        return copied(cls, found)
 
 
 @strawberry.type(description="How often one reason comes back, in the window.")
@@ -61,13 +56,7 @@ class ReasonRepeat:
 
     @classmethod
     def of(cls, found: measures.ReasonRepeat) -> ReasonRepeat:
-        return cls(
-            reason_code=found.reason_code,
-            raised=found.raised,
-            recurrences=found.recurrences,
-            sources_with_repeats=found.sources_with_repeats,
-            repeat_share=found.repeat_share,
-        )
+        return copied(cls, found)
 
 
 @strawberry.type(description="Redrives in the window: requests, and the results reported.")
@@ -81,12 +70,7 @@ class RedriveMeasures:
 
     @classmethod
     def of(cls, found: measures.Redrives) -> RedriveMeasures:
-        return cls(
-            requested=found.requested,
-            succeeded=found.succeeded,
-            failed=found.failed,
-            success_rate=found.success_rate,
-        )
+        return copied(cls, found)
 
 
 @strawberry.type(description="Closures in the window, by kind.")
@@ -99,13 +83,7 @@ class ClosureMeasures:
 
     @classmethod
     def of(cls, found: measures.Closures) -> ClosureMeasures:
-        return cls(
-            corrected=found.corrected,
-            rejected=found.rejected,
-            duplicate=found.duplicate,
-            obsolete=found.obsolete,
-            total=found.total,
-        )
+        return copied(cls, found)
 
 
 # An explicit null for `clearBacklogInDays` or `sinceSeconds` means the default.

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Concatenate, ParamSpec, Protocol
 
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain.exceptions import actions, redrives, workflows
+from server.domain.exceptions import actions, records, redrives, workflows
 from server.domain.exceptions.records import Consequence as DomainConsequence
 from server.domain.failures import is_failure
+from server.domain.model import Principal
 from server.graphql.context import Context
 from server.graphql.errors import (
     AlreadyQueued,
@@ -29,6 +31,8 @@ from server.graphql.exceptions.types import (
     RedriveVia,
     Workflow,
 )
+from server.graphql.same_fields import copied
+from server.store.database import Database
 
 # --- payloads -----------------------------------------------------------------------------
 
@@ -39,6 +43,10 @@ class ExceptionRaised:
     created: bool = strawberry.field(
         description="False: the same exception was open, and this counted as a recurrence."
     )
+
+    @classmethod
+    def of(cls, raised: actions.Raised) -> ExceptionRaised:
+        return cls(exception=ExceptionNode.from_domain(raised.exception), created=raised.created)
 
 
 @strawberry.type
@@ -51,6 +59,12 @@ class RedriveQueued:
     exception: ExceptionNode
     redrive_key: str
 
+    @classmethod
+    def of(cls, queued: redrives.RedriveQueued) -> RedriveQueued:
+        return cls(
+            exception=ExceptionNode.from_domain(queued.exception), redrive_key=queued.redrive_key
+        )
+
 
 @strawberry.type
 class RedriveResultRecorded:
@@ -59,15 +73,30 @@ class RedriveResultRecorded:
         description="The same result for this key was reported before; nothing changed."
     )
 
+    @classmethod
+    def of(cls, reported: redrives.RedriveReported) -> RedriveResultRecorded:
+        return cls(
+            exception=ExceptionNode.from_domain(reported.exception),
+            already_reported=reported.already_reported,
+        )
+
 
 @strawberry.type
 class WorkflowConfigured:
     workflow: Workflow
 
+    @classmethod
+    def of(cls, workflow: records.Workflow) -> WorkflowConfigured:
+        return cls(workflow=Workflow.from_domain(workflow))
+
 
 @strawberry.type
 class ExceptionReasonDefined:
     reason: ExceptionReason
+
+    @classmethod
+    def of(cls, reason: records.ExceptionReason) -> ExceptionReasonDefined:
+        return cls(reason=ExceptionReason.from_domain(reason))
 
 
 RaiseExceptionResult = Annotated[
@@ -225,17 +254,7 @@ class ConfigureWorkflowInput:
     )
 
     def to_domain(self) -> workflows.WorkflowSettings:
-        return workflows.WorkflowSettings(
-            name=self.name,
-            approval_queue=self.approval_queue,
-            redrive_via=self.redrive_via,
-            redrive_target=self.redrive_target,
-            redrive_secret=self.redrive_secret,
-            redrive_max_attempts=self.redrive_max_attempts,
-            redrive_timeout_seconds=self.redrive_timeout_seconds,
-            reviewer_minutes_per_day=self.reviewer_minutes_per_day,
-            approver_minutes_per_day=self.approver_minutes_per_day,
-        )
+        return copied(workflows.WorkflowSettings, self)
 
 
 @strawberry.input
@@ -282,35 +301,53 @@ def _updated(result: actions.ActionResult) -> ExceptionActionResult:
     return ExceptionUpdated(exception=ExceptionNode.from_domain(result))
 
 
+class _UnderClaim(Protocol):
+    """The input of an action taken under the caller's claim of an exception."""
+
+    @property
+    def exception_id(self) -> strawberry.ID: ...
+    @property
+    def lease_token(self) -> str: ...
+
+
+Rest = ParamSpec("Rest")
+
+
+async def _claimed_action(
+    info: Info[Context, None],
+    claimed: _UnderClaim,
+    action: Callable[
+        Concatenate[Database, Principal, str, str, Rest], Awaitable[actions.ActionResult]
+    ],
+    *rest: Rest.args,
+    **named: Rest.kwargs,
+) -> ExceptionActionResult:
+    """The actions under a claim take the exception and the lease token first, then their
+    own arguments (`rest`), and all answer with the exception as it is now."""
+    ctx = info.context
+    return _updated(
+        await action(
+            ctx.db, ctx.principal, claimed.exception_id, claimed.lease_token, *rest, **named
+        )
+    )
+
+
 @strawberry.type
 class ExceptionMutation:
     @strawberry.mutation(description="Raises an exception, idempotently. Integrations only.")
     async def raise_exception(
         self, info: Info[Context, None], input: RaiseExceptionInput
     ) -> RaiseExceptionResult:
-        result = await actions.raise_exception(
-            info.context.db, info.context.principal, input.to_domain()
-        )
-        if is_failure(result):
-            return from_failure(result)
-        return ExceptionRaised(
-            exception=ExceptionNode.from_domain(result.exception), created=result.created
-        )
+        ctx = info.context
+        result = await actions.raise_exception(ctx.db, ctx.principal, input.to_domain())
+        return from_failure(result) if is_failure(result) else ExceptionRaised.of(result)
 
     @strawberry.mutation(description="Adds evidence references under your claim.")
     async def attach_evidence(
         self, info: Info[Context, None], input: AttachEvidenceInput
     ) -> ExceptionActionResult:
-        ctx = info.context
-        return _updated(
-            await actions.attach_evidence(
-                ctx.db,
-                ctx.principal,
-                input.exception_id,
-                input.lease_token,
-                list(input.evidence),
-                input.note,
-            )
+        return await _claimed_action(
+            info, input, actions.attach_evidence, list(input.evidence), input.note
         )
 
     @strawberry.mutation(description="Submits a correction with evidence; it goes to approval.")
@@ -324,28 +361,15 @@ class ExceptionMutation:
     async def approve_correction(
         self, info: Info[Context, None], input: ApproveCorrectionInput
     ) -> ExceptionActionResult:
-        ctx = info.context
-        return _updated(
-            await actions.approve_correction(
-                ctx.db,
-                ctx.principal,
-                input.exception_id,
-                input.lease_token,
-                input.version,
-                input.note,
-            )
+        return await _claimed_action(
+            info, input, actions.approve_correction, input.version, input.note
         )
 
     @strawberry.mutation(description="Rejects a correction; it returns to its owner.")
     async def reject_correction(
         self, info: Info[Context, None], input: RejectCorrectionInput
     ) -> ExceptionActionResult:
-        ctx = info.context
-        return _updated(
-            await actions.reject_correction(
-                ctx.db, ctx.principal, input.exception_id, input.lease_token, input.reason
-            )
-        )
+        return await _claimed_action(info, input, actions.reject_correction, input.reason)
 
     @strawberry.mutation(description="Issues the redrive of the approved version, once.")
     async def request_redrive(
@@ -354,45 +378,24 @@ class ExceptionMutation:
         result = await redrives.request_redrive(
             info.context.db, info.context.principal, input.exception_id, input.version
         )
-        if is_failure(result):
-            return from_failure(result)
-        return RedriveQueued(
-            exception=ExceptionNode.from_domain(result.exception),
-            redrive_key=result.redrive_key,
-        )
+        return from_failure(result) if is_failure(result) else RedriveQueued.of(result)
 
     @strawberry.mutation(description="The owning system's durable result of a redrive.")
     async def report_redrive_result(
         self, info: Info[Context, None], input: ReportRedriveResultInput
     ) -> ReportRedriveResultResult:
+        ctx = info.context
         result = await redrives.report_redrive_result(
-            info.context.db,
-            info.context.principal,
-            input.redrive_key,
-            input.succeeded,
-            input.detail,
+            ctx.db, ctx.principal, input.redrive_key, input.succeeded, input.detail
         )
-        if is_failure(result):
-            return from_failure(result)
-        return RedriveResultRecorded(
-            exception=ExceptionNode.from_domain(result.exception),
-            already_reported=result.already_reported,
-        )
+        return from_failure(result) if is_failure(result) else RedriveResultRecorded.of(result)
 
     @strawberry.mutation(description="Closes without a correction: rejected, duplicate, obsolete.")
     async def close_exception(
         self, info: Info[Context, None], input: CloseExceptionInput
     ) -> ExceptionActionResult:
-        ctx = info.context
-        return _updated(
-            await actions.close_exception(
-                ctx.db,
-                ctx.principal,
-                input.exception_id,
-                input.lease_token,
-                input.closure,
-                input.note,
-            )
+        return await _claimed_action(
+            info, input, actions.close_exception, input.closure, input.note
         )
 
     @strawberry.mutation(description="Reopens a closed exception; its history stays.")
@@ -414,17 +417,12 @@ class ExceptionMutation:
             input.to_domain(),
             allowed_hosts=info.context.effect_allowed_hosts,
         )
-        if is_failure(result):
-            return from_failure(result)
-        return WorkflowConfigured(workflow=Workflow.from_domain(result))
+        return from_failure(result) if is_failure(result) else WorkflowConfigured.of(result)
 
     @strawberry.mutation(description="Adds or changes a reason of a workflow. Admins only.")
     async def define_exception_reason(
         self, info: Info[Context, None], input: DefineExceptionReasonInput
     ) -> DefineExceptionReasonResult:
-        result = await workflows.define_exception_reason(
-            info.context.db, info.context.principal, input.to_domain()
-        )
-        if is_failure(result):
-            return from_failure(result)
-        return ExceptionReasonDefined(reason=ExceptionReason.from_domain(result))
+        ctx = info.context
+        result = await workflows.define_exception_reason(ctx.db, ctx.principal, input.to_domain())
+        return from_failure(result) if is_failure(result) else ExceptionReasonDefined.of(result)

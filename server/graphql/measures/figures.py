@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from server.domain.measures import figures
+from server.graphql.same_fields import copied
 
 
 @strawberry.type(description="A distribution of durations, in seconds.")
@@ -17,9 +18,7 @@ class Percentiles:
 
     @classmethod
     def of(cls, found: figures.Percentiles) -> Percentiles:
-        return cls(
-            samples=found.samples, p50=found.p50, p90=found.p90, p99=found.p99, max=found.max
-        )
+        return copied(cls, found)
 
 
 @strawberry.type(
@@ -46,13 +45,4 @@ class Capacity:
 
     @classmethod
     def of(cls, found: figures.Capacity) -> Capacity:
-        return cls(
-            arrivals_per_day=found.arrivals_per_day,
-            handling_minutes_mean=found.handling_minutes_mean,
-            demand_minutes_per_day=found.demand_minutes_per_day,
-            backlog=found.backlog,
-            backlog_minutes_per_day=found.backlog_minutes_per_day,
-            available_minutes_per_day=found.available_minutes_per_day,
-            headroom_minutes_per_day=found.headroom_minutes_per_day,
-            enough=found.enough,
-        )
+        return copied(cls, found)

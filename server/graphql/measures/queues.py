@@ -16,6 +16,7 @@ from server.domain.model import Queue, Verdict
 from server.graphql.codes import ClientError, ErrorCode
 from server.graphql.context import Context
 from server.graphql.measures.figures import Capacity, Percentiles
+from server.graphql.same_fields import copied
 from server.graphql.selection import selected_names
 
 OWN_WORK = "For a reviewer or approver token: of the caller's own decisions and leases only."
@@ -28,7 +29,7 @@ class LeaseCountBucket:
 
     @classmethod
     def of(cls, found: measures.LeaseCountBucket) -> LeaseCountBucket:
-        return cls(lease_count=found.lease_count, items=found.items)
+        return copied(cls, found)
 
 
 @strawberry.type(description="One reason of the window's decisions, with its verdict.")
@@ -40,7 +41,7 @@ class ReasonCount:
 
     @classmethod
     def of(cls, found: measures.ReasonCount) -> ReasonCount:
-        return cls(code=found.code, verdict=found.verdict, count=found.count, share=found.share)
+        return copied(cls, found)
 
 
 @strawberry.type(description="One reviewer's throughput beside its quality, in the window.")
@@ -89,17 +90,7 @@ class QualityCounts:
 
     @classmethod
     def of(cls, found: measures.QualityCounts) -> QualityCounts:
-        return cls(
-            key=found.key,
-            decided=found.decided,
-            sampled=found.sampled,
-            checked=found.checked,
-            agreed=found.agreed,
-            agreement_rate=found.agreement_rate,
-            overturned=found.overturned,
-            overturn_rate=found.overturn_rate,
-            sampled_share=found.sampled_share,
-        )
+        return copied(cls, found)
 
 
 @strawberry.type(

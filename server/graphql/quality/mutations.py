@@ -23,6 +23,7 @@ from server.graphql.quality.types import QaResult
 from server.graphql.review.mutations import DecisionRecorded, decision_answer
 from server.graphql.review.types import Decision as DecisionType
 from server.graphql.review.types import ReviewItem, Verdict
+from server.graphql.same_fields import copied
 
 
 @strawberry.type(description="The QA check is recorded and its copy decided.")
@@ -85,14 +86,7 @@ class OverrideDecisionInput:
     note: str | None = None
 
     def to_domain(self) -> second_review.OverrideInput:
-        return second_review.OverrideInput(
-            item_id=self.item_id,
-            lease_token=self.lease_token,
-            verdict=self.verdict,
-            reason_code=self.reason_code,
-            evidence_hash=self.evidence_hash,
-            note=self.note,
-        )
+        return copied(second_review.OverrideInput, self)
 
 
 @strawberry.input(description="A QA reviewer's check of a sampled decision, under a lease.")
@@ -123,9 +117,8 @@ class QualityMutation:
     async def confirm_decision(
         self, info: Info[Context, None], input: ConfirmDecisionInput
     ) -> ConfirmDecisionResult:
-        result = await second_review.confirm_decision(
-            info.context.db, info.context.principal, input.to_domain()
-        )
+        ctx = info.context
+        result = await second_review.confirm_decision(ctx.db, ctx.principal, input.to_domain())
         if is_failure(result):
             return from_failure(result)
         return decision_answer(result, wrote_decision=False)
@@ -142,9 +135,7 @@ class QualityMutation:
         result = await second_review.override_decision(
             info.context.db, info.context.principal, input.to_domain()
         )
-        if is_failure(result):
-            return from_failure(result)
-        return decision_answer(result)
+        return from_failure(result) if is_failure(result) else decision_answer(result)
 
     @strawberry.mutation(
         description="Records agree or disagree on a decision sampled for QA, under a lease on "

@@ -8,6 +8,7 @@ import strawberry
 
 from server.domain.model import Verdict
 from server.domain.quality import qa
+from server.graphql.same_fields import copied
 
 
 @strawberry.type(description="A QA reviewer's check of a sampled decision (recordQaResult).")
@@ -23,13 +24,7 @@ class QaResult:
 
     @classmethod
     def from_domain(cls, result: qa.QaResult) -> QaResult:
-        return cls(
-            agrees=result.agrees,
-            reason_code=result.reason_code,
-            note=result.note,
-            reviewer=result.reviewer,
-            recorded_at=result.recorded_at,
-        )
+        return copied(cls, result)
 
 
 @strawberry.type(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Self
 
 import strawberry
 from strawberry.scalars import JSON
@@ -30,6 +30,7 @@ from server.graphql.observe import note_decision
 from server.graphql.review.queues import Queue
 from server.graphql.review.types import Decision as DecisionType
 from server.graphql.review.types import EffectKind, ReasonCode, ReviewItem, Verdict
+from server.graphql.same_fields import copied
 from server.observability import metrics
 
 # --- payloads -----------------------------------------------------------------------------
@@ -48,6 +49,19 @@ class EnqueuedItem:
 class EnqueuedItems:
     items: list[EnqueuedItem]
 
+    @classmethod
+    def of(cls, enqueued: list[model.EnqueuedItem]) -> EnqueuedItems:
+        return cls(
+            items=[
+                EnqueuedItem(
+                    item=ReviewItem.from_domain(e.item),
+                    created=e.created,
+                    evidence_updated=e.evidence_updated,
+                )
+                for e in enqueued
+            ]
+        )
+
 
 @strawberry.type
 class Claim:
@@ -56,16 +70,42 @@ class Claim:
     lease_expires_at: datetime
     evidence_hash: str
 
+    @classmethod
+    def of(cls, claim: model.Claim) -> Claim:
+        return cls(
+            item=ReviewItem.from_domain(claim.item),
+            lease_token=str(claim.lease_token),
+            lease_expires_at=claim.lease_expires_at,
+            evidence_hash=claim.evidence_hash,
+        )
+
 
 @strawberry.type
 class LeaseRenewed:
     item: ReviewItem
     lease_expires_at: datetime
 
+    @classmethod
+    def of(cls, item: model.Item) -> LeaseRenewed:
+        assert item.lease_expires_at is not None
+        return cls(item=ReviewItem.from_domain(item), lease_expires_at=item.lease_expires_at)
+
 
 @strawberry.type
-class LeaseReleased:
+class ItemAnswer:
+    """The answers that carry one item, as the action left it, and nothing else. Only its
+    subclasses are in the schema."""
+
     item: ReviewItem
+
+    @classmethod
+    def of(cls, item: model.Item) -> Self:
+        return cls(item=ReviewItem.from_domain(item))
+
+
+@strawberry.type
+class LeaseReleased(ItemAnswer):
+    pass
 
 
 @strawberry.type
@@ -81,11 +121,19 @@ class DecisionRecorded:
 class QueueConfigured:
     queue: Queue
 
+    @classmethod
+    def of(cls, queue: model.Queue) -> QueueConfigured:
+        return cls(queue=Queue.from_domain(queue))
+
 
 @strawberry.type
 class ReasonCodeDefined:
     queue: str
     reason_code: ReasonCode
+
+    @classmethod
+    def of(cls, reason: model.ReasonCode) -> ReasonCodeDefined:
+        return cls(queue=reason.queue, reason_code=ReasonCode.from_domain(reason))
 
 
 EnqueueItemsResult = Annotated[
@@ -163,14 +211,7 @@ class SubmitDecisionInput:
     note: str | None = None
 
     def to_domain(self) -> decisions.DecisionInput:
-        return decisions.DecisionInput(
-            item_id=self.item_id,
-            lease_token=self.lease_token,
-            verdict=self.verdict,
-            reason_code=self.reason_code,
-            evidence_hash=self.evidence_hash,
-            note=self.note,
-        )
+        return copied(decisions.DecisionInput, self)
 
 
 @strawberry.input
@@ -347,25 +388,11 @@ class Mutation:
     async def enqueue_items(
         self, info: Info[Context, None], queue: str, items: list[NewItemInput]
     ) -> EnqueueItemsResult:
-        ctx = info.context
+        new_items = [item.to_domain() for item in items]
         result = await enqueueing.enqueue_items(
-            ctx.db,
-            ctx.principal,
-            queue,
-            [item.to_domain() for item in items],
+            info.context.db, info.context.principal, queue, new_items
         )
-        if is_failure(result):
-            return from_failure(result)
-        return EnqueuedItems(
-            items=[
-                EnqueuedItem(
-                    item=ReviewItem.from_domain(e.item),
-                    created=e.created,
-                    evidence_updated=e.evidence_updated,
-                )
-                for e in result
-            ]
-        )
+        return from_failure(result) if is_failure(result) else EnqueuedItems.of(result)
 
     @strawberry.mutation(
         description="Leases the next item of a queue to the caller: items assigned to the "
@@ -373,14 +400,7 @@ class Mutation:
     )
     async def claim_next(self, info: Info[Context, None], queue: str) -> ClaimResult:
         result = await leases.claim_next(info.context.db, info.context.principal, queue)
-        if is_failure(result):
-            return from_failure(result)
-        return Claim(
-            item=ReviewItem.from_domain(result.item),
-            lease_token=str(result.lease_token),
-            lease_expires_at=result.lease_expires_at,
-            evidence_hash=result.evidence_hash,
-        )
+        return from_failure(result) if is_failure(result) else Claim.of(result)
 
     @strawberry.mutation(description="Extends a live lease to now + the queue's lease TTL.")
     async def renew_lease(
@@ -389,23 +409,15 @@ class Mutation:
         result = await leases.renew_lease(
             info.context.db, info.context.principal, item_id, lease_token
         )
-        if is_failure(result):
-            return from_failure(result)
-        assert result.lease_expires_at is not None
-        return LeaseRenewed(
-            item=ReviewItem.from_domain(result), lease_expires_at=result.lease_expires_at
-        )
+        return from_failure(result) if is_failure(result) else LeaseRenewed.of(result)
 
     @strawberry.mutation(description="Gives an item back; it is claimable again at once.")
     async def release_lease(
         self, info: Info[Context, None], item_id: strawberry.ID, lease_token: str
     ) -> ReleaseLeaseResult:
-        result = await leases.release_lease(
-            info.context.db, info.context.principal, item_id, lease_token
-        )
-        if is_failure(result):
-            return from_failure(result)
-        return LeaseReleased(item=ReviewItem.from_domain(result))
+        ctx = info.context
+        result = await leases.release_lease(ctx.db, ctx.principal, item_id, lease_token)
+        return from_failure(result) if is_failure(result) else LeaseReleased.of(result)
 
     @strawberry.mutation(description="Records a verdict under a live lease; fenced by its token.")
     async def submit_decision(
@@ -426,12 +438,9 @@ class Mutation:
     async def overturn_decision(
         self, info: Info[Context, None], input: OverturnDecisionInput
     ) -> OverturnDecisionResult:
-        result = await decisions.overturn_decision(
-            info.context.db, info.context.principal, input.to_domain()
-        )
-        if is_failure(result):
-            return from_failure(result)
-        return decision_answer(result)
+        ctx = info.context
+        result = await decisions.overturn_decision(ctx.db, ctx.principal, input.to_domain())
+        return from_failure(result) if is_failure(result) else decision_answer(result)
 
     @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")
     async def configure_queue(
@@ -443,9 +452,7 @@ class Mutation:
             input.to_domain(),
             allowed_hosts=info.context.effect_allowed_hosts,
         )
-        if is_failure(result):
-            return from_failure(result)
-        return QueueConfigured(queue=Queue.from_domain(result))
+        return from_failure(result) if is_failure(result) else QueueConfigured.of(result)
 
     @strawberry.mutation(description="Adds or changes a code in a queue's catalogue. Admins only.")
     async def define_reason_code(
@@ -460,6 +467,4 @@ class Mutation:
             verdicts=list(input.verdicts),
             requires_note=input.requires_note,
         )
-        if is_failure(result):
-            return from_failure(result)
-        return ReasonCodeDefined(queue=result.queue, reason_code=ReasonCode.from_domain(result))
+        return from_failure(result) if is_failure(result) else ReasonCodeDefined.of(result)
