@@ -554,20 +554,27 @@ async def _create_token(
     queues: list[str],
     expires_at: datetime | None,
 ) -> tuple[str, list[str]]:
-    conn = await connect_owner(databases)
-    try:
-        owner_db = Database(conn, Queries(settings.db_dir / "queries"))
+    async with _owner_database(databases, settings) as owner_db:
         known = await get_queues(owner_db, queues)
         token = await create_token(
             owner_db, user=user, role=role, queues=queues, expires_at=expires_at
         )
+    return token, [queue for queue in queues if queue not in known]
+
+
+@asynccontextmanager
+async def _owner_database(databases: Databases, settings: Settings) -> AsyncIterator[Database]:
+    """The owner connection (tokens are the owner's to write and read). A database without
+    Casework's schema is a one-line error, not a traceback."""
+    conn = await connect_owner(databases)
+    try:
+        yield Database(conn, Queries(settings.db_dir / "queries"))
     except asyncpg.UndefinedTableError as error:
         raise StartupError(
             f"the database has no Casework schema yet ({error}); run `casework migrate` first"
         ) from error
     finally:
         await conn.close()
-    return token, [queue for queue in queues if queue not in known]
 
 
 def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
@@ -578,13 +585,8 @@ def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
     )
 
     async def revoke_by_user() -> int:
-        conn = await connect_owner(databases)
-        try:
-            return await revoke_tokens(
-                Database(conn, Queries(settings.db_dir / "queries")), args.user
-            )
-        finally:
-            await conn.close()
+        async with _owner_database(databases, settings) as owner_db:
+            return await revoke_tokens(owner_db, args.user)
 
     if args.user is not None:
         count = asyncio.run(revoke_by_user())
@@ -592,13 +594,8 @@ def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
         return 0
 
     async def revoke_by_id() -> tuple[Revocation, str | None]:
-        conn = await connect_owner(databases)
-        try:
-            done = await revoke_token(
-                Database(conn, Queries(settings.db_dir / "queries")), args.token_id
-            )
-        finally:
-            await conn.close()
+        async with _owner_database(databases, settings) as owner_db:
+            done = await revoke_token(owner_db, args.token_id)
         return done.outcome, done.user
 
     outcome, user = asyncio.run(revoke_by_id())
@@ -615,17 +612,8 @@ def _token_list(args: argparse.Namespace, settings: Settings) -> int:
     databases = resolve_databases(settings)
 
     async def fetch() -> list[TokenRecord]:
-        conn = await connect_owner(databases)
-        try:
-            return await list_tokens(
-                Database(conn, Queries(settings.db_dir / "queries")), include_inactive=args.all
-            )
-        except asyncpg.UndefinedTableError as error:
-            raise StartupError(
-                f"the database has no Casework schema yet ({error}); run `casework migrate` first"
-            ) from error
-        finally:
-            await conn.close()
+        async with _owner_database(databases, settings) as owner_db:
+            return await list_tokens(owner_db, include_inactive=args.all)
 
     print(format_token_table(asyncio.run(fetch()), now=datetime.now(UTC)), flush=True)
     return 0

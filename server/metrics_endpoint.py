@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse, Response
 
 from server.config import Settings
 from server.domain.identity.principals import TokenResolver
-from server.domain.measures.metrics import Figures, read_figures
+from server.domain.measures.metrics import Figures, QueueFigures, read_figures
 from server.domain.model import Role
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
 from server.store.database import Database
@@ -44,51 +44,59 @@ log = logging.getLogger("casework.metrics")
 SCRAPING_ROLES = frozenset({Role.MANAGER, Role.ADMIN})
 
 
-def figure_families(figures: Figures) -> list[Metric]:
-    """The database figures as Prometheus gauges (names are part of the contract)."""
-
-    def gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
-        return GaugeMetricFamily(name, documentation, labels=labels)
-
-    pending = gauge("casework_queue_pending", "Items waiting for a claim.", ["queue"])
-    leased = gauge("casework_queue_leased", "Items under a live lease.", ["queue"])
-    oldest = gauge(
+# The gauges of each queue: name, help, and the figure they show.
+_QUEUE_GAUGES: tuple[tuple[str, str, Callable[[QueueFigures], float]], ...] = (
+    ("casework_queue_pending", "Items waiting for a claim.", lambda q: q.pending),
+    ("casework_queue_leased", "Items under a live lease.", lambda q: q.leased),
+    (
         "casework_queue_oldest_pending_age_seconds",
         "Age of the oldest item waiting for a claim (0: none waits).",
-        ["queue"],
-    )
-    unapplied = gauge("casework_decisions_unapplied", "Decisions not carried out yet.", ["queue"])
-    overdue_unapplied = gauge(
+        lambda q: q.oldest_pending_age_seconds,
+    ),
+    ("casework_decisions_unapplied", "Decisions not carried out yet.", lambda q: q.unapplied),
+    (
         "casework_decisions_unapplied_older_than_threshold",
         "Decisions not carried out yet, recorded longer ago than "
         "CASEWORK_METRICS_UNAPPLIED_THRESHOLD_SECONDS.",
-        ["queue"],
-    )
-    failed = gauge(
+        lambda q: q.unapplied_older_than_threshold,
+    ),
+    (
         "casework_applications_failed",
         "Decisions whose effect failed for good and wait for a person.",
-        ["queue"],
-    )
-    for row in figures.queues:
-        pending.add_metric([row.queue], row.pending)
-        leased.add_metric([row.queue], row.leased)
-        oldest.add_metric([row.queue], row.oldest_pending_age_seconds)
-        unapplied.add_metric([row.queue], row.unapplied)
-        overdue_unapplied.add_metric([row.queue], row.unapplied_older_than_threshold)
-        failed.add_metric([row.queue], row.failed)
-    open_exceptions = gauge(
-        "casework_exceptions_open", "Exceptions not closed.", ["workflow", "reason"]
-    )
-    for reason in figures.reasons:
-        open_exceptions.add_metric([reason.workflow, reason.reason], reason.open)
-    overdue = gauge(
-        "casework_exceptions_overdue",
-        "Exceptions waiting for review past their due time.",
-        ["workflow"],
-    )
-    for workflow in figures.workflows:
-        overdue.add_metric([workflow.workflow], workflow.overdue)
-    return [pending, leased, oldest, unapplied, overdue_unapplied, failed, open_exceptions, overdue]
+        lambda q: q.failed,
+    ),
+)
+
+
+def figure_families(figures: Figures) -> list[Metric]:
+    """The database figures as Prometheus gauges (names are part of the contract)."""
+
+    def gauge(
+        name: str, documentation: str, labels: list[str], samples: Iterable[tuple[list[str], float]]
+    ) -> GaugeMetricFamily:
+        family = GaugeMetricFamily(name, documentation, labels=labels)
+        for label_values, value in samples:
+            family.add_metric(label_values, value)
+        return family
+
+    return [
+        *(
+            gauge(name, help_, ["queue"], (([q.queue], figure(q)) for q in figures.queues))
+            for name, help_, figure in _QUEUE_GAUGES
+        ),
+        gauge(
+            "casework_exceptions_open",
+            "Exceptions not closed.",
+            ["workflow", "reason"],
+            (([r.workflow, r.reason], r.open) for r in figures.reasons),
+        ),
+        gauge(
+            "casework_exceptions_overdue",
+            "Exceptions waiting for review past their due time.",
+            ["workflow"],
+            (([w.workflow], w.overdue) for w in figures.workflows),
+        ),
+    ]
 
 
 class _Scrape:

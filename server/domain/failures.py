@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from typing_extensions import TypeIs
 
@@ -194,24 +194,7 @@ Failure = (
 )
 
 
-_FAILURE_CLASSES = (
-    NotPermitted,
-    InvalidInput,
-    NotFound,
-    QueueEmpty,
-    StaleLease,
-    EvidenceChanged,
-    InvalidReasonCode,
-    AlreadySuperseded,
-    InvalidTransition,
-    AlreadyQueued,
-    LeaseLimitReached,
-    InvalidHoldReason,
-    NotLeased,
-    NotHeld,
-    NotAssigned,
-    ItemNotWaiting,
-)
+_FAILURE_CLASSES = get_args(Failure)
 
 
 def is_failure(result: Any) -> TypeIs[Failure]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 from uuid import UUID
 
+from server.domain.rows import FromRow, from_row
 from server.store.database import Row
 
 # How far an item's priority reaches either way (enqueue, and the due-time thresholds).
@@ -84,6 +85,13 @@ class ItemState(enum.Enum):
     PARKED = "parked"
 
 
+class Actor(TypedDict):
+    """Who writes, as the statements that record it take it: `**principal.actor()`."""
+
+    actor: str
+    actor_role: str
+
+
 @dataclass(frozen=True)
 class Principal:
     """Whoever the bearer token belongs to. Never taken from an argument."""
@@ -100,6 +108,9 @@ class Principal:
         if self.role is Role.REVIEWER:
             return queue in self.queues
         return not self.queues or queue in self.queues
+
+    def actor(self) -> Actor:
+        return {"actor": self.user, "actor_role": self.role.value}
 
     def queue_scope(self) -> list[str] | None:
         """The queues a fenced write may touch, as the SQL takes them (None: every queue)."""
@@ -150,31 +161,16 @@ class Queue:
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:
-        return cls(
-            name=row["name"],
-            lease_ttl_seconds=row["lease_ttl_seconds"],
-            max_abandons=row["max_abandons"],
-            escalation_queue=row["escalation_queue"],
-            escalation_priority_boost=row["escalation_priority_boost"],
-            created_at=row["created_at"],
+        return from_row(
+            cls,
+            row,
             effect_kind=EffectKind(row["effect_kind"]),
-            effect_target=row["effect_target"],
-            effect_max_attempts=row["effect_max_attempts"],
-            effect_timeout_seconds=row["effect_timeout_seconds"],
             holder_role=Role(row["holder_role"]),
-            reviewer_minutes_per_day=row["reviewer_minutes_per_day"],
-            max_leases_per_reviewer=row["max_leases_per_reviewer"],
-            due_seconds=row["due_seconds"],
             due_seconds_by_priority=tuple(
                 DueByPriority(entry["min_priority"], entry["due_seconds"])
                 for entry in row["due_seconds_by_priority"]
             ),
-            hold_pauses_due=row["hold_pauses_due"],
-            overdue_queue=row["overdue_queue"],
-            overdue_priority_boost=row["overdue_priority_boost"],
             second_review=SecondReview.from_row(row),
-            qa_sample_rate=row["qa_sample_rate"],
-            qa_queue=row["qa_queue"],
         )
 
 
@@ -189,24 +185,14 @@ class ReasonCode:
 
     @classmethod
     def from_row(cls, row: Row) -> ReasonCode:
-        return cls(
-            queue=row["queue"],
-            code=row["code"],
-            label=row["label"],
-            verdicts=tuple(Verdict(v) for v in row["verdicts"]),
-            requires_note=row["requires_note"],
-        )
+        return from_row(cls, row, verdicts=tuple(Verdict(v) for v in row["verdicts"]))
 
 
 @dataclass(frozen=True)
-class HoldReason:
+class HoldReason(FromRow):
     queue: str
     code: str
     label: str
-
-    @classmethod
-    def from_row(cls, row: Row) -> HoldReason:
-        return cls(queue=row["queue"], code=row["code"], label=row["label"])
 
 
 @dataclass(frozen=True)
@@ -244,32 +230,13 @@ class Item:
 
     @classmethod
     def from_row(cls, row: Row) -> Item:
-        return cls(
-            id=row["id"],
-            queue=row["queue"],
-            origin_queue=row["origin_queue"],
-            external_key=row["external_key"],
-            priority=row["priority"],
-            payload=row["payload"],
-            evidence_hash=row["evidence_hash"],
+        return from_row(
+            cls,
+            row,
+            optional=("awaiting_decision_id", "barred_claimer", "qa_of"),
             decided=row["state"] == "decided",
             parked=row["state"] == "parked",
             is_exception=row["kind"] == "exception",
-            lease_owner=row["lease_owner"],
-            lease_expires_at=row["lease_expires_at"],
-            lease_count=row["lease_count"],
-            abandon_count=row["abandon_count"],
-            escalation_count=row["escalation_count"],
-            created_at=row["created_at"],
-            decided_at=row["decided_at"],
-            assigned_to=row["assigned_to"],
-            assigned_until=row["assigned_until"],
-            held_until=row["held_until"],
-            hold_reason=row["hold_reason"],
-            due_at=row["due_at"],
-            awaiting_decision_id=row.get("awaiting_decision_id"),
-            barred_claimer=row.get("barred_claimer"),
-            qa_of=row.get("qa_of"),
         )
 
     @property
@@ -299,6 +266,17 @@ class Item:
         if self.lease_expires_at is not None and self.lease_expires_at > now:
             return ItemState.LEASED
         return ItemState.PENDING
+
+
+# The columns of a decision that not every statement selects.
+_DECISION_OPTIONAL = (
+    "superseded_by",
+    "lease_count",
+    "lease_started_at",
+    "confirmed_by",
+    "confirmed_at",
+    "review_queue",
+)
 
 
 @dataclass(frozen=True)
@@ -354,25 +332,12 @@ class Decision:
 
     @classmethod
     def from_row(cls, row: Row) -> Decision:
-        return cls(
-            id=row["id"],
-            item_id=row["item_id"],
-            queue=row["queue"],
+        return from_row(
+            cls,
+            row,
+            optional=_DECISION_OPTIONAL,
             is_overturn=row["verdict"] == "overturn",
             outcome=Verdict(row["outcome"]),
-            reason_code=row["reason_code"],
-            note=row["note"],
-            reviewer=row["reviewer"],
-            evidence_hash=row["evidence_hash"],
-            supersedes=row["supersedes"],
-            superseded_by=row.get("superseded_by"),
-            decided_at=row["decided_at"],
-            lease_count=row.get("lease_count"),
-            lease_started_at=row.get("lease_started_at"),
-            provisional=row["provisional"],
-            confirmed_by=row.get("confirmed_by"),
-            confirmed_at=row.get("confirmed_at"),
-            review_queue=row.get("review_queue"),
         )
 
 
@@ -385,6 +350,11 @@ class Claim:
     @property
     def evidence_hash(self) -> str:
         return self.item.evidence_hash
+
+    @classmethod
+    def from_row(cls, row: Row) -> Claim:
+        """An item's row with its lease's token and end."""
+        return cls(Item.from_row(row), row["lease_token"], row["lease_expires_at"])
 
 
 @dataclass(frozen=True)

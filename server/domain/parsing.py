@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
-from server.domain.failures import InvalidInput
+from server.domain.failures import InvalidInput, NotPermitted
+from server.domain.model import Principal, Role
 
 MAX_ID = 2**63 - 1
 
@@ -24,6 +25,37 @@ def parse_lease_token(value: str) -> UUID | InvalidInput:
         return UUID(value)
     except ValueError:
         return InvalidInput("leaseToken is not a lease token", "leaseToken")
+
+
+def parse_item_lease(item_id: str, lease_token: str) -> tuple[int, UUID] | InvalidInput:
+    """An item's id and the token of the lease it is claimed under (a lease-fenced write)."""
+    parsed = parse_id(item_id, "itemId")
+    if isinstance(parsed, InvalidInput):
+        return parsed
+    token = parse_lease_token(lease_token)
+    if isinstance(token, InvalidInput):
+        return token
+    return parsed, token
+
+
+class LeaseInput(Protocol):
+    """A write's input that names an item and the lease it is claimed under."""
+
+    @property
+    def item_id(self) -> str: ...
+
+    @property
+    def lease_token(self) -> str: ...
+
+
+def reviewer_lease(
+    principal: Principal, write: LeaseInput, *, refused: str
+) -> tuple[int, UUID] | NotPermitted | InvalidInput:
+    """A reviewer's write under a lease (`parse_item_lease`); `refused` is what any other
+    role is told."""
+    if principal.role is not Role.REVIEWER:
+        return NotPermitted(refused)
+    return parse_item_lease(write.item_id, write.lease_token)
 
 
 def holds_lease(found: Mapping[str, Any], token: UUID, user: str) -> bool:

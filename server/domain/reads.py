@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from server.domain.model import Decision, DecisionStatus, Item, ItemState
+from server.domain.rows import grouped
 from server.store import sql
 from server.store.database import Database
 
@@ -18,10 +19,8 @@ async def decisions_by_ids(db: Database, ids: list[int]) -> dict[int, Decision]:
 
 
 async def decisions_by_item_ids(db: Database, item_ids: list[int]) -> dict[int, list[Decision]]:
-    by_item: dict[int, list[Decision]] = {item_id: [] for item_id in item_ids}
-    for row in await db.fetch(sql.decisions_read.DECISIONS_GET_BY_ITEM_IDS, item_ids=item_ids):
-        by_item[row["item_id"]].append(Decision.from_row(row))
-    return by_item
+    rows = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_ITEM_IDS, item_ids=item_ids)
+    return grouped(item_ids, "item_id", rows, Decision.from_row)
 
 
 def effective_decision(decisions: list[Decision]) -> Decision | None:
@@ -35,7 +34,6 @@ async def items_pages(
     db: Database, queues: list[str], state: ItemState | None, after: int, first: int
 ) -> dict[str, list[Item]]:
     """The same page (state, after, first) of several queues, in one query."""
-    by_queue: dict[str, list[Item]] = {queue: [] for queue in queues}
     rows = await db.fetch(
         sql.items.ITEMS_GET_PAGES,
         queues=queues,
@@ -43,9 +41,7 @@ async def items_pages(
         after_id=after,
         page_size=first,
     )
-    for row in rows:
-        by_queue[row["queue"]].append(Item.from_row(row))
-    return by_queue
+    return grouped(queues, "queue", rows, Item.from_row)
 
 
 async def decisions_page(db: Database, queue: str, after: int, first: int) -> list[Decision]:

@@ -5,8 +5,14 @@
 
 Each symbol is a `Query` typed by a keyword-only signature of the statement's parameters,
 so `db.fetch(sql.items.ITEM_CLAIM_NEXT, queue=...)` is checked by mypy (a misspelt or a
-missing name is an error) and an editor jumps from the call to the symbol, whose docstring
-is the statement's header comment and whose comment names the file and line.
+missing name is an error: tests/unit/test_query_parameters.py proves it) and an editor jumps
+from the call to the symbol, whose comment names the file and line and whose docstring is
+the statement's header comment.
+
+A symbol is one line, its signature a lambda's (`lambda *, queue, actor: None`: mypy reads
+its keyword-only names into `Query`'s ParamSpec, each typed Any), so the modules are as
+long as the statements they name; ruff neither formats them nor measures their lines
+(pyproject.toml).
 """
 
 from __future__ import annotations
@@ -28,36 +34,28 @@ _HEADER = (
 
 
 def _docstring(statement: Statement) -> str:
-    lines = [f"db/queries/{statement.source}:{statement.line}"]
-    if statement.doc:
-        lines += ["", *statement.doc.splitlines()]
-    body = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    return f'"""{body}\n"""' if len(lines) > 1 else f'"""{body}"""'
+    body = statement.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    if body.endswith('"'):  # a quote just before the closing three
+        body = body[:-1] + '\\"'
+    return f'"""{body}\n"""\n' if "\n" in body else f'"""{body}"""\n'
 
 
 def _symbol(statement: Statement) -> str:
-    stub = f"_{statement.name}"
-    if statement.parameters:
-        parameters = "".join(f"    {name}: Any,\n" for name in statement.parameters)
-        signature = f"def {stub}(\n    *,\n{parameters}) -> None: ...\n"
-    else:
-        signature = f"def {stub}() -> None: ...\n"
-    symbol = f'{statement.name.upper()} = Query("{statement.name}", {stub})'
-    if len(symbol) > 100:
-        symbol = f'{statement.name.upper()} = Query(\n    "{statement.name}", {stub}\n)'
-    return f"{signature}\n\n{symbol}\n{_docstring(statement)}\n"
+    names = ", ".join(statement.parameters)
+    signature = f"lambda *, {names}: None" if names else "lambda: None"
+    return (
+        f"# db/queries/{statement.source}:{statement.line}\n"
+        f'{statement.name.upper()} = Query("{statement.name}", {signature})\n'
+        + (_docstring(statement) if statement.doc else "")
+    )
 
 
 def render_module(source: str, statements: list[Statement]) -> str:
-    uses_any = any(statement.parameters for statement in statements)
     header = _HEADER.format(
         doc=f"The statements of db/queries/{source}, as symbols.", source=source
     )
-    imports = "from __future__ import annotations\n\n"
-    if uses_any:
-        imports += "from typing import Any\n\n"
-    imports += "from server.store.queries import Query\n"
-    return "\n\n".join([header + "\n" + imports, *(_symbol(statement) for statement in statements)])
+    imports = "from __future__ import annotations\n\nfrom server.store.queries import Query\n"
+    return f"{header}\n{imports}\n" + "\n".join(_symbol(statement) for statement in statements)
 
 
 def render_package(modules: list[str]) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 
+from server.config import REPO_ROOT
 from server.store import sql, sqlgen
 from server.store.database import Database
 from server.store.queries import Queries, Query, QueryArguments, parse_queries, translate
@@ -121,3 +124,44 @@ def test_every_statement_has_its_symbol() -> None:
     }
 
     assert symbols == set(queries.names())
+
+
+# Checked by mypy, never run: a right call, then a misspelt, a missing and an extra name.
+_CALLS = """\
+from server.store import sql
+from server.store.database import Database
+
+
+async def calls(db: Database) -> None:
+    await db.fetch(sql.items.ITEM_CLAIM_NEXT, queue="kyc", actor="rita", actor_role="reviewer")
+    await db.fetch(sql.items.ITEM_CLAIM_NEXT, queue="kyc", actor="rita", actor_rol="reviewer")
+    await db.fetch(sql.items.ITEM_CLAIM_NEXT, queue="kyc", actor="rita")
+    await db.fetchrow(sql.health.HEALTH_CHECK, queue="kyc")
+"""
+
+
+def test_mypy_refuses_a_misspelt_missing_or_extra_name(tmp_path: Path) -> None:
+    # What the generated symbols' signatures are for: a call's names are checked statically.
+    calls = tmp_path / "calls.py"
+    calls.write_text(_CALLS)
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml"]
+    checked = subprocess.run(
+        [*mypy, "--cache-dir", str(tmp_path / "cache"), str(calls)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    errors = [
+        line.split(": error: ") for line in checked.stdout.splitlines() if ": error: " in line
+    ]
+    assert [(where.rpartition(":")[2], what) for where, what in errors] == [
+        (
+            "7",
+            'Unexpected keyword argument "actor_rol" for "fetch" of "Database"; '
+            'did you mean "actor_role"?  [call-arg]',
+        ),
+        ("8", 'Missing named argument "actor_role" for "fetch" of "Database"  [call-arg]'),
+        ("9", 'Unexpected keyword argument "queue" for "fetchrow" of "Database"  [call-arg]'),
+    ], checked.stdout + checked.stderr

@@ -75,8 +75,7 @@ async def assign_item(
             until=assignment.until,
             max_seconds=reservations.MAX_RESERVATION_SECONDS,
             queue_scope=principal.queue_scope(),
-            actor=principal.user,
-            actor_role=principal.role.value,
+            **principal.actor(),
         )
         if row is not None:
             return Item.from_row(row)
@@ -100,22 +99,7 @@ async def unassign_item(
 ) -> Item | NotAssigned | ItemNotWaiting | NotPermitted | InvalidInput:
     if refusal := _manager_only(principal, "unassign items"):
         return refusal
-    parsed = parse_id(item_id, "itemId")
-    if isinstance(parsed, InvalidInput):
-        return parsed
-    row = await db.fetchrow(
-        sql.controls.ITEM_UNASSIGN,
-        item_id=parsed,
-        queue_scope=principal.queue_scope(),
-        actor=principal.user,
-        actor_role=principal.role.value,
-    )
-    if row is not None:
-        return Item.from_row(row)
-    found = await reservations.diagnose(db, parsed)
-    if problem := reservations.missing_or_closed(principal, parsed, found, review_only=False):
-        return problem
-    return NotAssigned(parsed)
+    return await reservations.end(db, principal, sql.controls.ITEM_UNASSIGN, item_id, NotAssigned)
 
 
 async def revoke_lease(
@@ -134,13 +118,9 @@ async def revoke_lease(
         sql.leases.LEASE_REVOKE,
         item_id=parsed,
         queue_scope=principal.queue_scope(),
-        actor=principal.user,
-        actor_role=principal.role.value,
+        **principal.actor(),
         reason=reason.strip(),
     )
     if row is not None:
         return Revoked(Item.from_row(row), row["revoked_owner"])
-    found = await reservations.diagnose(db, parsed)
-    if problem := reservations.missing_or_closed(principal, parsed, found, review_only=False):
-        return problem
-    return NotLeased(parsed)
+    return await reservations.ending_refused(db, principal, parsed, NotLeased(parsed))

@@ -228,8 +228,7 @@ async def _run(
             query,
             **parsed.params(),
             queue_scope=principal.queue_scope(),
-            actor=principal.user,
-            actor_role=principal.role.value,
+            **principal.actor(),
             **params,
         )
         applied = _applied(rows)

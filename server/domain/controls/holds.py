@@ -26,8 +26,9 @@ from server.domain.failures import (
     StaleLease,
 )
 from server.domain.model import HoldReason, Item, Principal, Role
-from server.domain.parsing import check_instant, holds_lease, parse_id, parse_lease_token
-from server.domain.review.queues import not_covered
+from server.domain.parsing import check_instant, holds_lease, reviewer_lease
+from server.domain.review.queues import admin_refusal
+from server.domain.rows import grouped
 from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database
@@ -47,10 +48,8 @@ class Hold:
 async def define_hold_reason(
     db: Database, principal: Principal, *, queue: str, code: str, label: str
 ) -> HoldReason | NotPermitted | InvalidInput:
-    if principal.role is not Role.ADMIN:
-        return NotPermitted("only an admin may change a hold-reason catalogue")
-    if not principal.works_in(queue):
-        return not_covered(queue)
+    if refusal := admin_refusal(principal, "change a hold-reason catalogue", queue):
+        return refusal
     if not HOLD_REASON_CODE.fullmatch(code):
         return InvalidInput(
             "a hold reason is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
@@ -70,23 +69,18 @@ async def define_hold_reason(
 
 
 async def get_hold_reasons(db: Database, queues: list[str]) -> dict[str, list[HoldReason]]:
-    by_queue: dict[str, list[HoldReason]] = {name: [] for name in queues}
-    for row in await db.fetch(sql.controls.HOLD_REASONS_GET_BY_QUEUES, queues=queues):
-        by_queue[row["queue"]].append(HoldReason.from_row(row))
-    return by_queue
+    rows = await db.fetch(sql.controls.HOLD_REASONS_GET_BY_QUEUES, queues=queues)
+    return grouped(queues, "queue", rows, HoldReason.from_row)
 
 
 async def hold_item(
     db: Database, principal: Principal, hold: Hold
 ) -> Item | StaleLease | InvalidHoldReason | NotPermitted | InvalidInput:
-    if principal.role is not Role.REVIEWER:
-        return NotPermitted("only a reviewer token may hold items (under its lease)")
-    item_id = parse_id(hold.item_id, "itemId")
-    if isinstance(item_id, InvalidInput):
-        return item_id
-    token = parse_lease_token(hold.lease_token)
-    if isinstance(token, InvalidInput):
-        return token
+    refused = "only a reviewer token may hold items (under its lease)"
+    parsed = reviewer_lease(principal, hold, refused=refused)
+    if isinstance(parsed, NotPermitted | InvalidInput):
+        return parsed
+    item_id, token = parsed
     if problem := check_instant(hold.until, "until"):
         return problem
     # A second try only if the diagnosis finds every condition met (a reason defined in
@@ -96,8 +90,7 @@ async def hold_item(
             sql.controls.ITEM_HOLD,
             item_id=item_id,
             lease_token=token,
-            actor=principal.user,
-            actor_role=principal.role.value,
+            **principal.actor(),
             queue_scope=sorted(principal.queues),
             until=hold.until,
             max_seconds=reservations.MAX_RESERVATION_SECONDS,
@@ -125,19 +118,4 @@ async def resume_item(
 ) -> Item | NotHeld | ItemNotWaiting | NotPermitted | InvalidInput:
     if principal.role not in (Role.MANAGER, Role.REVIEWER):
         return NotPermitted("only a manager or a reviewer of the queue may resume a held item")
-    parsed = parse_id(item_id, "itemId")
-    if isinstance(parsed, InvalidInput):
-        return parsed
-    row = await db.fetchrow(
-        sql.controls.ITEM_RESUME,
-        item_id=parsed,
-        queue_scope=principal.queue_scope(),
-        actor=principal.user,
-        actor_role=principal.role.value,
-    )
-    if row is not None:
-        return Item.from_row(row)
-    found = await reservations.diagnose(db, parsed)
-    if problem := reservations.missing_or_closed(principal, parsed, found, review_only=False):
-        return problem
-    return NotHeld(parsed)
+    return await reservations.end(db, principal, sql.controls.ITEM_RESUME, item_id, NotHeld)

@@ -3,12 +3,16 @@ change is explained (item_controls_diagnose, read only on the failure path)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import TypeVar
 
 from server.domain.failures import InvalidInput, ItemNotWaiting
-from server.domain.model import Principal
+from server.domain.model import Item, Principal
+from server.domain.parsing import parse_id
 from server.store import sql
 from server.store.database import Database, Row
+from server.store.queries import Query
 
 # An assignment or a hold ends within a year and a day: a longer one is a way of
 # forgetting an item, not of scheduling it.
@@ -61,6 +65,38 @@ def missing_or_closed(
     if found["state"] != "pending":
         return ItemNotWaiting(item_id, found["state"])
     return None
+
+
+NothingToEnd = TypeVar("NothingToEnd")
+
+
+async def end(
+    db: Database,
+    principal: Principal,
+    query: Query[...],
+    item_id: str,
+    nothing_to_end: Callable[[int], NothingToEnd],
+) -> Item | NothingToEnd | ItemNotWaiting | InvalidInput:
+    """Ends an item's assignment or hold (`query`: item_unassign, item_resume, which take
+    the item, the token's queues and who ends it) and answers with the item."""
+    parsed = parse_id(item_id, "itemId")
+    if isinstance(parsed, InvalidInput):
+        return parsed
+    row = await db.fetchrow(
+        query, item_id=parsed, queue_scope=principal.queue_scope(), **principal.actor()
+    )
+    if row is not None:
+        return Item.from_row(row)
+    return await ending_refused(db, principal, parsed, nothing_to_end(parsed))
+
+
+async def ending_refused(
+    db: Database, principal: Principal, item_id: int, nothing_to_end: NothingToEnd
+) -> NothingToEnd | InvalidInput | ItemNotWaiting:
+    """Why ending something of an item (an assignment, a hold, a lease) was refused: the item
+    is missing or finished (`missing_or_closed`), or else it had nothing to end."""
+    found = await diagnose(db, item_id)
+    return missing_or_closed(principal, item_id, found, review_only=False) or nothing_to_end
 
 
 def until_refusal(field: str) -> InvalidInput:

@@ -96,7 +96,7 @@ async def raise_exception(db: Database, principal: Principal, raised: RaiseInput
             f"{raised.workflow[:100]!r}; known: {known}",
             "reasonCode",
         )
-    return await raise_checked(db, raised, actor=principal.user, actor_role=principal.role.value)
+    return await raise_checked(db, raised, **principal.actor())
 
 
 async def raise_checked(
@@ -215,8 +215,7 @@ async def approve_correction(
 ) -> ActionResult:
     if principal.role is not Role.APPROVER:
         return NotPermitted("approval belongs to the approver role")
-    problem = check_text(note, "note", required=False)
-    if problem:
+    if problem := check_text(note, "note", required=False):
         return problem
     return await _under_lease(
         db,
@@ -235,8 +234,7 @@ async def reject_correction(
 ) -> ActionResult:
     if principal.role is not Role.APPROVER:
         return NotPermitted("rejecting a correction belongs to the approver role")
-    problem = check_text(reason, "reason", required=True)
-    if problem:
+    if problem := check_text(reason, "reason", required=True):
         return problem
     return await _under_lease(
         db,
@@ -263,8 +261,7 @@ async def close_exception(
             "successful redrive",
             "closure",
         )
-    problem = check_text(note, "note", required=False)
-    if problem:
+    if problem := check_text(note, "note", required=False):
         return problem
     return await _under_lease(
         db,
@@ -292,8 +289,7 @@ async def _under_lease(
 ) -> ActionResult:
     if principal.role not in (Role.REVIEWER, Role.APPROVER):
         return NotPermitted("only a reviewer or approver works on exceptions under a claim")
-    problem = check_exception_id(exception_id)
-    if problem:
+    if problem := check_exception_id(exception_id):
         return problem
     token = parse_lease_token(lease_token)
     if isinstance(token, InvalidInput):
@@ -302,8 +298,7 @@ async def _under_lease(
         query,
         exception_id=exception_id,
         lease_token=token,
-        actor=principal.user,
-        actor_role=principal.role.value,
+        **principal.actor(),
         queue_scope=principal.queue_scope(),
         **arguments,
     )
@@ -329,15 +324,13 @@ async def reopen_exception(
 ) -> ActionResult:
     if principal.role not in (Role.REVIEWER, Role.APPROVER):
         return NotPermitted("only a reviewer or approver may reopen an exception")
-    problem = check_exception_id(exception_id) or check_text(reason, "reason", required=True)
-    if problem:
+    if problem := check_exception_id(exception_id) or check_text(reason, "reason", required=True):
         return problem
     try:
         row = await db.fetchrow(
             sql.exceptions.EXCEPTION_REOPEN,
             exception_id=exception_id,
-            actor=principal.user,
-            actor_role=principal.role.value,
+            **principal.actor(),
             queue_scope=principal.queue_scope(),
             reason=reason,
         )

@@ -9,7 +9,7 @@ docs/measures.md defines every figure.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from server.domain.exceptions.records import Consequence
 from server.domain.failures import InvalidInput
@@ -23,8 +23,10 @@ from server.domain.measures.figures import (
     share,
 )
 from server.domain.model import Principal, Role
+from server.domain.rows import FromRow, from_row, grouped, seconds
 from server.store import sql
 from server.store.database import Database, Row
+from server.store.queries import Query
 
 # A workflow and a window (seconds): the key of every windowed figure.
 Window = tuple[str, int]
@@ -44,7 +46,7 @@ def check_window(since_seconds: int) -> InvalidInput | None:
 
 
 @dataclass(frozen=True)
-class WorkflowNow:
+class WorkflowNow(FromRow):
     open: int
     # Waiting for a person (review or approval), nobody holding them under a live lease.
     unclaimed_new: int
@@ -52,16 +54,6 @@ class WorkflowNow:
     # The operators' backlog and the approvers'.
     needs_review: int
     awaiting_approval: int
-
-    @classmethod
-    def from_row(cls, row: Row) -> WorkflowNow:
-        return cls(
-            open=row["open"],
-            unclaimed_new=row["unclaimed_new"],
-            unclaimed_overdue=row["unclaimed_overdue"],
-            needs_review=row["needs_review"],
-            awaiting_approval=row["awaiting_approval"],
-        )
 
 
 NOTHING_OPEN = WorkflowNow(
@@ -79,17 +71,17 @@ class ReasonAge:
 
     @classmethod
     def from_row(cls, row: Row) -> ReasonAge:
-        return cls(
-            reason_code=row["reason_code"],
+        return from_row(
+            cls,
+            row,
             consequence=Consequence(row["consequence"]),
-            open=row["open"],
             oldest_age_seconds=float(row["oldest_age_seconds"]),
             p50_age_seconds=float(row["p50_age_seconds"]),
         )
 
 
 @dataclass(frozen=True)
-class ReasonRepeat:
+class ReasonRepeat(FromRow):
     reason_code: str
     # Exceptions raised in the window (each a new exception).
     raised: int
@@ -102,15 +94,6 @@ class ReasonRepeat:
     def repeat_share(self) -> float | None:
         """Of every raise in the window, the share that found its exception already open."""
         return share(self.recurrences, self.raised + self.recurrences)
-
-    @classmethod
-    def from_row(cls, row: Row) -> ReasonRepeat:
-        return cls(
-            reason_code=row["reason_code"],
-            raised=row["raised"],
-            recurrences=row["recurrences"],
-            sources_with_repeats=row["sources_with_repeats"],
-        )
 
 
 @dataclass(frozen=True)
@@ -170,12 +153,9 @@ class WorkflowActivity:
 
     @classmethod
     def from_row(cls, row: Row) -> WorkflowActivity:
-        return cls(
-            raised=row["raised"],
-            recurred=row["recurred"],
-            reopened=row["reopened"],
-            corrections_submitted=row["corrections_submitted"],
-            corrections_rejected=row["corrections_rejected"],
+        return from_row(
+            cls,
+            row,
             redrives=Redrives(
                 requested=row["redrives_requested"],
                 succeeded=row["redrives_succeeded"],
@@ -188,9 +168,9 @@ class WorkflowActivity:
                 obsolete=row["closed_obsolete"],
             ),
             handling=Percentiles.from_row(row, "handling"),
-            handling_mean_seconds=_seconds(row["handling_mean"]),
+            handling_mean_seconds=seconds(row["handling_mean"]),
             approver_handling=Percentiles.from_row(row, "approver_handling"),
-            approver_handling_mean_seconds=_seconds(row["approver_handling_mean"]),
+            approver_handling_mean_seconds=seconds(row["approver_handling_mean"]),
             approval=Percentiles.from_row(row, "approval"),
         )
 
@@ -209,10 +189,6 @@ NOTHING_HAPPENED = WorkflowActivity(
     approver_handling_mean_seconds=None,
     approval=EMPTY_PERCENTILES,
 )
-
-
-def _seconds(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 def _minutes(seconds: float | None) -> float | None:
@@ -278,41 +254,34 @@ async def now_by_workflow(db: Database, names: list[str]) -> dict[str, WorkflowN
 
 
 async def ages_by_workflow(db: Database, names: list[str]) -> dict[str, list[ReasonAge]]:
-    by_workflow: dict[str, list[ReasonAge]] = {name: [] for name in names}
-    for row in await db.fetch(sql.workflow_measures.WORKFLOW_MEASURES_GET_AGES, workflows=names):
-        by_workflow[row["workflow"]].append(ReasonAge.from_row(row))
-    return by_workflow
+    rows = await db.fetch(sql.workflow_measures.WORKFLOW_MEASURES_GET_AGES, workflows=names)
+    return grouped(names, "workflow", rows, ReasonAge.from_row)
 
 
-def _by_window(keys: list[Window]) -> dict[int, list[str]]:
-    """The workflows of each window: one statement per distinct window, not per workflow."""
+async def _rows_by_window(
+    db: Database, query: Query[...], keys: list[Window]
+) -> dict[Window, list[Row]]:
+    """The rows of `query` (workflow_measures_get_activity, _get_repeats) for each key: one
+    statement per distinct window, not per workflow."""
     grouped: dict[int, list[str]] = {}
     for name, window in keys:
         grouped.setdefault(window, []).append(name)
-    return grouped
+    found: dict[Window, list[Row]] = {key: [] for key in keys}
+    for window, names in grouped.items():
+        for row in await db.fetch(query, workflows=names, since_seconds=window):
+            found[(row["workflow"], window)].append(row)
+    return found
 
 
 async def activity_by_window(db: Database, keys: list[Window]) -> dict[Window, WorkflowActivity]:
-    found: dict[Window, WorkflowActivity] = {key: NOTHING_HAPPENED for key in keys}
-    for window, names in _by_window(keys).items():
-        rows = await db.fetch(
-            sql.workflow_measures.WORKFLOW_MEASURES_GET_ACTIVITY,
-            workflows=names,
-            since_seconds=window,
-        )
-        for row in rows:
-            found[(row["workflow"], window)] = WorkflowActivity.from_row(row)
-    return found
+    """One row per workflow and window, or none: nothing happened."""
+    found = await _rows_by_window(db, sql.workflow_measures.WORKFLOW_MEASURES_GET_ACTIVITY, keys)
+    return {
+        key: WorkflowActivity.from_row(rows[-1]) if rows else NOTHING_HAPPENED
+        for key, rows in found.items()
+    }
 
 
 async def repeats_by_window(db: Database, keys: list[Window]) -> dict[Window, list[ReasonRepeat]]:
-    found: dict[Window, list[ReasonRepeat]] = {key: [] for key in keys}
-    for window, names in _by_window(keys).items():
-        rows = await db.fetch(
-            sql.workflow_measures.WORKFLOW_MEASURES_GET_REPEATS,
-            workflows=names,
-            since_seconds=window,
-        )
-        for row in rows:
-            found[(row["workflow"], window)].append(ReasonRepeat.from_row(row))
-    return found
+    found = await _rows_by_window(db, sql.workflow_measures.WORKFLOW_MEASURES_GET_REPEATS, keys)
+    return {key: [ReasonRepeat.from_row(row) for row in rows] for key, rows in found.items()}

@@ -17,6 +17,7 @@ from server.domain.failures import InvalidInput
 from server.domain.model import Principal
 from server.domain.parsing import parse_id
 from server.domain.review.live import StreamPosition, stream_now
+from server.domain.rows import grouped
 from server.store import sql
 from server.store.database import Database, Row
 from server.store.queries import Query
@@ -71,10 +72,7 @@ async def exceptions_page(
 async def _grouped_by_exception(
     db: Database, query: Query[...], ids: list[str], parse: Callable[[Row], T]
 ) -> dict[str, list[T]]:
-    grouped: dict[str, list[T]] = {i: [] for i in ids}
-    for row in await db.fetch(query, exception_ids=ids):
-        grouped[row["exception_id"]].append(parse(row))
-    return grouped
+    return grouped(ids, "exception_id", await db.fetch(query, exception_ids=ids), parse)
 
 
 async def events_by_exception_ids(db: Database, ids: list[str]) -> dict[str, list[ExceptionEvent]]:

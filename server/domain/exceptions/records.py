@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from server.domain.rows import from_row
 from server.store.database import Row
 
 # Who Casework is when it acts itself (raising for a failed effect, answering a redrive).
@@ -71,6 +72,10 @@ ALLOWED_FROM: dict[ExceptionAction, frozenset[ExceptionState]] = {
 }
 
 
+def _actions(values: list[str]) -> frozenset[ExceptionAction]:
+    return frozenset(ExceptionAction(value) for value in values)
+
+
 @dataclass(frozen=True)
 class Workflow:
     name: str
@@ -87,17 +92,7 @@ class Workflow:
 
     @classmethod
     def from_row(cls, row: Row) -> Workflow:
-        return cls(
-            name=row["name"],
-            approval_queue=row["approval_queue"],
-            redrive_via=RedriveVia(row["redrive_via"]),
-            redrive_target=row["redrive_target"],
-            redrive_max_attempts=row["redrive_max_attempts"],
-            redrive_timeout_seconds=row["redrive_timeout_seconds"],
-            created_at=row["created_at"],
-            reviewer_minutes_per_day=row["reviewer_minutes_per_day"],
-            approver_minutes_per_day=row["approver_minutes_per_day"],
-        )
+        return from_row(cls, row, redrive_via=RedriveVia(row["redrive_via"]))
 
 
 @dataclass(frozen=True)
@@ -112,13 +107,10 @@ class ExceptionReason:
 
     @classmethod
     def from_row(cls, row: Row) -> ExceptionReason:
-        return cls(
-            workflow=row["workflow"],
-            code=row["code"],
-            label=row["label"],
-            owner_role=row["owner_role"],
-            escalation_role=row["escalation_role"],
-            allowed_actions=frozenset(ExceptionAction(a) for a in row["allowed_actions"]),
+        return from_row(
+            cls,
+            row,
+            allowed_actions=_actions(row["allowed_actions"]),
             due_seconds={level: row[f"due_{level.value}_seconds"] for level in Consequence},
         )
 
@@ -171,43 +163,18 @@ class ExceptionRecord:
     @classmethod
     def from_row(cls, row: Row) -> ExceptionRecord:
         closure = row["closure"]
-        return cls(
-            id=row["id"],
-            workflow=row["workflow"],
-            source_record_id=row["source_record_id"],
-            reason_code=row["reason_code"],
-            reason_label=row["reason_label"],
-            detail=row["detail"],
-            blocked_step=row["blocked_step"],
+        return from_row(
+            cls,
+            row,
             completed_steps=tuple(row["completed_steps"]),
             stale_steps=tuple(row["stale_steps"]),
             evidence=tuple(row["evidence"]),
-            context=row["context"],
             consequence=Consequence(row["consequence"]),
             state=ExceptionState(row["state"]),
             closure=Closure(closure) if closure else None,
             owner_role=row["effective_owner_role"],
-            escalation_role=row["escalation_role"],
-            reason_owner_role=row["reason_owner_role"],
-            escalated_at=row["escalated_at"],
-            due_at=row["due_at"],
-            overdue=row["overdue"],
-            attempts=row["attempts"],
-            recurrences=row["recurrences"],
-            reopen_count=row["reopen_count"],
-            version=row["version"],
-            last_rejection=row["last_rejection"],
-            item_id=row["item_id"],
-            decision_id=row["decision_id"],
-            approval_queue=row["approval_queue"],
-            reason_allowed_actions=frozenset(ExceptionAction(a) for a in row["allowed_actions"]),
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            closed_at=row["closed_at"],
-            item_queue=row["item_queue"],
+            reason_allowed_actions=_actions(row["allowed_actions"]),
             item_pending=row["item_state"] == "pending",
-            lease_owner=row["lease_owner"],
-            lease_token=row["lease_token"],
             lease_live=bool(row["lease_live"]),
         )
 
@@ -251,15 +218,8 @@ class Correction:
 
     @classmethod
     def from_row(cls, row: Row) -> Correction:
-        return cls(
-            version=row["version"],
-            reason_code=row["reason_code"],
-            changes=row["changes"],
-            stale_steps=tuple(row["stale_steps"]),
-            evidence=tuple(row["evidence"]),
-            note=row["note"],
-            corrected_by=row["corrected_by"],
-            submitted_at=row["submitted_at"],
+        return from_row(
+            cls, row, stale_steps=tuple(row["stale_steps"]), evidence=tuple(row["evidence"])
         )
 
 
@@ -285,22 +245,11 @@ class Redrive:
     @classmethod
     def from_row(cls, row: Row) -> Redrive:
         result = row["result"]
-        return cls(
-            key=row["key"],
-            exception_id=row["exception_id"],
-            version=row["version"],
-            resume_after=row["resume_after"],
+        return from_row(
+            cls,
+            row,
             stale_steps=tuple(row["stale_steps"]),
-            requested_by=row["requested_by"],
-            requested_at=row["requested_at"],
             succeeded=None if result is None else result == "succeeded",
-            result_detail=row["result_detail"],
-            reported_by=row["reported_by"],
-            reported_at=row["reported_at"],
-            delivery_state=row["delivery_state"],
-            delivery_attempts=row["delivery_attempts"],
-            last_delivery_error=row["last_delivery_error"],
-            delivered_at=row["delivered_at"],
         )
 
 
@@ -323,18 +272,10 @@ class ExceptionEvent:
     @classmethod
     def from_row(cls, row: Row) -> ExceptionEvent:
         from_state = row["from_state"]
-        return cls(
-            id=row["id"],
-            exception_id=row["exception_id"],
-            workflow=row["workflow"],
-            kind=row["kind"],
-            actor=row["actor"],
-            actor_role=row["actor_role"],
+        return from_row(
+            cls,
+            row,
             from_state=ExceptionState(from_state) if from_state else None,
             to_state=ExceptionState(row["to_state"]),
-            version=row["version"],
             evidence=tuple(row["evidence"]),
-            detail=row["detail"],
-            data=row["data"],
-            at=row["at"],
         )

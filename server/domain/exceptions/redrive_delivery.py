@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from server.domain.exceptions import redrives
+from server.domain.rows import from_row
 from server.domain.text import clipped, storable
 from server.store import sql
 from server.store.database import Database, Row
@@ -40,23 +41,13 @@ class DueDelivery:
 
     @classmethod
     def from_row(cls, row: Row) -> DueDelivery:
-        return cls(
-            key=row["key"],
+        return from_row(
+            cls,
+            row,
             attempt=row["delivery_attempts"],
-            exception_id=row["exception_id"],
-            workflow=row["workflow"],
-            source_record_id=row["source_record_id"],
-            version=row["version"],
-            reason_code=row["reason_code"],
             completed_steps=tuple(row["completed_steps"]),
-            blocked_step=row["blocked_step"],
-            resume_after=row["resume_after"],
             stale_steps=tuple(row["stale_steps"]),
-            changes=row["changes"],
             correction_evidence=tuple(row["correction_evidence"]),
-            corrected_by=row["corrected_by"],
-            requested_by=row["requested_by"],
-            requested_at=row["requested_at"],
             target=row["redrive_target"],
             secret=row["redrive_secret"],
             max_attempts=row["redrive_max_attempts"],

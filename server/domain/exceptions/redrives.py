@@ -51,16 +51,14 @@ async def request_redrive(
 ) -> RedriveQueued | AlreadyQueued | InvalidTransition | NotPermitted | InvalidInput:
     if principal.role not in (Role.REVIEWER, Role.APPROVER):
         return NotPermitted("only a reviewer or approver may request a redrive")
-    problem = check_exception_id(exception_id)
-    if problem:
+    if problem := check_exception_id(exception_id):
         return problem
     async with db.transaction() as tx:
         row = await tx.fetchrow(
             sql.exceptions.EXCEPTION_REQUEST_REDRIVE,
             exception_id=exception_id,
             version=version,
-            actor=principal.user,
-            actor_role=principal.role.value,
+            **principal.actor(),
             queue_scope=principal.queue_scope(),
         )
         if row is not None and row["nothing_to_reapply"]:
@@ -101,16 +99,14 @@ async def report_redrive_result(
 ) -> RedriveReported | InvalidTransition | NotPermitted | InvalidInput:
     if principal.role is not Role.INTEGRATION:
         return NotPermitted("the owning system (an integration token) reports redrive results")
-    problem = check_text(detail, "detail", required=False)
-    if problem:
+    if problem := check_text(detail, "detail", required=False):
         return problem
     return await report_checked(
         db,
         redrive_key,
         succeeded,
         detail,
-        actor=principal.user,
-        actor_role=principal.role.value,
+        **principal.actor(),
         scope=principal.queue_scope(),
         principal=principal,
     )

@@ -14,7 +14,8 @@ from server.domain.exceptions.records import (
 from server.domain.exceptions.rules import NAME
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import Principal, Role
-from server.domain.review.queues import REASON_CODE, check_webhook, not_covered
+from server.domain.review.queues import REASON_CODE, admin_refusal, check_webhook
+from server.domain.rows import grouped
 from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database
@@ -81,13 +82,10 @@ async def configure_workflow(
     allowed_hosts: frozenset[str] = frozenset(),
 ) -> Workflow | NotPermitted | InvalidInput:
     """allowed_hosts: where redrive webhooks may point (empty: anywhere)."""
-    if principal.role is not Role.ADMIN:
-        return NotPermitted("only an admin may configure workflows")
     name, approval_queue = settings.name, settings.approval_queue
-    if approval_queue is not None and not principal.works_in(approval_queue):
-        return not_covered(approval_queue)
-    problem = _check_workflow(settings, allowed_hosts)
-    if problem:
+    if refusal := admin_refusal(principal, "configure workflows", approval_queue):
+        return refusal
+    if problem := _check_workflow(settings, allowed_hosts):
         return problem
     # Another team's workflow answers as a new one would...
     existing = await workflows_in_scope(db, principal, [name])
@@ -159,11 +157,9 @@ class ReasonDefinition:
 async def define_exception_reason(
     db: Database, principal: Principal, reason: ReasonDefinition
 ) -> ExceptionReason | NotPermitted | InvalidInput:
-    if principal.role is not Role.ADMIN:
-        return NotPermitted("only an admin may change an exception-reason catalogue")
-    for queue in (reason.owner_role, reason.escalation_role):
-        if not principal.works_in(queue):
-            return not_covered(queue)
+    what = "change an exception-reason catalogue"
+    if refusal := admin_refusal(principal, what, reason.owner_role, reason.escalation_role):
+        return refusal
     if not REASON_CODE.fullmatch(reason.code):
         return InvalidInput(
             "a reason code is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
@@ -225,13 +221,10 @@ async def list_workflows(db: Database) -> list[Workflow]:
 
 
 async def get_reasons(db: Database, workflows: list[str]) -> dict[str, list[ExceptionReason]]:
-    by_workflow: dict[str, list[ExceptionReason]] = {name: [] for name in workflows}
     reasons = await db.fetch(
         sql.exception_reasons.EXCEPTION_REASONS_GET_BY_WORKFLOWS, workflows=workflows
     )
-    for row in reasons:
-        by_workflow[row["workflow"]].append(ExceptionReason.from_row(row))
-    return by_workflow
+    return grouped(workflows, "workflow", reasons, ExceptionReason.from_row)
 
 
 def queues_of(workflow: Workflow, reasons: list[ExceptionReason]) -> list[str]:

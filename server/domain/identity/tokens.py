@@ -9,6 +9,7 @@ from datetime import datetime
 from enum import Enum
 
 from server.domain.model import Principal, Role
+from server.domain.rows import from_row
 from server.store import sql
 from server.store.database import Database
 
@@ -132,16 +133,12 @@ async def list_tokens(db: Database, *, include_inactive: bool = False) -> list[T
     """Live tokens (with include_inactive, revoked and expired ones too), oldest first."""
     rows = await db.fetch(sql.tokens.TOKENS_LIST, include_inactive=include_inactive)
     return [
-        TokenRecord(
-            id=row["id"],
+        from_row(
+            TokenRecord,
+            row,
             user=row["user_name"],
             role=Role(row["role"]),
             queues=tuple(row["queues"]),
-            created_at=row["created_at"],
-            expires_at=row["expires_at"],
-            last_used_at=row["last_used_at"],
-            revoked_at=row["revoked_at"],
-            demo=row["demo"],
         )
         for row in rows
     ]

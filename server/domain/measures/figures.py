@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.domain.failures import InvalidInput
+from server.domain.rows import seconds
 from server.store.database import Row
 
 # The default window of every measure: the last seven days.
@@ -34,18 +35,8 @@ class Percentiles:
     def from_row(cls, row: Row | dict[str, Any], prefix: str) -> Percentiles:
         """From columns `<prefix>_samples`, `<prefix>_p50`, … as SQL computes them with
         percentile_cont (continuous: interpolated between samples)."""
-
-        def seconds(column: str) -> float | None:
-            value = row[f"{prefix}_{column}"]
-            return None if value is None else float(value)
-
-        return cls(
-            samples=int(row[f"{prefix}_samples"] or 0),
-            p50=seconds("p50"),
-            p90=seconds("p90"),
-            p99=seconds("p99"),
-            max=seconds("max"),
-        )
+        p50, p90, p99, top = (seconds(row[f"{prefix}_{n}"]) for n in ("p50", "p90", "p99", "max"))
+        return cls(int(row[f"{prefix}_samples"] or 0), p50, p90, p99, top)
 
 
 EMPTY_PERCENTILES = Percentiles(samples=0, p50=None, p90=None, p99=None, max=None)

@@ -27,6 +27,7 @@ from server.domain.measures.figures import (
 )
 from server.domain.model import Principal, Queue, Role, Verdict
 from server.domain.review.queues import not_covered
+from server.domain.rows import FromRow, from_row, grouped, seconds
 from server.store import sql
 from server.store.database import Database, Row
 from server.store.queries import Query
@@ -97,19 +98,12 @@ class QueueSummary:
 
     @classmethod
     def from_row(cls, row: Row, since_seconds: int) -> QueueSummary:
-        mean = row["handling_mean"]
-        return cls(
+        return from_row(
+            cls,
+            row,
             since_seconds=since_seconds,
-            arrivals=row["arrivals"],
-            backlog=row["backlog"],
-            decided=row["decided"],
-            escalated=row["escalated"],
-            overturned=row["overturned"],
-            past_ttl=row["past_ttl"],
-            lapsed=row["lapsed"],
-            released=row["released"],
             handling=Percentiles.from_row(row, "handling"),
-            handling_mean_seconds=None if mean is None else float(mean),
+            handling_mean_seconds=seconds(row["handling_mean"]),
             time_to_decision=Percentiles.from_row(row, "time_to_decision"),
         )
 
@@ -235,7 +229,7 @@ class ReviewerMeasures:
 
 
 @dataclass(frozen=True)
-class QualityCounts:
+class QualityCounts(FromRow):
     """QA and overturns of a set of the window's approve and reject decisions: the whole
     queue's, or those of one reason code or one reviewer (`key`)."""
 
@@ -259,17 +253,6 @@ class QualityCounts:
     def sampled_share(self) -> float | None:
         return share(self.sampled, self.decided)
 
-    @classmethod
-    def from_row(cls, row: Row) -> QualityCounts:
-        return cls(
-            key=row["key"],
-            decided=row["decided"],
-            sampled=row["sampled"],
-            checked=row["checked"],
-            agreed=row["agreed"],
-            overturned=row["overturned"],
-        )
-
 
 NO_DECISIONS = QualityCounts(None, 0, 0, 0, 0, 0)
 
@@ -290,7 +273,7 @@ class Quality:
 
 
 @dataclass(frozen=True)
-class HoldCount:
+class HoldCount(FromRow):
     """Items held now for one reason of the queue's catalogue."""
 
     code: str
@@ -303,12 +286,8 @@ class HoldCount:
 async def holds(db: Database, queues: list[str]) -> dict[str, list[HoldCount]]:
     """Held items by reason, per queue: now, not over a window, and whole for every reader
     of the measures (what waits belongs to nobody)."""
-    by_queue: dict[str, list[HoldCount]] = {queue: [] for queue in queues}
-    for row in await db.fetch(sql.controls.HOLD_COUNTS_GET_BY_QUEUES, queues=queues):
-        by_queue[row["queue"]].append(
-            HoldCount(row["code"], row["label"], row["items"], row["next_ends_at"])
-        )
-    return by_queue
+    rows = await db.fetch(sql.controls.HOLD_COUNTS_GET_BY_QUEUES, queues=queues)
+    return grouped(queues, "queue", rows, HoldCount.from_row)
 
 
 # --- batched reads: one statement per (window, reviewer) among the keys ---------------------

@@ -17,13 +17,12 @@ from datetime import datetime
 from uuid import UUID
 
 from server.domain.failures import InvalidInput, InvalidReasonCode, NotPermitted, StaleLease
-from server.domain.model import Principal, Role
-from server.domain.parsing import holds_lease, parse_id, parse_lease_token
-from server.domain.review.decisions import note_required
-from server.domain.text import check_text
-from server.observability import tracing
+from server.domain.model import Principal
+from server.domain.parsing import holds_lease, reviewer_lease
+from server.domain.review.decisions import catalogue_refusal, check_note, under_lease
+from server.domain.rows import FromRow
 from server.store import sql
-from server.store.database import Database, Row
+from server.store.database import Database
 
 # The catalogue verdict a QA reason code must allow: approve for an agreement, reject for a
 # disagreement (a QA queue's codes are defined with defineReasonCode like any other).
@@ -44,7 +43,7 @@ def sampled(decision_id: int, rate: float) -> bool:
 
 
 @dataclass(frozen=True)
-class QaResult:
+class QaResult(FromRow):
     decision_id: int
     qa_item_id: int
     agrees: bool
@@ -52,18 +51,6 @@ class QaResult:
     note: str | None
     reviewer: str
     recorded_at: datetime
-
-    @classmethod
-    def from_row(cls, row: Row) -> QaResult:
-        return cls(
-            decision_id=row["decision_id"],
-            qa_item_id=row["qa_item_id"],
-            agrees=row["agrees"],
-            reason_code=row["reason_code"],
-            note=row["note"],
-            reviewer=row["reviewer"],
-            recorded_at=row["recorded_at"],
-        )
 
 
 @dataclass(frozen=True)
@@ -100,28 +87,19 @@ async def record_qa_result(
 ) -> RecordResult:
     """One statement (qa_result_record): the result, the copy decided, the timeline row and
     the hint; or, when its fence refuses, a diagnosis of why, and nothing written."""
-    if principal.role is not Role.REVIEWER:
-        return NotPermitted("only a reviewer token may record a QA result")
-    item_id = parse_id(answer.item_id, "itemId")
-    if isinstance(item_id, InvalidInput):
-        return item_id
-    token = parse_lease_token(answer.lease_token)
-    if isinstance(token, InvalidInput):
-        return token
-    problem = check_text(answer.note, "note", required=False)
-    if problem:
+    refused = "only a reviewer token may record a QA result"
+    parsed = reviewer_lease(principal, answer, refused=refused)
+    if isinstance(parsed, NotPermitted | InvalidInput):
+        return parsed
+    item_id, token = parsed
+    if problem := check_note(answer.note):
         return problem
     row = await db.fetchrow(
         sql.qa.QA_RESULT_RECORD,
-        item_id=item_id,
-        lease_token=token,
-        actor=principal.user,
-        actor_role=principal.role.value,
+        **under_lease(principal, item_id, token),
         agrees=answer.agrees,
         reason_code=answer.reason_code,
         note=answer.note,
-        queue_scope=sorted(principal.queues),
-        traceparent=tracing.current_traceparent(),
     )
     if row is not None:
         return QaResult.from_row(row)
@@ -173,10 +151,8 @@ async def _why_not_recorded(
     if not holds_lease(state, token, principal.user):
         return StaleLease(item_id, queue=state["queue"])
     verdict = AGREE_VERDICT if answer.agrees else DISAGREE_VERDICT
-    if not state["reason_allowed"]:
-        return InvalidReasonCode(state["queue"], answer.reason_code, verdict)
-    if state["note_missing"]:
-        return note_required(answer.reason_code)
+    if refused := catalogue_refusal(state, state["queue"], answer.reason_code, verdict):
+        return refused
     # Every condition holds now, so it failed an instant ago: a concurrent write won.
     return StaleLease(item_id, queue=state["queue"])
 

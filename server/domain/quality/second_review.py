@@ -10,22 +10,26 @@ from uuid import UUID
 from server.domain.failures import (
     EvidenceChanged,
     InvalidInput,
-    InvalidReasonCode,
     NotPermitted,
     StaleLease,
 )
-from server.domain.model import SECOND_REVIEW_VERDICTS, Decision, Principal, Role, Verdict
-from server.domain.parsing import holds_lease, parse_id, parse_lease_token
+from server.domain.model import SECOND_REVIEW_VERDICTS, Decision, Principal
+from server.domain.parsing import holds_lease
 from server.domain.review.decisions import (
-    EVIDENCE_HASH,
     DecisionInput,
     Replayed,
+    SubmitResult,
     answer_retry,
+    callers_decision,
+    catalogue_refusal,
     check_note,
     decision_by_id,
-    note_required,
+    item_refusal,
+    parse_reviewer_write,
+    under_lease,
+    used_lease,
+    verdict_values,
 )
-from server.observability import tracing
 from server.store import constraints, sql
 from server.store.database import Database, Row
 from server.store.errors import IntegrityViolation
@@ -38,44 +42,15 @@ class ConfirmInput:
     evidence_hash: str
 
 
-@dataclass(frozen=True)
-class OverrideInput:
-    item_id: str
-    lease_token: str
-    verdict: Verdict
-    reason_code: str
-    evidence_hash: str
-    note: str | None = None
+# What an override gives is what a decision does.
+OverrideInput = DecisionInput
 
 
 ConfirmResult = Decision | Replayed | StaleLease | EvidenceChanged | NotPermitted | InvalidInput
-OverrideResult = (
-    Decision
-    | Replayed
-    | StaleLease
-    | EvidenceChanged
-    | InvalidReasonCode
-    | NotPermitted
-    | InvalidInput
-)
+# An override answers as a decision's submission does.
+OverrideResult = SubmitResult
 
-
-def _parse_second_review(
-    principal: Principal, item_id: str, lease_token: str, evidence_hash: str
-) -> tuple[int, UUID] | NotPermitted | InvalidInput:
-    if principal.role is not Role.REVIEWER:
-        return NotPermitted("only a reviewer token may make a second review")
-    parsed = parse_id(item_id, "itemId")
-    if isinstance(parsed, InvalidInput):
-        return parsed
-    token = parse_lease_token(lease_token)
-    if isinstance(token, InvalidInput):
-        return token
-    if not EVIDENCE_HASH.fullmatch(evidence_hash):
-        return InvalidInput(
-            "evidenceHash is the 64-hex-digit hash the claim returned", "evidenceHash"
-        )
-    return parsed, token
+_REFUSED = "only a reviewer token may make a second review"
 
 
 async def confirm_decision(
@@ -84,21 +59,14 @@ async def confirm_decision(
     """The second reviewer agrees: the provisional decision the item waits on becomes
     effective and goes to the apply worker. Fenced by the caller's lease and pinned to the
     evidence the decision was made on; the decision's maker is refused."""
-    parsed = _parse_second_review(
-        principal, confirmation.item_id, confirmation.lease_token, confirmation.evidence_hash
-    )
+    parsed = parse_reviewer_write(principal, confirmation, refused=_REFUSED)
     if isinstance(parsed, NotPermitted | InvalidInput):
         return parsed
     item_id, token = parsed
     row = await db.fetchrow(
         sql.decisions.DECISION_CONFIRM,
-        item_id=item_id,
-        lease_token=token,
-        actor=principal.user,
-        actor_role=principal.role.value,
+        **under_lease(principal, item_id, token),
         evidence_hash=confirmation.evidence_hash,
-        queue_scope=sorted(principal.queues),
-        traceparent=tracing.current_traceparent(),
     )
     if row is not None:
         return Decision.from_row(row)
@@ -137,9 +105,7 @@ async def override_decision(
     catalogue of the provisional decision's queue, supersedes it and takes effect; the
     provisional one is never carried out. Fenced by the caller's lease and the evidence the
     caller saw; the decision's maker is refused."""
-    parsed = _parse_second_review(
-        principal, override.item_id, override.lease_token, override.evidence_hash
-    )
+    parsed = parse_reviewer_write(principal, override, refused=_REFUSED)
     if isinstance(parsed, NotPermitted | InvalidInput):
         return parsed
     item_id, token = parsed
@@ -149,22 +115,13 @@ async def override_decision(
             "on, release it (an escalation is not a second review's outcome)",
             "verdict",
         )
-    problem = check_note(override.note)
-    if problem:
+    if problem := check_note(override.note):
         return problem
     try:
         row = await db.fetchrow(
             sql.decisions.DECISION_OVERRIDE,
-            item_id=item_id,
-            lease_token=token,
-            actor=principal.user,
-            actor_role=principal.role.value,
-            verdict=override.verdict.value,
-            reason_code=override.reason_code,
-            evidence_hash=override.evidence_hash,
-            note=override.note,
-            queue_scope=sorted(principal.queues),
-            traceparent=tracing.current_traceparent(),
+            **under_lease(principal, item_id, token),
+            **verdict_values(override),
         )
     except IntegrityViolation as violation:
         # Lost the race for the row to another write under this lease, or to another row
@@ -181,15 +138,7 @@ async def override_decision(
         db, item_id, token, override.verdict.value, override.reason_code, override.note
     )
     if state is not None and state["decided_here"] is not None:
-        retried = DecisionInput(
-            override.item_id,
-            override.lease_token,
-            override.verdict,
-            override.reason_code,
-            override.evidence_hash,
-            override.note,
-        )
-        answer = await answer_retry(db, principal, state["decided_here"], retried)
+        answer = await answer_retry(db, principal, state["decided_here"], override)
         if answer is not None:
             return answer
     if _confirmed_by_caller(principal, state):
@@ -199,10 +148,10 @@ async def override_decision(
     if refusal is not None:
         return refusal
     assert state is not None
-    if not state["reason_allowed"]:
-        return InvalidReasonCode(state["decided_in"], override.reason_code, override.verdict.name)
-    if state["note_missing"]:
-        return note_required(override.reason_code)
+    if refused := catalogue_refusal(
+        state, state["decided_in"], override.reason_code, override.verdict.name
+    ):
+        return refused
     return StaleLease(item_id, queue=state["queue"])
 
 
@@ -229,14 +178,9 @@ def _second_review_refusal(
 ) -> StaleLease | EvidenceChanged | NotPermitted | InvalidInput | None:
     """The refusals confirmation and override share, in order of precedence; None when the
     item, the caller, the lease and the item's evidence are all as they must be."""
-    if state is None or not principal.works_in(state["queue"]):
-        # Outside the token's queues reads as missing: no team learns another's item ids.
-        return InvalidInput(f"no item with id {item_id}", "itemId")
-    if state["kind"] == "exception":
-        return InvalidInput(
-            f"item {item_id} stands for an exception: act on it with the exception mutations",
-            "itemId",
-        )
+    if unseen := item_refusal(principal, item_id, state):
+        return unseen
+    assert state is not None
     if state["awaiting_decision_id"] is not None and state["first_decider"] == principal.user:
         # Four-eyes: whatever lease the caller holds, the decision is theirs.
         return NotPermitted(
@@ -268,12 +212,7 @@ def _confirmed_by_caller(principal: Principal, state: Row | None) -> bool:
 
 
 def _used_lease(item_id: int, decision_id: int) -> StaleLease:
-    return StaleLease(
-        item_id,
-        f"decision {decision_id} was confirmed under this lease already; nothing was written",
-        decided_under_this_lease=True,
-        decision_id=decision_id,
-    )
+    return used_lease(item_id, decision_id, "confirmed under this lease already")
 
 
 async def _used_by_override(
@@ -281,13 +220,11 @@ async def _used_by_override(
 ) -> StaleLease | None:
     """A confirmation under a lease that recorded an override: stale, and said so to the
     override's maker only."""
-    prior = await decision_by_id(db, override_id)
-    if prior.reviewer != principal.user or not principal.works_in(prior.lease_queue):
+    prior = await callers_decision(db, principal, override_id)
+    if prior is None:
         return None
-    return StaleLease(
+    return used_lease(
         prior.item_id,
-        f"decision {prior.id} was recorded under this lease already, overriding the one "
-        "under review; nothing was written",
-        decided_under_this_lease=True,
-        decision_id=prior.id,
+        prior.id,
+        "recorded under this lease already, overriding the one under review",
     )

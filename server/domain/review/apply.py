@@ -15,6 +15,7 @@ from typing import Any
 from server.domain.exceptions import actions, redrives
 from server.domain.exceptions.records import SYSTEM_ACTOR, SYSTEM_ROLE, Consequence
 from server.domain.model import EffectKind, Principal, Role, Verdict
+from server.domain.rows import FromRow, from_row, grouped, seconds
 from server.domain.text import clipped, storable
 from server.store import sql
 from server.store.database import Database, Row
@@ -52,28 +53,16 @@ class DueApplication:
     @classmethod
     def from_row(cls, row: Row) -> DueApplication:
         superseded = row["superseded_outcome"]
-        return cls(
-            decision_id=row["decision_id"],
+        return from_row(
+            cls,
+            row,
+            optional=("traceparent",),
             attempt=row["attempts"],
-            item_id=row["item_id"],
-            external_key=row["external_key"],
-            queue=row["queue"],
             outcome=Verdict(row["outcome"]),
             is_overturn=row["verdict"] == "overturn",
             superseded_decision_id=row["supersedes"],
             superseded_outcome=Verdict(superseded) if superseded else None,
-            reason_code=row["reason_code"],
-            note=row["note"],
-            reviewer=row["reviewer"],
-            evidence_hash=row["evidence_hash"],
-            decided_at=row["decided_at"],
             effect_kind=EffectKind(row["effect_kind"]),
-            effect_target=row["effect_target"],
-            effect_secret=row["effect_secret"],
-            effect_timeout_seconds=row["effect_timeout_seconds"],
-            effect_max_attempts=row["effect_max_attempts"],
-            redrive_key=row["redrive_key"],
-            traceparent=row.get("traceparent"),
         )
 
     def payload(self) -> dict[str, Any]:
@@ -242,13 +231,10 @@ async def applications_by_decision_ids(
         sql.applications.APPLICATIONS_GET_BY_DECISION_IDS, decision_ids=decision_ids
     )
     return {
-        row["decision_id"]: Application(
-            decision_id=row["decision_id"],
-            state=row["state"],
-            attempts=row["attempts"],
-            last_error=row["last_error"],
+        row["decision_id"]: from_row(
+            Application,
+            row,
             next_attempt_at=row["next_attempt_at"] if row["state"] == "pending" else None,
-            applied_at=row["applied_at"],
             note=row["applied_note"],
         )
         for row in rows
@@ -256,7 +242,7 @@ async def applications_by_decision_ids(
 
 
 @dataclass(frozen=True)
-class Attempt:
+class Attempt(FromRow):
     attempt: int
     worker: str
     started_at: datetime
@@ -269,23 +255,10 @@ class Attempt:
 async def attempts_by_decision_ids(
     db: Database, decision_ids: list[int]
 ) -> dict[int, list[Attempt]]:
-    by_decision: dict[int, list[Attempt]] = {decision_id: [] for decision_id in decision_ids}
     attempts = await db.fetch(
         sql.applications.APPLICATION_ATTEMPTS_GET_BY_DECISION_IDS, decision_ids=decision_ids
     )
-    for row in attempts:
-        by_decision[row["decision_id"]].append(
-            Attempt(
-                attempt=row["attempt"],
-                worker=row["worker"],
-                started_at=row["started_at"],
-                finished_at=row["finished_at"],
-                outcome=row["outcome"],
-                error=row["error"],
-                next_retry_at=row["next_retry_at"],
-            )
-        )
-    return by_decision
+    return grouped(decision_ids, "decision_id", attempts, Attempt.from_row)
 
 
 @dataclass(frozen=True)
@@ -306,13 +279,10 @@ async def application_lags(
         threshold_seconds=threshold_seconds,
     )
     return {
-        row["queue"]: ApplicationLag(
-            unapplied=row["unapplied"],
-            unapplied_late=row["unapplied_late"],
-            oldest_unapplied_age_seconds=None
-            if row["oldest_unapplied_age_seconds"] is None
-            else float(row["oldest_unapplied_age_seconds"]),
-            failed=row["failed"],
+        row["queue"]: from_row(
+            ApplicationLag,
+            row,
+            oldest_unapplied_age_seconds=seconds(row["oldest_unapplied_age_seconds"]),
         )
         for row in rows
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol, TypedDict
 from uuid import UUID
 
 from server.domain.failures import (
@@ -21,11 +22,11 @@ from server.domain.model import (
     Role,
     Verdict,
 )
-from server.domain.parsing import holds_lease, parse_id, parse_lease_token
+from server.domain.parsing import LeaseInput, holds_lease, parse_id, reviewer_lease
 from server.domain.text import check_text
 from server.observability import tracing
 from server.store import constraints, sql
-from server.store.database import Database
+from server.store.database import Database, Row
 from server.store.errors import IntegrityViolation
 
 EVIDENCE_HASH = re.compile(r"^[0-9a-f]{64}$")
@@ -69,38 +70,105 @@ def note_required(reason_code: str) -> InvalidInput:
     return InvalidInput(f"reason code {reason_code[:100]!r} requires a note saying why", "note")
 
 
-async def submit_decision(
-    db: Database, principal: Principal, decision: DecisionInput
-) -> SubmitResult:
-    if principal.role is not Role.REVIEWER:
-        return NotPermitted("only a reviewer token may decide items")
-    item_id = parse_id(decision.item_id, "itemId")
-    if isinstance(item_id, InvalidInput):
-        return item_id
-    token = parse_lease_token(decision.lease_token)
-    if isinstance(token, InvalidInput):
-        return token
-    if not EVIDENCE_HASH.fullmatch(decision.evidence_hash):
+class EvidenceInput(LeaseInput, Protocol):
+    """A write's input pinned, besides, to the evidence the claim returned."""
+
+    @property
+    def evidence_hash(self) -> str: ...
+
+
+def parse_reviewer_write(
+    principal: Principal, write: EvidenceInput, *, refused: str
+) -> tuple[int, UUID] | NotPermitted | InvalidInput:
+    """A reviewer's write under a lease (`reviewer_lease`), pinned to the evidence the claim
+    returned."""
+    parsed = reviewer_lease(principal, write, refused=refused)
+    if isinstance(parsed, tuple) and not EVIDENCE_HASH.fullmatch(write.evidence_hash):
         return InvalidInput(
             "evidenceHash is the 64-hex-digit hash the claim returned", "evidenceHash"
         )
-    problem = check_note(decision.note)
-    if problem:
+    return parsed
+
+
+class VerdictValues(TypedDict):
+    verdict: str
+    reason_code: str
+    evidence_hash: str
+    note: str | None
+
+
+def verdict_values(decision: DecisionInput) -> VerdictValues:
+    """What a decision and an override record beside the lease (`under_lease`)."""
+    return {
+        "verdict": decision.verdict.value,
+        "reason_code": decision.reason_code,
+        "evidence_hash": decision.evidence_hash,
+        "note": decision.note,
+    }
+
+
+class UnderLease(TypedDict):
+    item_id: int
+    lease_token: UUID
+    actor: str
+    actor_role: str
+    queue_scope: list[str]
+    traceparent: str | None
+
+
+def under_lease(principal: Principal, item_id: int, token: UUID) -> UnderLease:
+    """What a reviewer's write under a lease gives its statement beside its own values: the
+    fence (the item, the lease token, the token's queues), who writes, the request's trace."""
+    return {
+        "item_id": item_id,
+        "lease_token": token,
+        **principal.actor(),
+        "queue_scope": sorted(principal.queues),
+        "traceparent": tracing.current_traceparent(),
+    }
+
+
+def item_refusal(principal: Principal, item_id: int, state: Row | None) -> InvalidInput | None:
+    """A diagnosed item that is not there for the caller to decide: missing or outside the
+    token's queues (the two read alike: no team learns another's item ids), or an
+    exception's item."""
+    if state is None or not principal.works_in(state["queue"]):
+        return InvalidInput(f"no item with id {item_id}", "itemId")
+    if state["kind"] == "exception":
+        return InvalidInput(
+            f"item {item_id} stands for an exception: act on it with the exception mutations",
+            "itemId",
+        )
+    return None
+
+
+def catalogue_refusal(
+    state: Row, queue: str, reason_code: str, verdict: str
+) -> InvalidReasonCode | InvalidInput | None:
+    """A diagnosis's `reason_allowed` and `note_missing`: the code is not in the queue's
+    catalogue for the verdict, or its entry wants a note that says why."""
+    if not state["reason_allowed"]:
+        return InvalidReasonCode(queue, reason_code, verdict)
+    if state["note_missing"]:
+        return note_required(reason_code)
+    return None
+
+
+async def submit_decision(
+    db: Database, principal: Principal, decision: DecisionInput
+) -> SubmitResult:
+    refused = "only a reviewer token may decide items"
+    parsed = parse_reviewer_write(principal, decision, refused=refused)
+    if isinstance(parsed, NotPermitted | InvalidInput):
+        return parsed
+    item_id, token = parsed
+    if problem := check_note(decision.note):
         return problem
-    verdict = decision.verdict.value
     try:
         row = await db.fetchrow(
             sql.decisions.DECISION_SUBMIT,
-            item_id=item_id,
-            lease_token=token,
-            actor=principal.user,
-            actor_role=principal.role.value,
-            verdict=verdict,
-            reason_code=decision.reason_code,
-            evidence_hash=decision.evidence_hash,
-            note=decision.note,
-            queue_scope=sorted(principal.queues),
-            traceparent=tracing.current_traceparent(),
+            **under_lease(principal, item_id, token),
+            **verdict_values(decision),
         )
     except IntegrityViolation as violation:
         # One verdict per lease: this one lost the race for the row, and the diagnosis
@@ -132,14 +200,9 @@ async def _why_not_recorded(
         answer = await answer_retry(db, principal, state["prior_decision_id"], decision)
         if answer is not None:
             return answer
-    if state is None or not principal.works_in(state["queue"]):
-        # Outside the token's queues reads as missing: no team learns another's item ids.
-        return InvalidInput(f"no item with id {item_id}", "itemId")
-    if state["kind"] == "exception":
-        return InvalidInput(
-            f"item {item_id} stands for an exception: act on it with the exception mutations",
-            "itemId",
-        )
+    if unseen := item_refusal(principal, item_id, state):
+        return unseen
+    assert state is not None
     if state["awaiting_decision_id"] is not None:
         return _awaits_second_review(item_id, state["awaiting_decision_id"])
     if state["kind"] == "qa":
@@ -152,10 +215,10 @@ async def _why_not_recorded(
         return StaleLease(item_id, queue=state["queue"])
     if state["evidence_hash"] != decision.evidence_hash:
         return EvidenceChanged(item_id, state["evidence_hash"])
-    if not state["reason_allowed"]:
-        return InvalidReasonCode(state["queue"], decision.reason_code, decision.verdict.name)
-    if state["note_missing"]:
-        return note_required(decision.reason_code)
+    if refusal := catalogue_refusal(
+        state, state["queue"], decision.reason_code, decision.verdict.name
+    ):
+        return refusal
     # Every condition holds now, so it failed an instant ago: a concurrent write won.
     return StaleLease(item_id, queue=state["queue"])
 
@@ -179,8 +242,8 @@ async def answer_retry(
     its holder's secret, so anyone else presenting it gets the answer of any lease that is
     not theirs (None: the diagnosis goes on), and learns nothing of the decision.
     """
-    prior = await decision_by_id(db, prior_id)
-    if prior.reviewer != principal.user or not principal.works_in(prior.lease_queue):
+    prior = await callers_decision(db, principal, prior_id)
+    if prior is None:
         return None
     if (
         prior.outcome is decision.verdict
@@ -189,13 +252,33 @@ async def answer_retry(
         and prior.note == decision.note
     ):
         return Replayed(prior)
-    return StaleLease(
+    return used_lease(
         prior.item_id,
-        f"decision {prior.id} was recorded under this lease already, with another verdict, "
-        "reason code, evidence hash or note; nothing was written",
-        decided_under_this_lease=True,
-        decision_id=prior.id,
+        prior.id,
+        "recorded under this lease already, with another verdict, reason code, evidence "
+        "hash or note",
         queue=prior.queue,
+    )
+
+
+async def callers_decision(db: Database, principal: Principal, decision_id: int) -> Decision | None:
+    """A decision recorded under the lease the caller presents, if the caller made it and
+    its token still covers the queue the lease was held in. A lease token is its holder's
+    secret: to anyone else (None) it is any lease that is not theirs."""
+    prior = await decision_by_id(db, decision_id)
+    if prior.reviewer != principal.user or not principal.works_in(prior.lease_queue):
+        return None
+    return prior
+
+
+def used_lease(item_id: int, decision_id: int, how: str, queue: str | None = None) -> StaleLease:
+    """Stale, and told to the maker of the decision the lease was used for: `how` it was."""
+    return StaleLease(
+        item_id,
+        f"decision {decision_id} was {how}; nothing was written",
+        decided_under_this_lease=True,
+        decision_id=decision_id,
+        queue=queue,
     )
 
 
@@ -217,8 +300,7 @@ async def overturn_decision(
     decision_id = parse_id(overturn.decision_id, "decisionId")
     if isinstance(decision_id, InvalidInput):
         return decision_id
-    problem = check_note(overturn.note)
-    if problem:
+    if problem := check_note(overturn.note):
         return problem
     rows = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_IDS, ids=[decision_id])
     if not rows or not principal.works_in(rows[0]["queue"]):
@@ -232,8 +314,7 @@ async def overturn_decision(
         row = await db.fetchrow(
             sql.decisions.DECISION_OVERTURN,
             decision_id=decision_id,
-            actor=principal.user,
-            actor_role=principal.role.value,
+            **principal.actor(),
             reason_code=overturn.reason_code,
             note=overturn.note,
             traceparent=tracing.current_traceparent(),
@@ -258,10 +339,10 @@ async def overturn_decision(
     if state["awaits_review"]:
         # Not confirmed when the overturn read it.
         return _not_effective_yet(decision_id)
-    if not state["reason_allowed"]:
-        return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)
-    if state["note_missing"]:
-        return note_required(overturn.reason_code)
+    if refusal := catalogue_refusal(
+        state, target.queue, overturn.reason_code, reversed_outcome.name
+    ):
+        return refusal
     # Every condition holds now, so it failed an instant ago: the catalogue changed.
     return InvalidReasonCode(target.queue, overturn.reason_code, reversed_outcome.name)
 

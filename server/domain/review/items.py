@@ -130,8 +130,7 @@ async def enqueue_items(
             payloads=[item.payload for item in items],
             evidence_hashes=hashes,
             # Who enqueued, for the items' timelines.
-            actor=principal.user,
-            actor_role=principal.role.value,
+            **principal.actor(),
             due_ats=[item.due_at for item in items],
         )
         rows = await tx.fetch(

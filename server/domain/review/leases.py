@@ -11,7 +11,7 @@ from server.domain.failures import (
     StaleLease,
 )
 from server.domain.model import Claim, Item, Principal, Role
-from server.domain.parsing import parse_id, parse_lease_token
+from server.domain.parsing import parse_item_lease
 from server.domain.review.due import escalate_overdue_items
 from server.domain.review.queues import require_queue
 from server.store import sql
@@ -37,18 +37,12 @@ def _may_hold_leases(principal: Principal) -> NotPermitted | None:
 async def claim_next(
     db: Database, principal: Principal, queue: str
 ) -> Claim | QueueEmpty | LeaseLimitReached | NotPermitted | InvalidInput:
-    refusal = _may_hold_leases(principal)
-    if refusal:
+    if refusal := _may_hold_leases(principal):
         return refusal
     if not principal.works_in(queue):
         return NotPermitted(f"your token does not cover queue {queue!r}")
     for _ in range(MAX_ESCALATIONS_PER_CLAIM):
-        row = await db.fetchrow(
-            sql.items.ITEM_CLAIM_NEXT,
-            queue=queue,
-            actor=principal.user,
-            actor_role=principal.role.value,
-        )
+        row = await db.fetchrow(sql.items.ITEM_CLAIM_NEXT, queue=queue, **principal.actor())
         assert row is not None, "the claim always answers with one row"
         # Overdue work changes queue at claim time; the claim says when some waits.
         moved = await escalate_overdue_exceptions(db, queue) if row["overdue_exceptions"] else 0
@@ -68,11 +62,7 @@ async def claim_next(
                 continue  # one may have moved into this queue
             break
         if not row["escalated"]:
-            return Claim(
-                item=Item.from_row(row),
-                lease_token=row["lease_token"],
-                lease_expires_at=row["lease_expires_at"],
-            )
+            return Claim.from_row(row)
     # The empty path is the place to tell an unknown queue from an empty one.
     known = await require_queue(db, principal, queue)
     if isinstance(known, InvalidInput | NotPermitted):
@@ -107,69 +97,38 @@ async def held_leases(db: Database, principal: Principal, queue: str | None = No
         queue=queue,
         queue_scope=principal.queue_scope(),
     )
-    return [
-        Claim(
-            item=Item.from_row(row),
-            lease_token=row["lease_token"],
-            lease_expires_at=row["lease_expires_at"],
-        )
-        for row in rows
-    ]
+    return [Claim.from_row(row) for row in rows]
 
 
 async def renew_lease(
     db: Database, principal: Principal, item_id: str, lease_token: str
 ) -> Item | StaleLease | NotPermitted | InvalidInput:
-    # The renewal goes into the item's timeline with the holder's role.
-    return await _fenced_lease_write(
-        db,
-        principal,
-        sql.leases.LEASE_RENEW,
-        item_id,
-        lease_token,
-        actor_role=principal.role.value,
-    )
+    """The renewal goes into the item's timeline, with the holder's role."""
+    return await _fenced_lease_write(db, principal, sql.leases.LEASE_RENEW, item_id, lease_token)
 
 
 async def release_lease(
     db: Database, principal: Principal, item_id: str, lease_token: str
 ) -> Item | StaleLease | NotPermitted | InvalidInput:
-    # The release goes into the item's timeline with the releaser's role.
-    return await _fenced_lease_write(
-        db,
-        principal,
-        sql.leases.LEASE_RELEASE,
-        item_id,
-        lease_token,
-        actor_role=principal.role.value,
-    )
+    """The release goes into the item's timeline, with the releaser's role."""
+    return await _fenced_lease_write(db, principal, sql.leases.LEASE_RELEASE, item_id, lease_token)
 
 
 async def _fenced_lease_write(
-    db: Database,
-    principal: Principal,
-    query: Query[...],
-    item_id: str,
-    lease_token: str,
-    **recorded: str,
+    db: Database, principal: Principal, query: Query[...], item_id: str, lease_token: str
 ) -> Item | StaleLease | NotPermitted | InvalidInput:
-    """recorded: what the statement writes beside the lease (the timeline's actor role)."""
-    refusal = _may_hold_leases(principal)
-    if refusal:
+    if refusal := _may_hold_leases(principal):
         return refusal
-    parsed_id = parse_id(item_id, "itemId")
-    if isinstance(parsed_id, InvalidInput):
-        return parsed_id
-    token = parse_lease_token(lease_token)
-    if isinstance(token, InvalidInput):
-        return token
+    parsed = parse_item_lease(item_id, lease_token)
+    if isinstance(parsed, InvalidInput):
+        return parsed
+    parsed_id, token = parsed
     row = await db.fetchrow(
         query,
         item_id=parsed_id,
         lease_token=token,
-        actor=principal.user,
         queue_scope=principal.queue_scope(),
-        **recorded,
+        **principal.actor(),
     )
     if row is None:
         # The fence refused. An item outside the token's scope answers as one that does not

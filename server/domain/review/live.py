@@ -8,6 +8,7 @@ from datetime import datetime
 from server.domain.failures import InvalidInput
 from server.domain.model import Decision
 from server.domain.parsing import parse_id
+from server.domain.rows import from_row, seconds
 from server.store import sql
 from server.store.database import Database
 
@@ -35,16 +36,8 @@ async def queue_backlogs(db: Database, queues: list[str]) -> dict[str, Backlog]:
     """One row per queue asked for, known or not (an unknown queue has no backlog)."""
     rows = await db.fetch(sql.queues.QUEUES_GET_BACKLOG, queues=queues)
     return {
-        row["queue"]: Backlog(
-            row["queue"],
-            row["pending"],
-            row["leased"],
-            None
-            if row["oldest_pending_age_seconds"] is None
-            else float(row["oldest_pending_age_seconds"]),
-            held=row["held"],
-            assigned=row["assigned"],
-            overdue=row["overdue"],
+        row["queue"]: from_row(
+            Backlog, row, oldest_pending_age_seconds=seconds(row["oldest_pending_age_seconds"])
         )
         for row in rows
     }

@@ -19,6 +19,7 @@ from server.domain.model import (
     Verdict,
 )
 from server.domain.review import due
+from server.domain.rows import grouped
 from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database
@@ -105,10 +106,8 @@ def _check_settings(settings: QueueSettings, allowed_hosts: frozenset[str]) -> I
     if settings.max_abandons is not None and not 1 <= settings.max_abandons <= 100:
         return InvalidInput("maxAbandons must be between 1 and 100", "maxAbandons")
     effect = settings.effect
-    if effect is not None:
-        problem = _check_effect(effect, allowed_hosts)
-        if problem:
-            return problem
+    if effect is not None and (problem := _check_effect(effect, allowed_hosts)):
+        return problem
     attempts = settings.effect_max_attempts
     if attempts is not None and not 1 <= attempts <= 100:
         return InvalidInput("effectMaxAttempts must be between 1 and 100", "effectMaxAttempts")
@@ -284,8 +283,8 @@ async def configure_queue(
     allowed_hosts: frozenset[str] = frozenset(),
 ) -> Queue | NotPermitted | InvalidInput:
     """allowed_hosts: where webhook effects may point (empty: anywhere)."""
-    if principal.role is not Role.ADMIN:
-        return NotPermitted("only an admin may configure queues")
+    if refusal := admin_refusal(principal, "configure queues"):
+        return refusal
     # The queue and the queues it escalates to are all the admin's to change: an escalation
     # into another team's queue hands that team work, so it must be in the token's scope.
     problem = _check_settings(settings, allowed_hosts)
@@ -408,10 +407,8 @@ async def define_reason_code(
 ) -> ReasonCode | NotPermitted | InvalidInput:
     """requires_note: a decision giving this code must say why in its note; None leaves the
     setting as it is (off for a new code)."""
-    if principal.role is not Role.ADMIN:
-        return NotPermitted("only an admin may change a reason-code catalogue")
-    if not principal.works_in(queue):
-        return not_covered(queue)
+    if refusal := admin_refusal(principal, "change a reason-code catalogue", queue):
+        return refusal
     if not REASON_CODE.fullmatch(code):
         return InvalidInput(
             "a reason code is 1 to 63 characters of letters, digits, '_', '.', '-'", "code"
@@ -448,11 +445,8 @@ async def list_queues(db: Database, principal: Principal) -> list[Queue]:
 
 
 async def get_reason_codes(db: Database, queues: list[str]) -> dict[str, list[ReasonCode]]:
-    by_queue: dict[str, list[ReasonCode]] = {name: [] for name in queues}
-    reason_codes = await db.fetch(sql.reason_codes.REASON_CODES_GET_BY_QUEUES, queues=queues)
-    for row in reason_codes:
-        by_queue[row["queue"]].append(ReasonCode.from_row(row))
-    return by_queue
+    rows = await db.fetch(sql.reason_codes.REASON_CODES_GET_BY_QUEUES, queues=queues)
+    return grouped(queues, "queue", rows, ReasonCode.from_row)
 
 
 async def require_queue(
@@ -465,6 +459,17 @@ async def require_queue(
     if name not in queues:
         return InvalidInput(f"unknown queue {name!r}", "queue")
     return queues[name]
+
+
+def admin_refusal(principal: Principal, what: str, *queues: str | None) -> NotPermitted | None:
+    """Configuration is an admin's (`what` it is), within the token's queues: each of
+    `queues` that is named (not None) must be one the token covers."""
+    if principal.role is not Role.ADMIN:
+        return NotPermitted(f"only an admin may {what}")
+    for queue in queues:
+        if queue is not None and not principal.works_in(queue):
+            return not_covered(queue)
+    return None
 
 
 def not_covered(queue: str) -> NotPermitted:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from server.domain.rows import from_row
 from server.store import sql
 from server.store.database import Database, Row
 
@@ -102,6 +103,18 @@ class TimelineLease:
     started_at: datetime
 
 
+# The columns of the kinds that have them (TimelineEvent's fields of these names).
+_KIND_COLUMNS = (
+    "evidence_hash",
+    "from_queue",
+    "to_queue",
+    "until",
+    "decision_id",
+    "hold_reason",
+    "assignee",
+)
+
+
 @dataclass(frozen=True)
 class TimelineEvent:
     item_id: int
@@ -131,28 +144,17 @@ class TimelineEvent:
     @classmethod
     def from_row(cls, row: Row) -> TimelineEvent:
         lease_id = row.get("lease_id")
-        return cls(
-            item_id=row["item_id"],
+        return from_row(
+            cls,
+            row,
+            optional=_KIND_COLUMNS,
             kind=TimelineKind(row["kind"]),
-            at=row["at"],
             position=Position(row["at"], row["rank"], row["ref"]),
-            queue=row["queue"],
-            actor=row["actor"],
-            actor_role=row["actor_role"],
-            body=row["body"],
             lease=(
                 TimelineLease(lease_id, row["lease_owner"], row["lease_started_at"])
                 if lease_id is not None
                 else None
             ),
-            recorded_at=row["recorded_at"],
-            evidence_hash=row.get("evidence_hash"),
-            from_queue=row.get("from_queue"),
-            to_queue=row.get("to_queue"),
-            until=row.get("until"),
-            decision_id=row.get("decision_id"),
-            hold_reason=row.get("hold_reason"),
-            assignee=row.get("assignee"),
         )
 
 

@@ -20,15 +20,13 @@ async def add_note(
     parsed = parse_id(item_id, "itemId")
     if isinstance(parsed, InvalidInput):
         return parsed
-    problem = check_text(body, "body", required=True)
-    if problem:
+    if problem := check_text(body, "body", required=True):
         return problem
     row = await db.fetchrow(
         sql.timeline.ITEM_NOTE_ADD,
         item_id=parsed,
         queue_scope=principal.queue_scope(),
-        actor=principal.user,
-        actor_role=principal.role.value,
+        **principal.actor(),
         body=body,
     )
     if row is not None:

@@ -5,32 +5,11 @@ Generated from db/queries/bulk.sql by `python -m server.store.sqlgen`: do not ed
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _items_bulk_release(
-    *,
-    item_ids: Any,
-    queue: Any,
-    state: Any,
-    overdue: Any,
-    assigned: Any,
-    older_than_seconds: Any,
-    batch: Any,
-    queue_scope: Any,
-    revoke_leases: Any,
-    actor: Any,
-    actor_role: Any,
-    body: Any,
-) -> None: ...
-
-
-ITEMS_BULK_RELEASE = Query("items_bulk_release", _items_bulk_release)
-"""db/queries/bulk.sql:31
-
-Makes the items claimable by anyone now: ends their holds (a hold that paused the due
+# db/queries/bulk.sql:31
+ITEMS_BULK_RELEASE = Query("items_bulk_release", lambda *, item_ids, queue, state, overdue, assigned, older_than_seconds, batch, queue_scope, revoke_leases, actor, actor_role, body: None)
+"""Makes the items claimable by anyone now: ends their holds (a hold that paused the due
 time gives back what it did not use, as item_resume) and their assignments and, with
 :revoke_leases, their live leases (as lease_revoke: not an abandonment). Timeline rows:
 `revoked` (the owner; :body, the call's reason), `resumed`, `unassigned`, each with :body.
@@ -41,31 +20,9 @@ Fence: every id found in the caller's queues; no exception's item; the filter's 
 exists.
 """
 
-
-def _items_bulk_assign(
-    *,
-    item_ids: Any,
-    queue: Any,
-    state: Any,
-    overdue: Any,
-    assigned: Any,
-    older_than_seconds: Any,
-    reviewer: Any,
-    until: Any,
-    batch: Any,
-    queue_scope: Any,
-    max_seconds: Any,
-    revoke_leases: Any,
-    actor: Any,
-    actor_role: Any,
-    body: Any,
-) -> None: ...
-
-
-ITEMS_BULK_ASSIGN = Query("items_bulk_assign", _items_bulk_assign)
-"""db/queries/bulk.sql:166
-
-Reserves each item for :reviewer until :until (NULL: until unassigned), as item_assign
+# db/queries/bulk.sql:166
+ITEMS_BULK_ASSIGN = Query("items_bulk_assign", lambda *, item_ids, queue, state, overdue, assigned, older_than_seconds, reviewer, until, batch, queue_scope, max_seconds, revoke_leases, actor, actor_role, body: None)
+"""Reserves each item for :reviewer until :until (NULL: until unassigned), as item_assign
 does one: only review items; assigning again replaces the assignment; a hold stays. With
 :revoke_leases a live lease is revoked first (`revoked`, with :body); a lease that has run
 out is left for the next claim to write off. Timeline: `assigned` {reviewer, until},
@@ -75,29 +32,9 @@ token of the holder role of every waiting item's queue (and of the filter's queu
 :until, when given, lies ahead, within :max_seconds.
 """
 
-
-def _items_bulk_move(
-    *,
-    item_ids: Any,
-    queue: Any,
-    state: Any,
-    overdue: Any,
-    assigned: Any,
-    older_than_seconds: Any,
-    to_queue: Any,
-    batch: Any,
-    queue_scope: Any,
-    revoke_leases: Any,
-    actor: Any,
-    actor_role: Any,
-    body: Any,
-) -> None: ...
-
-
-ITEMS_BULK_MOVE = Query("items_bulk_move", _items_bulk_move)
-"""db/queries/bulk.sql:313
-
-Moves each waiting review item to :to_queue, keeping its priority. What belonged to the
+# db/queries/bulk.sql:313
+ITEMS_BULK_MOVE = Query("items_bulk_move", lambda *, item_ids, queue, state, overdue, assigned, older_than_seconds, to_queue, batch, queue_scope, revoke_leases, actor, actor_role, body: None)
+"""Moves each waiting review item to :to_queue, keeping its priority. What belonged to the
 queue it leaves stays behind, as with the overdue move (items_escalate_overdue): its
 assignment (the assignee works that queue) and its hold (its reason is of that queue's
 catalogue) end, and it takes the due time of the queue it joins, counted from now (none if
@@ -110,30 +47,9 @@ Fence: every id found in the caller's queues; no exception's item; :to_queue exi
 lies in the caller's queues.
 """
 
-
-def _items_bulk_hold(
-    *,
-    item_ids: Any,
-    queue: Any,
-    state: Any,
-    overdue: Any,
-    assigned: Any,
-    older_than_seconds: Any,
-    batch: Any,
-    queue_scope: Any,
-    reason: Any,
-    until: Any,
-    max_seconds: Any,
-    revoke_leases: Any,
-    actor: Any,
-    actor_role: Any,
-) -> None: ...
-
-
-ITEMS_BULK_HOLD = Query("items_bulk_hold", _items_bulk_hold)
-"""db/queries/bulk.sql:459
-
-Parks each waiting review item until :until for :reason, as item_hold does for its lease
+# db/queries/bulk.sql:459
+ITEMS_BULK_HOLD = Query("items_bulk_hold", lambda *, item_ids, queue, state, overdue, assigned, older_than_seconds, batch, queue_scope, reason, until, max_seconds, revoke_leases, actor, actor_role: None)
+"""Parks each waiting review item until :until for :reason, as item_hold does for its lease
 holder, but by a manager and without a lease: a live lease is skipped, or revoked first
 with :revoke_leases (`revoked`, its body the reason's label); a lease that had run out is
 written off (`lapsed`) and counted as an abandonment, as the claim that noticed it would.
@@ -144,24 +60,9 @@ catalogue of every waiting item's queue (and of the filter's queue); :until lies
 within :max_seconds.
 """
 
-
-def _items_bulk_diagnose(
-    *,
-    item_ids: Any,
-    queue_scope: Any,
-    queue: Any,
-    to_queue: Any,
-    reason: Any,
-    reviewer: Any,
-    until: Any,
-    max_seconds: Any,
-) -> None: ...
-
-
-ITEMS_BULK_DIAGNOSE = Query("items_bulk_diagnose", _items_bulk_diagnose)
-"""db/queries/bulk.sql:600
-
-Read-only: why did a bulk action's fence refuse? Runs only on that failure path. Arguments
+# db/queries/bulk.sql:600
+ITEMS_BULK_DIAGNOSE = Query("items_bulk_diagnose", lambda *, item_ids, queue_scope, queue, to_queue, reason, reviewer, until, max_seconds: None)
+"""Read-only: why did a bulk action's fence refuse? Runs only on that failure path. Arguments
 an action does not take are NULL. The first id (lowest) that is missing or outside
 :queue_scope, the first that is an exception's item, the first queue (of the waiting items
 and the filter's queue) lacking the hold reason or the reviewer.

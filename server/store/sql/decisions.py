@@ -5,30 +5,11 @@ Generated from db/queries/decisions.sql by `python -m server.store.sqlgen`: do n
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _decision_submit(
-    *,
-    verdict: Any,
-    actor: Any,
-    item_id: Any,
-    lease_token: Any,
-    evidence_hash: Any,
-    queue_scope: Any,
-    reason_code: Any,
-    note: Any,
-    actor_role: Any,
-    traceparent: Any,
-) -> None: ...
-
-
-DECISION_SUBMIT = Query("decision_submit", _decision_submit)
-"""db/queries/decisions.sql:1
-
-Records a verdict made under a lease, in one statement. Fence: every condition of it
+# db/queries/decisions.sql:1
+DECISION_SUBMIT = Query("decision_submit", lambda *, verdict, actor, item_id, lease_token, evidence_hash, queue_scope, reason_code, note, actor_role, traceparent: None)
+"""Records a verdict made under a lease, in one statement. Fence: every condition of it
 sits in the WHERE clause of the UPDATE `moved`: a live lease of the caller with this token on a
 pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
 allows for this verdict (with a note that says something, if the code requires one), in
@@ -60,42 +41,17 @@ never holds up the effect. In a queue without a rate the step costs a comparison
 row `moved` returned.
 """
 
-
-def _decision_submit_diagnose(
-    *,
-    note: Any,
-    reason_code: Any,
-    verdict: Any,
-    lease_token: Any,
-    item_id: Any,
-) -> None: ...
-
-
-DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", _decision_submit_diagnose)
-"""db/queries/decisions.sql:130
-
-Read-only: why did decision_submit write nothing? Runs only on that failure path.
+# db/queries/decisions.sql:130
+DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", lambda *, note, reason_code, verdict, lease_token, item_id: None)
+"""Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
 a console whose answer was lost retries with the same token, and is answered with it.
 `note_missing`: the reason code requires a note and this one says nothing.
 """
 
-
-def _decision_overturn(
-    *,
-    decision_id: Any,
-    reason_code: Any,
-    note: Any,
-    actor: Any,
-    actor_role: Any,
-    traceparent: Any,
-) -> None: ...
-
-
-DECISION_OVERTURN = Query("decision_overturn", _decision_overturn)
-"""db/queries/decisions.sql:147
-
-Writes an overturn that supersedes :decision_id.
+# db/queries/decisions.sql:147
+DECISION_OVERTURN = Query("decision_overturn", lambda *, decision_id, reason_code, note, actor, actor_role, traceparent: None)
+"""Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, not
 an escalation, and not a provisional decision still waiting for its second review), and
 the catalogue allows :reason_code for the reversed outcome (with
@@ -103,41 +59,17 @@ a note that says something, if the code requires one).
 The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
 """
 
-
-def _decision_overturn_diagnose(
-    *,
-    note: Any,
-    reason_code: Any,
-    decision_id: Any,
-) -> None: ...
-
-
-DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", _decision_overturn_diagnose)
-"""db/queries/decisions.sql:189
-
-Read-only: why did decision_overturn write nothing? Runs only on that failure path.
+# db/queries/decisions.sql:189
+DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", lambda *, note, reason_code, decision_id: None)
+"""Read-only: why did decision_overturn write nothing? Runs only on that failure path.
 `superseded_by`: a concurrent overturn won; `awaits_review`: a provisional decision
 nobody has confirmed (migration 0020); `reason_allowed`: the catalogue allows the
 code for the reversed outcome; `note_missing`: it requires a note and this one says nothing.
 """
 
-
-def _decision_confirm(
-    *,
-    item_id: Any,
-    lease_token: Any,
-    actor: Any,
-    queue_scope: Any,
-    evidence_hash: Any,
-    actor_role: Any,
-    traceparent: Any,
-) -> None: ...
-
-
-DECISION_CONFIRM = Query("decision_confirm", _decision_confirm)
-"""db/queries/decisions.sql:206
-
-A second reviewer confirms the provisional decision an item waits on (migration 0020).
+# db/queries/decisions.sql:206
+DECISION_CONFIRM = Query("decision_confirm", lambda *, item_id, lease_token, actor, queue_scope, evidence_hash, actor_role, traceparent: None)
+"""A second reviewer confirms the provisional decision an item waits on (migration 0020).
 Fence: every condition sits in the WHERE clause of the UPDATE `moved`: a live lease of
 the caller with this token on a pending review item, in a queue the caller's token
 covers; the item waits on a decision (`awaiting_decision_id`) that the caller did not
@@ -152,26 +84,9 @@ the item's queue and the decision's (other_queues: decisionEvents of the decisio
 queue delivers it now). The timeline reads the confirmation from its row.
 """
 
-
-def _decision_override(
-    *,
-    item_id: Any,
-    lease_token: Any,
-    actor: Any,
-    queue_scope: Any,
-    evidence_hash: Any,
-    verdict: Any,
-    reason_code: Any,
-    note: Any,
-    actor_role: Any,
-    traceparent: Any,
-) -> None: ...
-
-
-DECISION_OVERRIDE = Query("decision_override", _decision_override)
-"""db/queries/decisions.sql:287
-
-A second reviewer overrides the provisional decision an item waits on with a decision of
+# db/queries/decisions.sql:287
+DECISION_OVERRIDE = Query("decision_override", lambda *, item_id, lease_token, actor, queue_scope, evidence_hash, verdict, reason_code, note, actor_role, traceparent: None)
+"""A second reviewer overrides the provisional decision an item waits on with a decision of
 their own (migration 0020), which supersedes it: effective at once, while the provisional
 one is never applied.
 Fence: every condition sits in the WHERE clause of the UPDATE `moved`: a live lease of
@@ -187,21 +102,9 @@ measures and its stream), with the second-review queue the lease was held in as
 superseding a decision (review_decisions_one_overturn_each) hold here too.
 """
 
-
-def _second_review_diagnose(
-    *,
-    note: Any,
-    reason_code: Any,
-    verdict: Any,
-    lease_token: Any,
-    item_id: Any,
-) -> None: ...
-
-
-SECOND_REVIEW_DIAGNOSE = Query("second_review_diagnose", _second_review_diagnose)
-"""db/queries/decisions.sql:372
-
-Read-only: why did decision_confirm or decision_override write nothing? Runs only on that
+# db/queries/decisions.sql:372
+SECOND_REVIEW_DIAGNOSE = Query("second_review_diagnose", lambda *, note, reason_code, verdict, lease_token, item_id: None)
+"""Read-only: why did decision_confirm or decision_override write nothing? Runs only on that
 failure path. `first_decider`, `decided_on`, `decided_in`: the provisional decision the
 item waits on, if any. `confirmed_here` and `decided_here`: what was recorded on this
 item under this very lease already (a confirmation, an override), so that a retry after

@@ -5,21 +5,11 @@ Generated from db/queries/due.sql by `python -m server.store.sqlgen`: do not edi
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _items_escalate_overdue(
-    *,
-    queue: Any,
-) -> None: ...
-
-
-ITEMS_ESCALATE_OVERDUE = Query("items_escalate_overdue", _items_escalate_overdue)
-"""db/queries/due.sql:3
-
-Runs from the claim path when item_claim_next says overdue items wait in a queue that
+# db/queries/due.sql:3
+ITEMS_ESCALATE_OVERDUE = Query("items_escalate_overdue", lambda *, queue: None)
+"""Runs from the claim path when item_claim_next says overdue items wait in a queue that
 names an overdue_queue, so no cron job is needed: each moves there with its priority
 raised by the queue's overdue_priority_boost, once. An item under a live lease stays
 with its holder until the lease ends; a held item stays until its hold ends. The move
@@ -31,18 +21,8 @@ timeline gets an `escalated` row per item (cause `overdue`, with the old due tim
 the same item is never waited for; the next claim looks again.
 """
 
-
-def _items_get_due_between(
-    *,
-    queues: Any,
-    after: Any,
-    until: Any,
-) -> None: ...
-
-
-ITEMS_GET_DUE_BETWEEN = Query("items_get_due_between", _items_get_due_between)
-"""db/queries/due.sql:78
-
-Waiting items that fell due in (after, until]: what the process timer announces as
+# db/queries/due.sql:78
+ITEMS_GET_DUE_BETWEEN = Query("items_get_due_between", lambda *, queues, after, until: None)
+"""Waiting items that fell due in (after, until]: what the process timer announces as
 OVERDUE. Reads only.
 """

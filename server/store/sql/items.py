@@ -5,28 +5,11 @@ Generated from db/queries/items.sql by `python -m server.store.sqlgen`: do not e
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _items_upsert(
-    *,
-    queue: Any,
-    external_keys: Any,
-    priorities: Any,
-    payloads: Any,
-    evidence_hashes: Any,
-    due_ats: Any,
-    actor: Any,
-    actor_role: Any,
-) -> None: ...
-
-
-ITEMS_UPSERT = Query("items_upsert", _items_upsert)
-"""db/queries/items.sql:1
-
-Idempotent on (origin queue, external key). A key seen before keeps its item; if the
+# db/queries/items.sql:1
+ITEMS_UPSERT = Query("items_upsert", lambda *, queue, external_keys, priorities, payloads, evidence_hashes, due_ats, actor, actor_role: None)
+"""Idempotent on (origin queue, external key). A key seen before keeps its item; if the
 item is still pending and the payload differs, the payload is replaced (a re-upload) and
 any decision under the current lease will be refused with EvidenceChanged.
 Each item created or re-uploaded is written to its timeline (`item_events`, kind
@@ -36,42 +19,15 @@ A new item is due at its own :due_ats entry, else when the queue's due time for 
 priority says (review_due_seconds), else never; a known key keeps its due time.
 """
 
+# db/queries/items.sql:51
+ITEMS_GET_BY_EXTERNAL_KEYS = Query("items_get_by_external_keys", lambda *, origin_queue, external_keys: None)
 
-def _items_get_by_external_keys(
-    *,
-    origin_queue: Any,
-    external_keys: Any,
-) -> None: ...
+# db/queries/items.sql:56
+ITEMS_GET_BY_IDS = Query("items_get_by_ids", lambda *, ids: None)
 
-
-ITEMS_GET_BY_EXTERNAL_KEYS = Query("items_get_by_external_keys", _items_get_by_external_keys)
-"""db/queries/items.sql:51"""
-
-
-def _items_get_by_ids(
-    *,
-    ids: Any,
-) -> None: ...
-
-
-ITEMS_GET_BY_IDS = Query("items_get_by_ids", _items_get_by_ids)
-"""db/queries/items.sql:56"""
-
-
-def _item_ids_get_enqueued_between(
-    *,
-    queue: Any,
-    since: Any,
-    until: Any,
-) -> None: ...
-
-
-ITEM_IDS_GET_ENQUEUED_BETWEEN = Query(
-    "item_ids_get_enqueued_between", _item_ids_get_enqueued_between
-)
-"""db/queries/items.sql:59
-
-The items first enqueued to :queue (their origin queue, which never changes) from :since
+# db/queries/items.sql:59
+ITEM_IDS_GET_ENQUEUED_BETWEEN = Query("item_ids_get_enqueued_between", lambda *, queue, since, until: None)
+"""The items first enqueued to :queue (their origin queue, which never changes) from :since
 up to, not including, :until, by their enqueue time (created_at), oldest id first: what
 `casework export queue` packs (server/domain/quality/audit.py), read through a cursor.
 The window is read first (review_items_created_brin: the window's blocks only), then
@@ -79,36 +35,15 @@ sorted: as a cursor's query, a plain ORDER BY id would be planned for its first 
 a walk of the whole table in id order (tests/migrations/test_export_plan.py).
 """
 
-
-def _items_get_pages(
-    *,
-    queues: Any,
-    after_id: Any,
-    state: Any,
-    page_size: Any,
-) -> None: ...
-
-
-ITEMS_GET_PAGES = Query("items_get_pages", _items_get_pages)
-"""db/queries/items.sql:75
-
-One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
+# db/queries/items.sql:75
+ITEMS_GET_PAGES = Query("items_get_pages", lambda *, queues, after_id, state, page_size: None)
+"""One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
 derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
 """
 
-
-def _item_claim_next(
-    *,
-    queue: Any,
-    actor: Any,
-    actor_role: Any,
-) -> None: ...
-
-
-ITEM_CLAIM_NEXT = Query("item_claim_next", _item_claim_next)
-"""db/queries/items.sql:99
-
-Takes the first claimable item of a queue under a fresh lease. An expired lease counts
+# db/queries/items.sql:99
+ITEM_CLAIM_NEXT = Query("item_claim_next", lambda *, queue, actor, actor_role: None)
+"""Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 as an abandonment; the abandonment that reaches max_abandons escalates the item instead
 of leasing it (`escalated` is then true and the caller claims again).
 Sends one hint (casework_hint): `claimed`, or `escalated` with the queue the item left.

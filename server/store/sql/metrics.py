@@ -5,22 +5,11 @@ Generated from db/queries/metrics.sql by `python -m server.store.sqlgen`: do not
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _metrics_figures_read(
-    *,
-    max_age_seconds: Any,
-    unapplied_threshold_seconds: Any,
-) -> None: ...
-
-
-METRICS_FIGURES_READ = Query("metrics_figures_read", _metrics_figures_read)
-"""db/queries/metrics.sql:1
-
-The database figures of /metrics, as one JSON object. A snapshot younger than
+# db/queries/metrics.sql:1
+METRICS_FIGURES_READ = Query("metrics_figures_read", lambda *, max_age_seconds, unapplied_threshold_seconds: None)
+"""The database figures of /metrics, as one JSON object. A snapshot younger than
 :max_age_seconds is returned as it is; otherwise this statement computes the figures and
 stores them for the next scrapes, of this process or any other. Computing costs what the
 backlog costs, never the history: every count walks a partial index (pending items,

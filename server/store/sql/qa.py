@@ -5,29 +5,11 @@ Generated from db/queries/qa.sql by `python -m server.store.sqlgen`: do not edit
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _qa_result_record(
-    *,
-    item_id: Any,
-    lease_token: Any,
-    actor: Any,
-    queue_scope: Any,
-    reason_code: Any,
-    agrees: Any,
-    note: Any,
-    actor_role: Any,
-    traceparent: Any,
-) -> None: ...
-
-
-QA_RESULT_RECORD = Query("qa_result_record", _qa_result_record)
-"""db/queries/qa.sql:4
-
-Records a QA reviewer's agree or disagree on a sampled decision, in one statement: the
+# db/queries/qa.sql:4
+QA_RESULT_RECORD = Query("qa_result_record", lambda *, item_id, lease_token, actor, queue_scope, reason_code, agrees, note, actor_role, traceparent: None)
+"""Records a QA reviewer's agree or disagree on a sampled decision, in one statement: the
 append-only qa_results row, the QA copy decided (lease cleared), a `qa_checked` row on the
 timeline of the item whose decision was checked (the note as its body), and a `decided`
 hint for the copy in the QA queue, naming the decision's queue among its queues.
@@ -40,21 +22,9 @@ when disagreeing), with a note that says something if the code requires one. If 
 fails, nothing is written and no row comes back.
 """
 
-
-def _qa_result_record_diagnose(
-    *,
-    note: Any,
-    lease_token: Any,
-    reason_code: Any,
-    agrees: Any,
-    item_id: Any,
-) -> None: ...
-
-
-QA_RESULT_RECORD_DIAGNOSE = Query("qa_result_record_diagnose", _qa_result_record_diagnose)
-"""db/queries/qa.sql:61
-
-Read-only: why did qa_result_record write nothing? Runs only on that failure path.
+# db/queries/qa.sql:61
+QA_RESULT_RECORD_DIAGNOSE = Query("qa_result_record_diagnose", lambda *, note, lease_token, reason_code, agrees, item_id: None)
+"""Read-only: why did qa_result_record write nothing? Runs only on that failure path.
 `decider`: the reviewer of the decision the copy checks (NULL: not a QA copy);
 `reason_allowed`: the QA queue's catalogue allows the code for this answer;
 `note_missing`: the code requires a note and this one says nothing.
@@ -63,17 +33,9 @@ agrees, reason_code, note, reviewer, ...): a console whose answer was lost retri
 the same token, and is answered with it.
 """
 
-
-def _qa_get_by_decision_ids(
-    *,
-    decision_ids: Any,
-) -> None: ...
-
-
-QA_GET_BY_DECISION_IDS = Query("qa_get_by_decision_ids", _qa_get_by_decision_ids)
-"""db/queries/qa.sql:83
-
-For each sampled decision among :decision_ids: its QA copy, and the result if one was
+# db/queries/qa.sql:83
+QA_GET_BY_DECISION_IDS = Query("qa_get_by_decision_ids", lambda *, decision_ids: None)
+"""For each sampled decision among :decision_ids: its QA copy, and the result if one was
 recorded. A decision without a row here was not sampled. Reads review_items by
 review_items_one_qa_copy_each and qa_results by its decision.
 """

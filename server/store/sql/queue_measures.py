@@ -5,23 +5,11 @@ Generated from db/queries/queue_measures.sql by `python -m server.store.sqlgen`:
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _queue_measures_summary(
-    *,
-    queues: Any,
-    since_seconds: Any,
-    reviewer: Any,
-) -> None: ...
-
-
-QUEUE_MEASURES_SUMMARY = Query("queue_measures_summary", _queue_measures_summary)
-"""db/queries/queue_measures.sql:22
-
-One row per queue: the window's counts and distributions. Hands-on time runs from the
+# db/queries/queue_measures.sql:22
+QUEUE_MEASURES_SUMMARY = Query("queue_measures_summary", lambda *, queues, since_seconds, reviewer: None)
+"""One row per queue: the window's counts and distributions. Hands-on time runs from the
 start of the lease a decision was made under to the decision; time to decision from the
 item's enqueue (copied on the decision since 0015; read from the item for older rows).
 `past_ttl` counts decisions whose hands-on time exceeded the queue's current lease TTL
@@ -36,67 +24,26 @@ MATERIALIZED: an older decision's item is read once; inlined, the scalar subquer
 enqueue time would run once for every aggregate that reads it.
 """
 
-
-def _queue_measures_lease_counts(
-    *,
-    queues: Any,
-    since_seconds: Any,
-    reviewer: Any,
-) -> None: ...
-
-
-QUEUE_MEASURES_LEASE_COUNTS = Query("queue_measures_lease_counts", _queue_measures_lease_counts)
-"""db/queries/queue_measures.sql:143
-
-The lease_count histograms: of the window's decisions (the item's count when it was
+# db/queries/queue_measures.sql:143
+QUEUE_MEASURES_LEASE_COUNTS = Query("queue_measures_lease_counts", lambda *, queues, since_seconds, reviewer: None)
+"""The lease_count histograms: of the window's decisions (the item's count when it was
 decided), and of the items pending now. Decisions recorded before lease counts were kept
 (NULL) are left out.
 """
 
+# db/queries/queue_measures.sql:162
+QUEUE_MEASURES_REASONS = Query("queue_measures_reasons", lambda *, queues, since_seconds, reviewer: None)
+"""The reason mix of the window's decisions, largest first."""
 
-def _queue_measures_reasons(
-    *,
-    queues: Any,
-    since_seconds: Any,
-    reviewer: Any,
-) -> None: ...
-
-
-QUEUE_MEASURES_REASONS = Query("queue_measures_reasons", _queue_measures_reasons)
-"""db/queries/queue_measures.sql:162
-
-The reason mix of the window's decisions, largest first.
-"""
-
-
-def _queue_measures_reviewers(
-    *,
-    queues: Any,
-    since_seconds: Any,
-    reviewer: Any,
-) -> None: ...
-
-
-QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", _queue_measures_reviewers)
-"""db/queries/queue_measures.sql:173
-
-One row per reviewer with a decision or a lapsed lease in the window: throughput beside
+# db/queries/queue_measures.sql:173
+QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", lambda *, queues, since_seconds, reviewer: None)
+"""One row per reviewer with a decision or a lapsed lease in the window: throughput beside
 its quality (decisions later overturned) and the leases that ran out in their hands.
 """
 
-
-def _queue_measures_quality(
-    *,
-    queues: Any,
-    since_seconds: Any,
-    reviewer: Any,
-) -> None: ...
-
-
-QUEUE_MEASURES_QUALITY = Query("queue_measures_quality", _queue_measures_quality)
-"""db/queries/queue_measures.sql:251
-
-QA and overturns (Queue.measures.quality) of the window's approve and reject decisions
+# db/queries/queue_measures.sql:251
+QUEUE_MEASURES_QUALITY = Query("queue_measures_quality", lambda *, queues, since_seconds, reviewer: None)
+"""QA and overturns (Queue.measures.quality) of the window's approve and reject decisions
 (first decisions; escalations have no outcome to check or overturn), for each queue and
 broken down by reason code and by reviewer, in one statement (GROUPING SETS; `dimension`
 says which row is which). A decision is `sampled` when it has a QA copy, `checked` when

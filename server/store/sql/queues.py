@@ -5,42 +5,11 @@ Generated from db/queries/queues.sql by `python -m server.store.sqlgen`: do not 
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _queue_upsert(
-    *,
-    second_review_queue: Any,
-    qa_queue: Any,
-    name: Any,
-    lease_ttl_seconds: Any,
-    max_abandons: Any,
-    escalation_queue: Any,
-    escalation_priority_boost: Any,
-    effect_kind: Any,
-    effect_target: Any,
-    effect_secret: Any,
-    effect_max_attempts: Any,
-    effect_timeout_seconds: Any,
-    reviewer_minutes_per_day: Any,
-    max_leases_per_reviewer: Any,
-    due_seconds: Any,
-    due_seconds_by_priority: Any,
-    hold_pauses_due: Any,
-    overdue_queue: Any,
-    overdue_priority_boost: Any,
-    second_review_verdicts: Any,
-    second_review_min_priority: Any,
-    qa_sample_rate: Any,
-) -> None: ...
-
-
-QUEUE_UPSERT = Query("queue_upsert", _queue_upsert)
-"""db/queries/queues.sql:1
-
-Creates a queue, or changes the settings given (a NULL leaves a setting as it is). The
+# db/queries/queues.sql:1
+QUEUE_UPSERT = Query("queue_upsert", lambda *, second_review_queue, qa_queue, name, lease_ttl_seconds, max_abandons, escalation_queue, escalation_priority_boost, effect_kind, effect_target, effect_secret, effect_max_attempts, effect_timeout_seconds, reviewer_minutes_per_day, max_leases_per_reviewer, due_seconds, due_seconds_by_priority, hold_pauses_due, overdue_queue, overdue_priority_boost, second_review_verdicts, second_review_min_priority, qa_sample_rate: None)
+"""Creates a queue, or changes the settings given (a NULL leaves a setting as it is). The
 effect's kind and target change together (:effect_kind NULL leaves both).
 :effect_timeout_seconds is cast: from `coalesce(:effect_timeout_seconds, 10)` alone
 PostgreSQL infers an integer, and asyncpg then truncates a timeout of 0.5 s to 0.
@@ -57,44 +26,18 @@ does not exist yet. The foreign key is checked at the end of the statement, so t
 row satisfies it.
 """
 
+# db/queries/queues.sql:85
+QUEUES_GET_BY_NAMES = Query("queues_get_by_names", lambda *, names: None)
 
-def _queues_get_by_names(
-    *,
-    names: Any,
-) -> None: ...
+# db/queries/queues.sql:88
+QUEUES_LIST = Query("queues_list", lambda: None)
 
+# db/queries/queues.sql:91
+QUEUES_GET_HOLDER_ROLES = Query("queues_get_holder_roles", lambda *, names: None)
 
-QUEUES_GET_BY_NAMES = Query("queues_get_by_names", _queues_get_by_names)
-"""db/queries/queues.sql:85"""
-
-
-def _queues_list() -> None: ...
-
-
-QUEUES_LIST = Query("queues_list", _queues_list)
-"""db/queries/queues.sql:88"""
-
-
-def _queues_get_holder_roles(
-    *,
-    names: Any,
-) -> None: ...
-
-
-QUEUES_GET_HOLDER_ROLES = Query("queues_get_holder_roles", _queues_get_holder_roles)
-"""db/queries/queues.sql:91"""
-
-
-def _queues_get_backlog(
-    *,
-    queues: Any,
-) -> None: ...
-
-
-QUEUES_GET_BACKLOG = Query("queues_get_backlog", _queues_get_backlog)
-"""db/queries/queues.sql:94
-
-The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now:
+# db/queries/queues.sql:94
+QUEUES_GET_BACKLOG = Query("queues_get_backlog", lambda *, queues: None)
+"""The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now:
 under no live lease and not held), leased, and the age of the oldest pending item; and,
 for Queue.stats, held (parked until a time), assigned (reserved for a named reviewer,
 leased or not) and overdue (past its due time, leased or held or not). Pending, leased

@@ -5,25 +5,11 @@ Generated from db/queries/timeline.sql by `python -m server.store.sqlgen`: do no
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _item_events_get_pages(
-    *,
-    item_ids: Any,
-    after_at: Any,
-    after_rank: Any,
-    after_ref: Any,
-    page_size: Any,
-) -> None: ...
-
-
-ITEM_EVENTS_GET_PAGES = Query("item_events_get_pages", _item_events_get_pages)
-"""db/queries/timeline.sql:1
-
-One page of each item's timeline (ReviewItem.events), oldest first, in one statement for
+# db/queries/timeline.sql:1
+ITEM_EVENTS_GET_PAGES = Query("item_events_get_pages", lambda *, item_ids, after_at, after_rank, after_ref, page_size: None)
+"""One page of each item's timeline (ReviewItem.events), oldest first, in one statement for
 every item of :item_ids (a dashboard's): what item_events stores, merged with what is
 read from the records that already hold it (server/domain/timeline/events.py names the kinds).
 - A claim (`claimed`, at its lease's start) is read from any record of its lease: the
@@ -49,37 +35,17 @@ from it by a one-way hash, as hexadecimal.
 Reads only each item's rows: item_events_item, review_decisions_item, the item's key.
 """
 
-
-def _item_note_add(
-    *,
-    item_id: Any,
-    queue_scope: Any,
-    actor: Any,
-    actor_role: Any,
-    body: Any,
-) -> None: ...
-
-
-ITEM_NOTE_ADD = Query("item_note_add", _item_note_add)
-"""db/queries/timeline.sql:171
-
-Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
+# db/queries/timeline.sql:171
+ITEM_NOTE_ADD = Query("item_note_add", lambda *, item_id, queue_scope, actor, actor_role, body: None)
+"""Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 that open consoles re-read. No lease is needed: whoever may see the item may note it.
 Fence: a review item (an exception's item has its own history) in a queue the caller's
 token covers (:queue_scope NULL: every queue).
 """
 
-
-def _item_events_get_latest_id(
-    *,
-    item_id: Any,
-) -> None: ...
-
-
-ITEM_EVENTS_GET_LATEST_ID = Query("item_events_get_latest_id", _item_events_get_latest_id)
-"""db/queries/timeline.sql:195
-
-The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
+# db/queries/timeline.sql:195
+ITEM_EVENTS_GET_LATEST_ID = Query("item_events_get_latest_id", lambda *, item_id: None)
+"""The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
 and after it starts listening, as it compares the item's row, so that a note (which
 changes no column of the item) made in between is not missed.
 """

@@ -5,45 +5,16 @@ Generated from db/queries/workflows.sql by `python -m server.store.sqlgen`: do n
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.store.queries import Query
 
-
-def _workflow_upsert(
-    *,
-    name: Any,
-    approval_queue: Any,
-    redrive_via: Any,
-    redrive_target: Any,
-    redrive_secret: Any,
-    redrive_max_attempts: Any,
-    redrive_timeout_seconds: Any,
-    reviewer_minutes_per_day: Any,
-    approver_minutes_per_day: Any,
-) -> None: ...
-
-
-WORKFLOW_UPSERT = Query("workflow_upsert", _workflow_upsert)
-"""db/queries/workflows.sql:1
-
-Creates a workflow or changes its settings (NULL leaves one as it is; the redrive route,
+# db/queries/workflows.sql:1
+WORKFLOW_UPSERT = Query("workflow_upsert", lambda *, name, approval_queue, redrive_via, redrive_target, redrive_secret, redrive_max_attempts, redrive_timeout_seconds, reviewer_minutes_per_day, approver_minutes_per_day: None)
+"""Creates a workflow or changes its settings (NULL leaves one as it is; the redrive route,
 target and secret change together). Its approval queue becomes a queue approvers work.
 """
 
+# db/queries/workflows.sql:42
+WORKFLOWS_GET_BY_NAMES = Query("workflows_get_by_names", lambda *, names: None)
 
-def _workflows_get_by_names(
-    *,
-    names: Any,
-) -> None: ...
-
-
-WORKFLOWS_GET_BY_NAMES = Query("workflows_get_by_names", _workflows_get_by_names)
-"""db/queries/workflows.sql:42"""
-
-
-def _workflows_list() -> None: ...
-
-
-WORKFLOWS_LIST = Query("workflows_list", _workflows_list)
-"""db/queries/workflows.sql:45"""
+# db/queries/workflows.sql:45
+WORKFLOWS_LIST = Query("workflows_list", lambda: None)
