@@ -29,6 +29,7 @@ from server.domain.queues import Effect, QueueSettings, configure_queue
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings, WorkerStats
 from tests.api.conftest import GraphQL
+from tests.apply.receiver import Policy, Receiver, webhook_receiver
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, WORKFLOW, People
 from tests.exceptions.operations import (
@@ -75,6 +76,28 @@ async def configure_effect(
 
 def webhook(url: str, secret: str = SECRET) -> Effect:
     return Effect(EffectKind.WEBHOOK, url, secret)
+
+
+@asynccontextmanager
+async def effect_receiver(
+    db: Database,
+    queue: str,
+    policy: Policy | None = None,
+    *,
+    timeout_seconds: float | None = None,
+    max_attempts: int | None = None,
+) -> AsyncIterator[Receiver]:
+    """A webhook receiver signing with SECRET and answering by `policy`, the queue's effect
+    pointed at it."""
+    async with webhook_receiver(SECRET, policy) as receiver:
+        await configure_effect(
+            db,
+            queue,
+            webhook(receiver.url),
+            timeout_seconds=timeout_seconds,
+            max_attempts=max_attempts,
+        )
+        yield receiver
 
 
 async def make_decisions(
@@ -247,6 +270,17 @@ async def state_is(conn: asyncpg.Connection, decision_id: int, state: str) -> bo
     return bool((await application_row(conn, decision_id))["state"] == state)
 
 
+async def reaches(
+    conn: asyncpg.Connection, decision_id: int, state: str, *, within: float, what: str
+) -> None:
+    """Waits (bounded, polling) until the decision's work-list row is in `state`."""
+
+    async def there() -> bool:
+        return await state_is(conn, decision_id, state)
+
+    await wait_until(there, within=within, what=what)
+
+
 async def inconsistencies(conn: asyncpg.Connection, *, every_attempt_recorded: bool) -> list[str]:
     """What is wrong with the work list, the proofs and the history; empty if nothing.
 
@@ -323,15 +357,46 @@ query($id: ID!) {{ exception(id: $id) {{ {EXCEPTION_FIELDS} redrive {{ {DELIVERY
 """
 
 
-class DeliveringWorker(ApplyWorker):
-    """The real worker, effects and webhook client; the test awaits its claim rounds and its
-    recorded deliveries instead of polling or sleeping."""
+class AwaitedWorker(ApplyWorker):
+    """The real worker, effects and webhook client; a test awaits what it records instead of
+    polling or sleeping. A subclass calls `_changed_now` after each step a test may await."""
+
+    def __init__(self, db: Database, name: str) -> None:
+        super().__init__(db, FAST, name=name)
+        self._changed = asyncio.Condition()
+
+    async def _changed_now(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _progress(self) -> str:
+        """What the worker has done, for a wait that timed out."""
+        return str(self.stats)
+
+    async def _wait(self, ready: Callable[[], bool], what: str, within: float) -> None:
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(ready), within)
+            except TimeoutError:
+                raise AssertionError(f"not within {within} s: {what}; {self._progress()}") from None
+
+    async def until(
+        self, check: Callable[[WorkerStats], bool], what: str, within: float = RECORD_SECONDS
+    ) -> None:
+        """Until the worker's stats satisfy `check` (after a recording), bounded."""
+        await self._wait(lambda: check(self.stats), what, within)
+
+
+class DeliveringWorker(AwaitedWorker):
+    """An AwaitedWorker whose claim rounds and recorded redrive deliveries a test awaits."""
 
     def __init__(self, db: Database) -> None:
-        super().__init__(db, FAST, name="redrive-webhooks")
-        self._changed = asyncio.Condition()
+        super().__init__(db, name="redrive-webhooks")
         # Claim rounds completed (each claims decisions, then redrive deliveries).
         self.rounds = 0
+
+    def _progress(self) -> str:
+        return f"{self.stats}, {self.rounds} round(s)"
 
     async def _start(self, client: httpx.AsyncClient, free: int) -> int:
         try:
@@ -345,23 +410,7 @@ class DeliveringWorker(ApplyWorker):
         try:
             await super()._deliver(client, due)
         finally:
-            async with self._changed:
-                self._changed.notify_all()
-
-    async def _wait(self, ready: Callable[[], bool], what: str, within: float) -> None:
-        async with self._changed:
-            try:
-                await asyncio.wait_for(self._changed.wait_for(ready), within)
-            except TimeoutError:
-                raise AssertionError(
-                    f"not within {within} s: {what}; {self.stats}, {self.rounds} round(s)"
-                ) from None
-
-    async def until(
-        self, check: Callable[[WorkerStats], bool], what: str, within: float = RECORD_SECONDS
-    ) -> None:
-        """Until the worker's stats satisfy `check` (after a recording), bounded."""
-        await self._wait(lambda: check(self.stats), what, within)
+            await self._changed_now()
 
     async def claimed_everything_due(self, within: float = RECORD_SECONDS) -> None:
         """Wakes the worker and waits for a whole claim round that began after this call:
