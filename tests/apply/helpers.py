@@ -10,16 +10,14 @@ import contextlib
 import os
 import signal
 import socket
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 import httpx
 
-from server.config import REPO_ROOT
 from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.failures import QueueEmpty
 from server.domain.items import MAX_BATCH, NewItem, enqueue_items
@@ -29,8 +27,9 @@ from server.domain.queues import Effect, QueueSettings, configure_queue
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings, WorkerStats
 from tests.api.conftest import GraphQL
+from tests.api.live_server import casework_process
 from tests.apply.receiver import Policy, Receiver, webhook_receiver
-from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer
+from tests.conftest import ADMIN, INTEGRATION, TestDatabase, one_row, reviewer
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, WORKFLOW, People
 from tests.exceptions.operations import (
     EXCEPTION_FIELDS,
@@ -194,17 +193,7 @@ class WorkerProcess:
 
 
 async def start_worker(env: dict[str, str], *args: str) -> WorkerProcess:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        "worker",
-        *args,
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
+    process = await casework_process(env, "worker", *args, stderr=asyncio.subprocess.STDOUT)
     worker = WorkerProcess(process)
     worker._reading = asyncio.create_task(worker._read())
     return worker
@@ -250,13 +239,11 @@ async def wait_until(check: Callable[[], Awaitable[Any]], *, within: float, what
 
 
 async def application_row(conn: asyncpg.Connection, decision_id: int) -> asyncpg.Record:
-    row = await conn.fetchrow(
-        "SELECT *, locked_until > now() AS locked FROM decision_applications "
-        "WHERE decision_id = $1",
-        decision_id,
+    query = (
+        "SELECT *, locked_until > now() AS locked FROM decision_applications WHERE decision_id = $1"
     )
-    assert row is not None, f"decision {decision_id} is not on the work list"
-    return row
+    missing = f"decision {decision_id} is not on the work list"
+    return await one_row(conn, query, decision_id, missing=missing)
 
 
 async def attempt_rows(conn: asyncpg.Connection, decision_id: int) -> list[asyncpg.Record]:
@@ -421,6 +408,36 @@ class DeliveringWorker(AwaitedWorker):
         await self._wait(lambda: self.rounds >= seen + 2, "two more claim rounds", within)
 
 
+@dataclass(frozen=True)
+class OnboardingDesk:
+    """What the redrive tests work with: the database as the worker and the owner see it,
+    and the API as the supplier-onboarding people use it (the `onboarding` fixture)."""
+
+    db: Database
+    conn: asyncpg.Connection
+    gql: GraphQL
+    people: People
+
+    async def approved_mismatch(self, *, stale_steps: list[str] | None = None) -> tuple[str, int]:
+        return await approved_mismatch(self.gql, self.people, stale_steps=stale_steps)
+
+    async def request_redrive(self, exception_id: str, version: int) -> str:
+        return await request_redrive(self.gql, self.people, exception_id, version)
+
+    async def exception_of(self, token: str, exception_id: str) -> dict[str, Any]:
+        return await exception_of(self.gql, token, exception_id)
+
+    def redrive_receiver(
+        self, policy: Policy | None = None, **settings: Any
+    ) -> AbstractAsyncContextManager[Receiver]:
+        return redrive_receiver(self.gql, self.people, policy, **settings)
+
+    def redrive_requested(
+        self, worker: ApplyWorker
+    ) -> AbstractAsyncContextManager[tuple[str, str]]:
+        return redrive_requested(self.gql, self.people, worker)
+
+
 async def configure_workflow(gql: GraphQL, token: str, **settings: Any) -> dict[str, Any]:
     return await run(gql, token, CONFIGURE_WORKFLOW, input={"name": WORKFLOW, **settings})
 
@@ -465,6 +482,17 @@ async def correct_and_approve(
     return version
 
 
+@asynccontextmanager
+async def redrive_receiver(
+    gql: GraphQL, people: People, policy: Policy | None = None, **settings: Any
+) -> AsyncIterator[Receiver]:
+    """The owning system's receiver, signing with REDRIVE_SECRET and answering by `policy`;
+    supplier_onboarding's redrives pointed at it (see take_redrives_by_webhook)."""
+    async with webhook_receiver(REDRIVE_SECRET, policy) as erp:
+        await take_redrives_by_webhook(gql, people, erp.url, **settings)
+        yield erp
+
+
 async def approved_mismatch(
     gql: GraphQL, people: People, *, stale_steps: list[str] | None = None
 ) -> tuple[str, int]:
@@ -493,12 +521,13 @@ async def exception_of(gql: GraphQL, token: str, exception_id: str) -> dict[str,
 
 
 async def delivery_row(conn: asyncpg.Connection, key: str) -> dict[str, Any]:
-    row = await conn.fetchrow(
+    row = await one_row(
+        conn,
         "SELECT delivery_state, delivery_attempts, next_delivery_at, delivery_locked_until, "
         "last_delivery_error, delivered_at FROM exception_redrives WHERE key = $1",
         key,
+        missing=key,
     )
-    assert row is not None, key
     return dict(row)
 
 

@@ -36,7 +36,7 @@ from tests.apply.helpers import (
     webhook,
 )
 from tests.apply.receiver import OK, Receiver, Reply, always, webhook_receiver
-from tests.conftest import token_maker
+from tests.conftest import one_row, token_maker
 from tests.exceptions.operations import (
     APPROVE_CORRECTION,
     EXCEPTION_FIELDS,
@@ -159,9 +159,9 @@ class Desk:
         return rows
 
     async def redrive_row(self, key: str) -> asyncpg.Record:
-        row = await self.conn.fetchrow("SELECT * FROM exception_redrives WHERE key = $1", key)
-        assert row is not None, key
-        return row
+        return await one_row(
+            self.conn, "SELECT * FROM exception_redrives WHERE key = $1", key, missing=key
+        )
 
     async def applied_proofs(self, decision_id: int) -> int:
         """How many times the decision is recorded as applied (at most once, by design)."""
