@@ -41,22 +41,19 @@ from tests.exceptions.domain_drivers import (
     mismatch,
     set_due,
 )
+from tests.exceptions.operations import WORKFLOW_MEASURE_FIELDS
 
 MISSING = "missing_approval"
 DAY = 86400
 
-MEASURES = """
+MEASURES = (
+    """
 query($name: String!) {
   workflow(name: $name) {
     week: measures {
-      sinceSeconds open unclaimedNew unclaimedOverdue raised arrivalsPerDay
-      ageByReason { reasonCode consequence open oldestAgeSeconds p50AgeSeconds }
-      repeats { reasonCode raised recurrences sourcesWithRepeats repeatShare }
-      redrives { requested succeeded failed successRate }
-      closures { corrected rejected duplicate obsolete total }
-      reopened reopenRate
-      approvalSeconds { samples p50 p90 p99 max }
-      handlingSeconds { samples p50 p90 p99 max }
+      sinceSeconds open unclaimedNew unclaimedOverdue raised arrivalsPerDay"""
+    + WORKFLOW_MEASURE_FIELDS
+    + """
       approverHandlingSeconds { samples p50 max }
     }
     day: measures(sinceSeconds: 86400) {
@@ -73,6 +70,7 @@ query($name: String!) {
   }
 }
 """
+)
 
 
 def raised_as(source: str, reason: str, consequence: Consequence) -> RaiseInput:
