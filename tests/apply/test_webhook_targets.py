@@ -364,40 +364,41 @@ async def test_a_redrive_receivers_answer_is_cut_and_hidden_from_reviewers_and_m
         ("sam", False),
         ("ann", False),
     ):
-        redrive = (await onboarding.exception_of(getattr(onboarding.people, who), exception_id))[
-            "redrive"
-        ]
+        seen = await onboarding.exception_of(getattr(onboarding.people, who), exception_id)
+        redrive = seen["redrive"]
         assert redrive["deliveryState"] == "failed", who
         assert redrive["lastDeliveryError"] == (stored if sees else None), who
 
 
 async def test_a_target_with_credentials_stored_before_the_check_is_not_shown_nor_posted_to(
-    onboarding: OnboardingDesk, kyc_queue: str
+    db: Database,
+    kyc_queue: str,
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
 ) -> None:
     async with webhook_receiver(SECRET) as receiver:
         legacy = receiver.url.replace("http://", "http://casework:hunter2@")
         # As an older version accepted it.
-        await onboarding.conn.execute(
+        await owner_conn.execute(
             "UPDATE queues SET effect_kind = 'webhook', effect_target = $1, effect_secret = $2 "
             "WHERE name = $3",
             legacy,
             SECRET,
             kyc_queue,
         )
-        shown = await onboarding.gql(
-            onboarding.people.admin, 'query { queue(name: "kyc") { effectTarget } }'
-        )
+        shown = await gql(people.admin, 'query { queue(name: "kyc") { effectTarget } }')
         assert shown["data"]["queue"]["effectTarget"] == receiver.url.replace(
             "http://", "http://***@"
         ), shown
-        decision_id = await make_decision(onboarding.db, kyc_queue, "legacy")
-        worker = AllowListWorker(onboarding.db, frozenset())
+        decision_id = await make_decision(db, kyc_queue, "legacy")
+        worker = AllowListWorker(db, frozenset())
         async with running(worker):
             worker.wake()
             await worker.until(lambda s: s.failed == 1, "the decision failed")
         assert receiver.requests == []
 
-    (attempt,) = await attempt_rows(onboarding.conn, decision_id)
+    (attempt,) = await attempt_rows(owner_conn, decision_id)
     assert attempt["outcome"] == "permanent"
     assert "user or password" in attempt["error"], attempt["error"]
     assert "hunter2" not in attempt["error"]
