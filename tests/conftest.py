@@ -98,6 +98,15 @@ async def app_conn(test_database: TestDatabase) -> AsyncIterator[asyncpg.Connect
         yield conn
 
 
+async def one_row(
+    conn: asyncpg.Connection, query: str, *args: object, missing: str
+) -> asyncpg.Record:
+    """The row `query` finds; fails saying `missing` when there is none."""
+    row = await conn.fetchrow(query, *args)
+    assert row is not None, missing
+    return row
+
+
 ADMIN = Principal("ada-admin", Role.ADMIN, frozenset())
 INTEGRATION = Principal("kyc-provider", Role.INTEGRATION, frozenset())
 APPROVER = Principal("ann-approver", Role.APPROVER, frozenset())

@@ -7,6 +7,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from server.store.database import Database
+from server.store.queries import Query
 from tests.api.conftest import GraphQL, Tokens
 from tests.api.live_server import Run, run_casework
 from tests.conftest import TestDatabase
@@ -69,6 +73,25 @@ def decision_input(claim: dict[str, Any], verdict: str, reason: str) -> dict[str
         "reasonCode": reason,
         "evidenceHash": claim["evidenceHash"],
     }
+
+
+async def statements_of(
+    gql: GraphQL, token: str, query: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], list[str]]:
+    """The answer's data, and the names of the statements sent while it resolved."""
+    calls: list[str] = []
+    original_fetch = Database.fetch
+
+    async def counting_fetch(self: Database, query: Query[...], **kwargs: Any) -> Any:
+        calls.append(query.name)
+        return await original_fetch(self, query, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Database, "fetch", counting_fetch)
+        body = await gql(token, query)
+    assert "errors" not in body, body
+    data: dict[str, Any] = body["data"]
+    return data, calls
 
 
 async def casework(test_database: TestDatabase, home: Path, command_line: str) -> Run:

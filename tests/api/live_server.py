@@ -8,6 +8,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from server.config import REPO_ROOT
 
@@ -25,17 +26,21 @@ class Run:
     stderr: str
 
 
-async def run_casework(env: dict[str, str], *args: str) -> Run:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        *args,
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+async def casework_process(
+    env: dict[str, str],
+    *args: str,
+    cwd: Path | None = REPO_ROOT,
+    stdout: int = asyncio.subprocess.PIPE,
+    stderr: int = asyncio.subprocess.PIPE,
+) -> asyncio.subprocess.Process:
+    """`casework ARGS` in a process of its own (this interpreter's `-m server.cli`)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "server.cli", *args, cwd=cwd, env=env, stdout=stdout, stderr=stderr
     )
+
+
+async def run_casework(env: dict[str, str], *args: str) -> Run:
+    process = await casework_process(env, *args)
     stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=COMMAND_SECONDS)
     assert process.returncode is not None
     return Run(process.returncode, stdout.decode(), stderr.decode())
@@ -76,17 +81,8 @@ async def casework_serve_process(
     """As casework_serve, but yields the process too; `started`: how many serving processes
     to wait for (serve --workers N)."""
     port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        "serve",
-        "--port",
-        str(port),
-        *extra_args,
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
+    process = await casework_process(
+        env, "serve", "--port", str(port), *extra_args, cwd=None, stdout=asyncio.subprocess.DEVNULL
     )
     assert process.stderr is not None
     log: list[str] = []

@@ -6,10 +6,8 @@ from typing import Any
 
 import pytest
 
-from server.store.database import Database
-from server.store.queries import Query
 from tests.api.conftest import GraphQL, Tokens
-from tests.api.helpers import CLAIM, DECIDE, decision_input, enqueue
+from tests.api.helpers import CLAIM, DECIDE, decision_input, enqueue, statements_of
 
 DASHBOARD = """
 {
@@ -39,17 +37,7 @@ async def decided_items(gql: GraphQL, tokens: Tokens, prefix: str, count: int) -
 
 
 async def round_trips(gql: GraphQL, tokens: Tokens, monkeypatch: pytest.MonkeyPatch) -> int:
-    calls: list[str] = []
-    original_fetch = Database.fetch
-
-    async def counting_fetch(self: Database, query: Query[...], **kwargs: Any) -> Any:
-        calls.append(query.name)
-        return await original_fetch(self, query, **kwargs)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Database, "fetch", counting_fetch)
-        body = await gql(tokens.manager, DASHBOARD)
-    assert "errors" not in body, body
+    _, calls = await statements_of(gql, tokens.manager, DASHBOARD, monkeypatch)
     return len(calls)
 
 
@@ -62,25 +50,6 @@ async def test_nested_reads_cost_constant_round_trips(
     many = await round_trips(gql, tokens, monkeypatch)
     assert few == many
     assert many <= 8
-
-
-async def statements_of(
-    gql: GraphQL, token: str, query: str, monkeypatch: pytest.MonkeyPatch
-) -> tuple[dict[str, Any], list[str]]:
-    """The answer, and the names of the statements sent while it resolved."""
-    calls: list[str] = []
-    original_fetch = Database.fetch
-
-    async def counting_fetch(self: Database, query: Query[...], **kwargs: Any) -> Any:
-        calls.append(query.name)
-        return await original_fetch(self, query, **kwargs)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Database, "fetch", counting_fetch)
-        body = await gql(token, query)
-    assert "errors" not in body, body
-    data: dict[str, Any] = body["data"]
-    return data, calls
 
 
 DECISIONS_BY_ITEM = "decisions_get_by_item_ids"

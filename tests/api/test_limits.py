@@ -131,6 +131,15 @@ class Exchange:
         return body
 
 
+async def post_body(client: httpx.AsyncClient, token: str, body: bytes) -> httpx.Response:
+    """POSTs `body` to /graphql as JSON, with a bearer token."""
+    return await client.post(
+        "/graphql",
+        content=body,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+
+
 def chunked(body: bytes, size: int) -> list[bytes]:
     return [body[start : start + size] for start in range(0, len(body), size)]
 
@@ -200,14 +209,7 @@ async def test_deep_json_bodies_are_a_400(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.ERROR):
-        response = await client.post(
-            "/graphql",
-            content=body,
-            headers={
-                "Authorization": f"Bearer {tokens.manager}",
-                "Content-Type": "application/json",
-            },
-        )
+        response = await post_body(client, tokens.manager, body)
     assert response.status_code == 400
     assert response.json()["errors"][0]["extensions"]["code"] == "BAD_REQUEST"
     assert str(MAX_JSON_DEPTH) in response.json()["errors"][0]["message"]
@@ -286,14 +288,7 @@ async def test_the_largest_legal_enqueue_fits_the_default_body_limit(
     body = json.dumps(largest_legal_call(kyc)).encode()
     assert Settings.from_env().max_body_bytes == DEFAULT_MAX_BODY_BYTES
     assert len(body) <= DEFAULT_MAX_BODY_BYTES
-    response = await client.post(
-        "/graphql",
-        content=body,
-        headers={
-            "Authorization": f"Bearer {tokens.integration}",
-            "Content-Type": "application/json",
-        },
-    )
+    response = await post_body(client, tokens.integration, body)
     assert response.status_code == 200, response.text[:500]
     result = response.json()["data"]["enqueueItems"]
     assert result["__typename"] == "EnqueuedItems", result

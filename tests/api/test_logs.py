@@ -19,6 +19,7 @@ from server.domain.review.queues import Effect, QueueSettings, configure_queue, 
 from server.observability.context import REQUEST_ID
 from server.observability.logs import ContextFilter, JsonFormatter, TextFormatter
 from server.store.database import Database
+from tests.api.helpers import decision_input
 from tests.conftest import ADMIN, TestDatabase
 from tests.live.helpers import (
     QUEUE_BACKLOG,
@@ -99,13 +100,7 @@ async def test_json_lines_request_ids_and_access_lines(
             tokens.rita,
             DECIDE,
             None,
-            i={
-                "itemId": claim["item"]["id"],
-                "leaseToken": claim["leaseToken"],
-                "verdict": "APPROVE",
-                "reasonCode": "documents_ok",
-                "evidenceHash": claim["evidenceHash"],
-            },
+            i=decision_input(claim, "APPROVE", "documents_ok"),
         )
         decision_id = int(decided.json()["data"]["submitDecision"]["decision"]["id"])
         refused = await post(client, "not-a-token", CLAIM, "refused-1")

@@ -14,6 +14,7 @@ import asyncio
 import uuid
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
+from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,6 +25,7 @@ from server.domain.review.items import NewItem, enqueue_items
 from server.domain.review.queues import Effect, QueueSettings, configure_queue, define_reason_code
 from server.store.database import Database
 from tests.api.conftest import SETUP_QUEUES, Tokens, graphql_caller, in_process_client
+from tests.api.helpers import decision_input
 from tests.conftest import ADMIN, INTEGRATION, TestDatabase, token_maker
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -52,6 +54,11 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 def grown(before: Samples, after: Samples, name: str, **labels: str) -> float:
     return value(after, name, **labels) - value(before, name, **labels)
+
+
+def app_settings(**changes: Any) -> Settings:
+    """The environment's settings with in-process events, and `changes`."""
+    return replace(Settings.from_env(), events_transport="memory", **changes)
 
 
 def serving(
@@ -89,12 +96,7 @@ async def failing_queue(db: Database) -> str:
 async def test_a_scripted_run_is_counted_exactly(
     test_database: TestDatabase, db: Database, owner_db: Database, tokens: Tokens
 ) -> None:
-    settings = replace(
-        Settings.from_env(),
-        metrics_cache_seconds=0,
-        effect_allowed_hosts=frozenset({ALLOWED_HOST}),
-        events_transport="memory",
-    )
+    settings = app_settings(metrics_cache_seconds=0, effect_allowed_hosts=frozenset({ALLOWED_HOST}))
     payouts = await failing_queue(db)
     reviewer = await token_maker(owner_db)("pia", Role.REVIEWER, "kyc", payouts)
     async with serving(test_database, settings, run_worker=True) as client:
@@ -110,11 +112,8 @@ async def test_a_scripted_run_is_counted_exactly(
                 reviewer,
                 DECIDE,
                 i={
-                    "itemId": claim["item"]["id"],
+                    **decision_input(claim, "APPROVE", "documents_ok"),
                     "leaseToken": lease_token or claim["leaseToken"],
-                    "verdict": "APPROVE",
-                    "reasonCode": "documents_ok",
-                    "evidenceHash": claim["evidenceHash"],
                 },
             )
             typename: str = answer["data"]["submitDecision"]["__typename"]
@@ -175,12 +174,7 @@ async def test_a_scripted_run_is_counted_exactly(
 async def test_waiting_items_and_unapplied_decisions_are_figures(
     test_database: TestDatabase, db: Database, tokens: Tokens, owner_db: Database
 ) -> None:
-    settings = replace(
-        Settings.from_env(),
-        metrics_cache_seconds=0,
-        metrics_unapplied_threshold_seconds=0,
-        events_transport="memory",
-    )
+    settings = app_settings(metrics_cache_seconds=0, metrics_unapplied_threshold_seconds=0)
     reviewer = await token_maker(owner_db)("pia", Role.REVIEWER, "kyc")
     # No worker: recorded decisions stay unapplied.
     async with serving(test_database, settings) as client:
@@ -191,13 +185,7 @@ async def test_waiting_items_and_unapplied_decisions_are_figures(
         decided = await gql(
             reviewer,
             DECIDE,
-            i={
-                "itemId": claim["item"]["id"],
-                "leaseToken": claim["leaseToken"],
-                "verdict": "APPROVE",
-                "reasonCode": "documents_ok",
-                "evidenceHash": claim["evidenceHash"],
-            },
+            i=decision_input(claim, "APPROVE", "documents_ok"),
         )
         assert decided["data"]["submitDecision"]["__typename"] == "DecisionRecorded"
         await gql(reviewer, CLAIM, q="kyc")
@@ -215,7 +203,7 @@ async def test_the_figures_are_one_snapshot_for_every_process(
 ) -> None:
     """Two apps on one database stand for two processes: within the cache window, the
     second one's scrape answers with the snapshot the first one computed."""
-    settings = replace(Settings.from_env(), metrics_cache_seconds=3600, events_transport="memory")
+    settings = app_settings(metrics_cache_seconds=3600)
     async with (
         serving(test_database, settings) as first,
         serving(test_database, settings) as second,
@@ -239,7 +227,7 @@ async def test_only_manager_and_admin_tokens_for_all_queues_may_scrape(
     test_database: TestDatabase, owner_db: Database, tokens: Tokens
 ) -> None:
     scoped_manager = await token_maker(owner_db)("mia", Role.MANAGER, "kyc")
-    settings = replace(Settings.from_env(), events_transport="memory")
+    settings = app_settings()
     async with serving(test_database, settings) as client:
         anonymous = await client.get("/metrics")
         answers = {
@@ -278,7 +266,7 @@ async def test_labels_never_take_a_clients_input(
 ) -> None:
     """An unknown queue, a made-up operation name and a field the schema lacks appear in no
     label: queues come from the catalogue, fields from the schema."""
-    settings = replace(Settings.from_env(), metrics_cache_seconds=0, events_transport="memory")
+    settings = app_settings(metrics_cache_seconds=0)
     marker = "zz-client-chosen"
     async with serving(test_database, settings) as client:
         gql = graphql_caller(client)

@@ -60,6 +60,19 @@ async def test_the_setting_is_kept_until_it_is_given(
     assert {"code": "documents_ok", "requiresNote": False} in codes
 
 
+async def refused_without_a_note(
+    gql: GraphQL, token: str, mutation: str, field: str, entry: dict[str, Any]
+) -> None:
+    """`entry` sent with each way of giving no note is refused, naming `note`."""
+    for no_note in NO_NOTES:
+        refused = (await gql(token, mutation, input={**entry, **no_note}))["data"]
+        assert refused[field] == {
+            "__typename": "InvalidInput",
+            "field": "note",
+            "message": "reason code 'fraud' requires a note saying why",
+        }, no_note
+
+
 @pytest.fixture
 async def fraud_requires_note(gql: GraphQL, tokens: Tokens, kyc: str) -> str:
     assert await define(gql, tokens, "fraud", ["REJECT"], True) is True
@@ -74,13 +87,7 @@ async def test_a_decision_without_a_note_is_refused_then_one_with_a_note_is_reco
     entry = decision_input(claim, "REJECT", fraud_requires_note)
     before = await snapshot(owner_conn)
 
-    for no_note in NO_NOTES:
-        refused = (await gql(tokens.reviewer, SUBMIT, input={**entry, **no_note}))["data"]
-        assert refused["submitDecision"] == {
-            "__typename": "InvalidInput",
-            "field": "note",
-            "message": "reason code 'fraud' requires a note saying why",
-        }, no_note
+    await refused_without_a_note(gql, tokens.reviewer, SUBMIT, "submitDecision", entry)
     # The reason code is checked first: an unknown one is said to be unknown.
     unknown = (await gql(tokens.reviewer, SUBMIT, input={**entry, "reasonCode": "nope"}))["data"]
     assert unknown["submitDecision"]["__typename"] == "InvalidReasonCode"
@@ -108,13 +115,7 @@ async def test_an_overturn_without_a_note_is_refused_then_one_with_a_note_is_rec
     entry = {"decisionId": decision_id, "reasonCode": fraud_requires_note}
     before = await snapshot(owner_conn)
 
-    for no_note in NO_NOTES:
-        refused = (await gql(tokens.approver, OVERTURN_NOTED, input={**entry, **no_note}))["data"]
-        assert refused["overturnDecision"] == {
-            "__typename": "InvalidInput",
-            "field": "note",
-            "message": "reason code 'fraud' requires a note saying why",
-        }, no_note
+    await refused_without_a_note(gql, tokens.approver, OVERTURN_NOTED, "overturnDecision", entry)
     assert await snapshot(owner_conn) == before
 
     overturned = await gql(

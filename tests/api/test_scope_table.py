@@ -30,6 +30,7 @@ from server.domain.model import Role
 from server.store.database import Database, connect, create_pool
 from server.store.queries import Queries
 from tests import pg
+from tests.api.helpers import decision_input
 from tests.api.live_server import casework_serve_process
 from tests.conftest import TestDatabase
 from tests.live.helpers import Api, serve_env
@@ -198,13 +199,7 @@ class World:
         rejected = await self.call(
             self.decider,
             DECIDE,
-            input={
-                "itemId": decided["item"]["id"],
-                "leaseToken": decided["leaseToken"],
-                "verdict": "REJECT",
-                "reasonCode": "bad",
-                "evidenceHash": decided["evidenceHash"],
-            },
+            input=decision_input(decided, "REJECT", "bad"),
         )
         assert rejected["submitDecision"]["__typename"] == "DecisionRecorded", rejected
         claim: dict[str, Any] = (
@@ -225,13 +220,7 @@ class World:
         decided = await self.call(
             self.reviewer,
             DECIDE,
-            input={
-                "itemId": claim["item"]["id"],
-                "leaseToken": claim["leaseToken"],
-                "verdict": "APPROVE",
-                "reasonCode": "ok",
-                "evidenceHash": claim["evidenceHash"],
-            },
+            input=decision_input(claim, "APPROVE", "ok"),
         )
         assert decided["submitDecision"]["__typename"] == "DecisionRecorded", decided
         decision_id: str = decided["submitDecision"]["decision"]["id"]
@@ -484,13 +473,7 @@ async def record_qa_result(w: World, role: str, scope: str) -> Prepared:
     decided = await w.call(
         decider,
         DECIDE,
-        input={
-            "itemId": claim["item"]["id"],
-            "leaseToken": claim["leaseToken"],
-            "verdict": "APPROVE",
-            "reasonCode": "ok",
-            "evidenceHash": claim["evidenceHash"],
-        },
+        input=decision_input(claim, "APPROVE", "ok"),
     )
     assert decided["submitDecision"]["__typename"] == "DecisionRecorded", decided
     decision_id = int(decided["submitDecision"]["decision"]["id"])
@@ -526,22 +509,22 @@ async def assign_item(w: World, role: str, scope: str) -> Prepared:
     await w.call(w.integration, ENQUEUE, queue="alpha", key=f"assignable-{w.next()}")
     item_id = await newest_item(w)
     # reviewer-1's in-scope token covers team a's queues: the assignee is one of theirs.
-    assignment = {"reviewer": "reviewer-1", "until": UNTIL}
-    return Prepared(
-        {"input": {"itemId": item_id, **assignment}},
-        {"input": {"itemId": NO_ITEM, **assignment}},
-        (item_id, NO_ITEM),
-    )
+    return on_item(item_id, reviewer="reviewer-1", until=UNTIL)
 
 
 async def unassign_item(w: World, role: str, scope: str) -> Prepared:
     await w.call(w.integration, ENQUEUE, queue="alpha", key=f"assigned-{w.next()}")
     item_id = await newest_item(w)
+    await assigned_to_reviewer_1(w, item_id)
+    return on_item(item_id)
+
+
+async def assigned_to_reviewer_1(w: World, item_id: str) -> None:
+    """Team a's manager assigns the item to reviewer-1."""
     assigned = await w.call(
         w.tokens["in"]["manager"], ASSIGN, input={"itemId": item_id, "reviewer": "reviewer-1"}
     )
     assert assigned["assignItem"]["__typename"] == "ItemAssigned", assigned
-    return on_item(item_id)
 
 
 async def revoke_lease(w: World, role: str, scope: str) -> Prepared:
@@ -581,10 +564,7 @@ def on_items(item_id: str, **rest: Any) -> Prepared:
 
 async def bulk_release(w: World, role: str, scope: str) -> Prepared:
     item_id = await fresh_item(w)
-    assigned = await w.call(
-        w.tokens["in"]["manager"], ASSIGN, input={"itemId": item_id, "reviewer": "reviewer-1"}
-    )
-    assert assigned["assignItem"]["__typename"] == "ItemAssigned", assigned
+    await assigned_to_reviewer_1(w, item_id)
     return on_items(item_id)
 
 
@@ -612,20 +592,20 @@ async def bulk_hold_by_filter(w: World, role: str, scope: str) -> Prepared:
 
 
 async def define_hold_reason(w: World, role: str, scope: str) -> Prepared:
-    reason = {"code": f"h{w.next()}", "label": "Waiting for a document"}
+    return on("queue", "alpha", "alpha-nope", code=f"h{w.next()}", label="Waiting for a document")
+
+
+def on(field: str, found: str, missing: str, **rest: Any) -> Prepared:
+    """The same input, on team a's `found` and on a `missing` one that does not exist."""
     return Prepared(
-        {"input": {"queue": "alpha", **reason}},
-        {"input": {"queue": "alpha-nope", **reason}},
-        ("alpha", "alpha-nope"),
+        {"input": {field: found, **rest}},
+        {"input": {field: missing, **rest}},
+        (found, missing),
     )
 
 
 def on_item(item_id: str, **rest: Any) -> Prepared:
-    return Prepared(
-        {"input": {"itemId": item_id, **rest}},
-        {"input": {"itemId": NO_ITEM, **rest}},
-        (item_id, NO_ITEM),
-    )
+    return on("itemId", item_id, NO_ITEM, **rest)
 
 
 async def newest_item(w: World) -> str:
@@ -634,23 +614,13 @@ async def newest_item(w: World) -> str:
 
 
 async def overturn_decision(w: World, role: str, scope: str) -> Prepared:
-    decision_id = await w.decision()
-    return Prepared(
-        {"input": {"decisionId": decision_id, "reasonCode": "bad"}},
-        {"input": {"decisionId": NO_ITEM, "reasonCode": "bad"}},
-        (decision_id, NO_ITEM),
-    )
+    return on("decisionId", await w.decision(), NO_ITEM, reasonCode="bad")
 
 
 async def add_note(w: World, role: str, scope: str) -> Prepared:
     enqueued = await w.call(w.integration, ENQUEUE, queue="alpha", key=f"noted-{w.next()}")
     item_id = enqueued["enqueueItems"]["items"][0]["item"]["id"]
-    note = {"body": "Seen this applicant before."}
-    return Prepared(
-        {"input": {"itemId": item_id, **note}},
-        {"input": {"itemId": NO_ITEM, **note}},
-        (item_id, NO_ITEM),
-    )
+    return on_item(item_id, body="Seen this applicant before.")
 
 
 async def raise_exception(w: World, role: str, scope: str) -> Prepared:
@@ -663,11 +633,7 @@ async def raise_exception(w: World, role: str, scope: str) -> Prepared:
 
 
 def on_exception(exception_id: str, **rest: Any) -> Prepared:
-    return Prepared(
-        {"input": {"exceptionId": exception_id, **rest}},
-        {"input": {"exceptionId": NO_EXCEPTION, **rest}},
-        (exception_id, NO_EXCEPTION),
-    )
+    return on("exceptionId", exception_id, NO_EXCEPTION, **rest)
 
 
 async def attach_evidence(w: World, role: str, scope: str) -> Prepared:
@@ -718,12 +684,7 @@ async def request_redrive_again(w: World, role: str, scope: str) -> Prepared:
 
 async def report_redrive_result(w: World, role: str, scope: str) -> Prepared:
     key = await w.redrive_key()
-    missing = key.rsplit(":", 2)[0] + ":NOPE:v1"
-    return Prepared(
-        {"input": {"redriveKey": key, "succeeded": True}},
-        {"input": {"redriveKey": missing, "succeeded": True}},
-        (key, missing),
-    )
+    return on("redriveKey", key, key.rsplit(":", 2)[0] + ":NOPE:v1", succeeded=True)
 
 
 async def reopen_exception(w: World, role: str, scope: str) -> Prepared:

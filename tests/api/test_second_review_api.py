@@ -89,7 +89,8 @@ async def four_eyes(gql: GraphQL, tokens: Tokens, kyc: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def second_reviewers(owner_db: Database) -> dict[str, str]:
+async def second_reviewers(owner_db: Database, four_eyes: dict[str, Any]) -> dict[str, str]:
+    """Tokens for the second-review queue, once kyc sends its rejections there."""
     make = token_maker(owner_db)
     return {
         "sam": await make("sam", Role.REVIEWER, REVIEW_QUEUE),
@@ -158,10 +159,7 @@ async def test_the_setting_round_trips(gql: GraphQL, tokens: Tokens, kyc: str) -
 
 
 async def test_confirmation_round_trip_with_every_new_field(
-    gql: GraphQL,
-    tokens: Tokens,
-    four_eyes: dict[str, Any],
-    second_reviewers: dict[str, str],
+    gql: GraphQL, tokens: Tokens, second_reviewers: dict[str, str]
 ) -> None:
     first = await provisional(gql, tokens)
     claim = await second_claim(gql, second_reviewers["sam"])
@@ -221,10 +219,7 @@ async def test_confirmation_round_trip_with_every_new_field(
 
 
 async def test_override_round_trip(
-    gql: GraphQL,
-    tokens: Tokens,
-    four_eyes: dict[str, Any],
-    second_reviewers: dict[str, str],
+    gql: GraphQL, tokens: Tokens, second_reviewers: dict[str, str]
 ) -> None:
     first = await provisional(gql, tokens)
     claim = await second_claim(gql, second_reviewers["sam"])
@@ -282,7 +277,6 @@ async def test_override_round_trip(
 async def test_who_may_make_the_second_review(
     gql: GraphQL,
     tokens: Tokens,
-    four_eyes: dict[str, Any],
     second_reviewers: dict[str, str],
     owner_conn: asyncpg.Connection,
     mutation: str,
@@ -326,7 +320,6 @@ async def test_who_may_make_the_second_review(
 async def test_changed_evidence_is_refused_over_graphql(
     gql: GraphQL,
     tokens: Tokens,
-    four_eyes: dict[str, Any],
     second_reviewers: dict[str, str],
     owner_conn: asyncpg.Connection,
 ) -> None:

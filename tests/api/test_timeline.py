@@ -9,10 +9,16 @@ from typing import Any
 import asyncpg
 import pytest
 
-from server.store.database import Database
-from server.store.queries import Query
 from tests.api.conftest import GraphQL, Tokens
-from tests.api.helpers import CLAIM, DECIDE, ENQUEUE, OVERTURN, decision_input, enqueue
+from tests.api.helpers import (
+    CLAIM,
+    DECIDE,
+    ENQUEUE,
+    OVERTURN,
+    decision_input,
+    enqueue,
+    statements_of,
+)
 
 STORY = """
 query($id: ID!, $first: Int!, $after: String) {
@@ -333,23 +339,6 @@ MANY_STORIES = """
 """
 
 
-async def statements(
-    gql: GraphQL, token: str, query: str, monkeypatch: pytest.MonkeyPatch
-) -> tuple[dict[str, Any], list[str]]:
-    calls: list[str] = []
-    original_fetch = Database.fetch
-
-    async def counting_fetch(self: Database, query: Query[...], **kwargs: Any) -> Any:
-        calls.append(query.name)
-        return await original_fetch(self, query, **kwargs)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Database, "fetch", counting_fetch)
-        body = await gql(token, query)
-    assert "errors" not in body, body
-    return body, calls
-
-
 async def test_many_items_stories_cost_one_statement(
     gql: GraphQL, tokens: Tokens, kyc: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -361,9 +350,9 @@ async def test_many_items_stories_cost_one_statement(
         )
         assert decided["data"]["submitDecision"]["__typename"] == "DecisionRecorded"
 
-    body, calls = await statements(gql, tokens.manager, MANY_STORIES, monkeypatch)
+    data, calls = await statements_of(gql, tokens.manager, MANY_STORIES, monkeypatch)
 
-    items = body["data"]["queue"]["items"]["edges"]
+    items = data["queue"]["items"]["edges"]
     assert len(items) == 12
     for edge in items:
         kinds = [e["node"]["kind"] for e in edge["node"]["events"]["edges"]]

@@ -18,6 +18,7 @@ from server.domain.review.items import NewItem, enqueue_items
 from server.observability import tracing
 from server.store.database import Database
 from tests.api.conftest import SETUP_QUEUES, Tokens, graphql_caller, in_process_client
+from tests.api.helpers import decision_input
 from tests.conftest import INTEGRATION, TestDatabase
 
 APPLIED_WITHIN_SECONDS = 20.0
@@ -58,13 +59,7 @@ async def test_operations_statements_and_effect_attempts_are_spans(
         decided = await gql(
             tokens.reviewer,
             DECIDE,
-            i={
-                "itemId": claim["item"]["id"],
-                "leaseToken": claim["leaseToken"],
-                "verdict": "APPROVE",
-                "reasonCode": "documents_ok",
-                "evidenceHash": claim["evidenceHash"],
-            },
+            i=decision_input(claim, "APPROVE", "documents_ok"),
         )
         decision_id = int(decided["data"]["submitDecision"]["decision"]["id"])
         loop = asyncio.get_running_loop()

@@ -10,16 +10,14 @@ import contextlib
 import os
 import signal
 import socket
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 import httpx
 
-from server.config import REPO_ROOT
 from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.failures import QueueEmpty
 from server.domain.model import Claim, EffectKind, Principal
@@ -29,7 +27,9 @@ from server.domain.review.queues import Effect, QueueSettings, configure_queue
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings, WorkerStats
 from tests.api.conftest import GraphQL
-from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer
+from tests.api.live_server import casework_process
+from tests.apply.receiver import Policy, Receiver, webhook_receiver
+from tests.conftest import ADMIN, INTEGRATION, TestDatabase, one_row, reviewer
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, WORKFLOW, People
 from tests.exceptions.operations import (
     EXCEPTION_FIELDS,
@@ -75,6 +75,28 @@ async def configure_effect(
 
 def webhook(url: str, secret: str = SECRET) -> Effect:
     return Effect(EffectKind.WEBHOOK, url, secret)
+
+
+@asynccontextmanager
+async def effect_receiver(
+    db: Database,
+    queue: str,
+    policy: Policy | None = None,
+    *,
+    timeout_seconds: float | None = None,
+    max_attempts: int | None = None,
+) -> AsyncIterator[Receiver]:
+    """A webhook receiver signing with SECRET and answering by `policy`, the queue's effect
+    pointed at it."""
+    async with webhook_receiver(SECRET, policy) as receiver:
+        await configure_effect(
+            db,
+            queue,
+            webhook(receiver.url),
+            timeout_seconds=timeout_seconds,
+            max_attempts=max_attempts,
+        )
+        yield receiver
 
 
 async def make_decisions(
@@ -171,17 +193,7 @@ class WorkerProcess:
 
 
 async def start_worker(env: dict[str, str], *args: str) -> WorkerProcess:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        "worker",
-        *args,
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
+    process = await casework_process(env, "worker", *args, stderr=asyncio.subprocess.STDOUT)
     worker = WorkerProcess(process)
     worker._reading = asyncio.create_task(worker._read())
     return worker
@@ -227,13 +239,11 @@ async def wait_until(check: Callable[[], Awaitable[Any]], *, within: float, what
 
 
 async def application_row(conn: asyncpg.Connection, decision_id: int) -> asyncpg.Record:
-    row = await conn.fetchrow(
-        "SELECT *, locked_until > now() AS locked FROM decision_applications "
-        "WHERE decision_id = $1",
-        decision_id,
+    query = (
+        "SELECT *, locked_until > now() AS locked FROM decision_applications WHERE decision_id = $1"
     )
-    assert row is not None, f"decision {decision_id} is not on the work list"
-    return row
+    missing = f"decision {decision_id} is not on the work list"
+    return await one_row(conn, query, decision_id, missing=missing)
 
 
 async def attempt_rows(conn: asyncpg.Connection, decision_id: int) -> list[asyncpg.Record]:
@@ -245,6 +255,17 @@ async def attempt_rows(conn: asyncpg.Connection, decision_id: int) -> list[async
 
 async def state_is(conn: asyncpg.Connection, decision_id: int, state: str) -> bool:
     return bool((await application_row(conn, decision_id))["state"] == state)
+
+
+async def reaches(
+    conn: asyncpg.Connection, decision_id: int, state: str, *, within: float, what: str
+) -> None:
+    """Waits (bounded, polling) until the decision's work-list row is in `state`."""
+
+    async def there() -> bool:
+        return await state_is(conn, decision_id, state)
+
+    await wait_until(there, within=within, what=what)
 
 
 async def inconsistencies(conn: asyncpg.Connection, *, every_attempt_recorded: bool) -> list[str]:
@@ -323,15 +344,46 @@ query($id: ID!) {{ exception(id: $id) {{ {EXCEPTION_FIELDS} redrive {{ {DELIVERY
 """
 
 
-class DeliveringWorker(ApplyWorker):
-    """The real worker, effects and webhook client; the test awaits its claim rounds and its
-    recorded deliveries instead of polling or sleeping."""
+class AwaitedWorker(ApplyWorker):
+    """The real worker, effects and webhook client; a test awaits what it records instead of
+    polling or sleeping. A subclass calls `_changed_now` after each step a test may await."""
+
+    def __init__(self, db: Database, name: str) -> None:
+        super().__init__(db, FAST, name=name)
+        self._changed = asyncio.Condition()
+
+    async def _changed_now(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _progress(self) -> str:
+        """What the worker has done, for a wait that timed out."""
+        return str(self.stats)
+
+    async def _wait(self, ready: Callable[[], bool], what: str, within: float) -> None:
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(ready), within)
+            except TimeoutError:
+                raise AssertionError(f"not within {within} s: {what}; {self._progress()}") from None
+
+    async def until(
+        self, check: Callable[[WorkerStats], bool], what: str, within: float = RECORD_SECONDS
+    ) -> None:
+        """Until the worker's stats satisfy `check` (after a recording), bounded."""
+        await self._wait(lambda: check(self.stats), what, within)
+
+
+class DeliveringWorker(AwaitedWorker):
+    """An AwaitedWorker whose claim rounds and recorded redrive deliveries a test awaits."""
 
     def __init__(self, db: Database) -> None:
-        super().__init__(db, FAST, name="redrive-webhooks")
-        self._changed = asyncio.Condition()
+        super().__init__(db, name="redrive-webhooks")
         # Claim rounds completed (each claims decisions, then redrive deliveries).
         self.rounds = 0
+
+    def _progress(self) -> str:
+        return f"{self.stats}, {self.rounds} round(s)"
 
     async def _start(self, client: httpx.AsyncClient, free: int) -> int:
         try:
@@ -345,23 +397,7 @@ class DeliveringWorker(ApplyWorker):
         try:
             await super()._deliver(client, due)
         finally:
-            async with self._changed:
-                self._changed.notify_all()
-
-    async def _wait(self, ready: Callable[[], bool], what: str, within: float) -> None:
-        async with self._changed:
-            try:
-                await asyncio.wait_for(self._changed.wait_for(ready), within)
-            except TimeoutError:
-                raise AssertionError(
-                    f"not within {within} s: {what}; {self.stats}, {self.rounds} round(s)"
-                ) from None
-
-    async def until(
-        self, check: Callable[[WorkerStats], bool], what: str, within: float = RECORD_SECONDS
-    ) -> None:
-        """Until the worker's stats satisfy `check` (after a recording), bounded."""
-        await self._wait(lambda: check(self.stats), what, within)
+            await self._changed_now()
 
     async def claimed_everything_due(self, within: float = RECORD_SECONDS) -> None:
         """Wakes the worker and waits for a whole claim round that began after this call:
@@ -370,6 +406,36 @@ class DeliveringWorker(ApplyWorker):
         self.wake()
         # Round seen + 1 may have begun before the call; seen + 2 began after it ended.
         await self._wait(lambda: self.rounds >= seen + 2, "two more claim rounds", within)
+
+
+@dataclass(frozen=True)
+class OnboardingDesk:
+    """What the redrive tests work with: the database as the worker and the owner see it,
+    and the API as the supplier-onboarding people use it (the `onboarding` fixture)."""
+
+    db: Database
+    conn: asyncpg.Connection
+    gql: GraphQL
+    people: People
+
+    async def approved_mismatch(self, *, stale_steps: list[str] | None = None) -> tuple[str, int]:
+        return await approved_mismatch(self.gql, self.people, stale_steps=stale_steps)
+
+    async def request_redrive(self, exception_id: str, version: int) -> str:
+        return await request_redrive(self.gql, self.people, exception_id, version)
+
+    async def exception_of(self, token: str, exception_id: str) -> dict[str, Any]:
+        return await exception_of(self.gql, token, exception_id)
+
+    def redrive_receiver(
+        self, policy: Policy | None = None, **settings: Any
+    ) -> AbstractAsyncContextManager[Receiver]:
+        return redrive_receiver(self.gql, self.people, policy, **settings)
+
+    def redrive_requested(
+        self, worker: ApplyWorker
+    ) -> AbstractAsyncContextManager[tuple[str, str]]:
+        return redrive_requested(self.gql, self.people, worker)
 
 
 async def configure_workflow(gql: GraphQL, token: str, **settings: Any) -> dict[str, Any]:
@@ -416,6 +482,17 @@ async def correct_and_approve(
     return version
 
 
+@asynccontextmanager
+async def redrive_receiver(
+    gql: GraphQL, people: People, policy: Policy | None = None, **settings: Any
+) -> AsyncIterator[Receiver]:
+    """The owning system's receiver, signing with REDRIVE_SECRET and answering by `policy`;
+    supplier_onboarding's redrives pointed at it (see take_redrives_by_webhook)."""
+    async with webhook_receiver(REDRIVE_SECRET, policy) as erp:
+        await take_redrives_by_webhook(gql, people, erp.url, **settings)
+        yield erp
+
+
 async def approved_mismatch(
     gql: GraphQL, people: People, *, stale_steps: list[str] | None = None
 ) -> tuple[str, int]:
@@ -444,12 +521,13 @@ async def exception_of(gql: GraphQL, token: str, exception_id: str) -> dict[str,
 
 
 async def delivery_row(conn: asyncpg.Connection, key: str) -> dict[str, Any]:
-    row = await conn.fetchrow(
+    row = await one_row(
+        conn,
         "SELECT delivery_state, delivery_attempts, next_delivery_at, delivery_locked_until, "
         "last_delivery_error, delivered_at FROM exception_redrives WHERE key = $1",
         key,
+        missing=key,
     )
-    assert row is not None, key
     return dict(row)
 
 

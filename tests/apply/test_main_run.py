@@ -13,18 +13,16 @@ import pytest
 
 from server.store.database import Database
 from tests.apply.helpers import (
-    SECRET,
     WorkerProcess,
-    configure_effect,
+    effect_receiver,
     inconsistencies,
     make_decisions,
     start_worker,
     wait_until,
-    webhook,
     worker_env,
     worker_processes,
 )
-from tests.apply.receiver import OK, Action, Reply, Request, Stall, webhook_receiver
+from tests.apply.receiver import OK, Action, Reply, Request, Stall
 from tests.conftest import TestDatabase
 
 DECISIONS = 2000
@@ -58,14 +56,9 @@ async def test_2000_decisions_two_workers_five_kills_each_applied_exactly_once(
             return Stall()
         return OK
 
-    async with webhook_receiver(SECRET, flaky) as receiver:
-        await configure_effect(
-            db,
-            kyc_queue,
-            webhook(receiver.url),
-            timeout_seconds=EFFECT_TIMEOUT_SECONDS,
-            max_attempts=50,
-        )
+    async with effect_receiver(
+        db, kyc_queue, flaky, timeout_seconds=EFFECT_TIMEOUT_SECONDS, max_attempts=50
+    ) as receiver:
         decision_ids = await make_decisions(db, kyc_queue, DECISIONS)
         waiting = "SELECT count(*) FROM decision_applications WHERE state = 'pending'"
         assert await count(owner_conn, waiting) == DECISIONS

@@ -16,19 +16,17 @@ from server.domain.model import Role
 from server.store.database import Database
 from tests.api.conftest import in_process_client
 from tests.apply.helpers import (
-    SECRET,
     application_row,
     attempt_rows,
-    configure_effect,
+    effect_receiver,
     inconsistencies,
     make_decision,
-    state_is,
+    reaches,
     wait_until,
-    webhook,
     worker_env,
     worker_processes,
 )
-from tests.apply.receiver import OK, Action, Receiver, Reply, Request, always, webhook_receiver
+from tests.apply.receiver import OK, Action, Receiver, Reply, Request, always
 from tests.conftest import TestDatabase
 
 # Longer than the worker's poll backstop (1 s) plus any first backoff (0.05 s * 1.5): a
@@ -85,22 +83,16 @@ async def test_a_400_fails_the_decision_after_one_attempt_visibly_and_for_good(
     test_database: TestDatabase,
 ) -> None:
     refusal = Reply(400, body=b'{"error":"unknown customer"}')
-    async with webhook_receiver(SECRET, by_external_key(refusal)) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url), max_attempts=8)
+    async with effect_receiver(db, kyc_queue, by_external_key(refusal), max_attempts=8) as receiver:
         decision_id = await make_decision(db, kyc_queue, "refused")
         async with worker_processes(worker_env(test_database), 1) as (worker,):
-
-            async def failed() -> bool:
-                return await state_is(owner_conn, decision_id, "failed")
-
-            await wait_until(failed, within=20, what="the refused decision failed")
+            await reaches(
+                owner_conn, decision_id, "failed", within=20, what="the refused decision failed"
+            )
             # The worker goes on working (it applies a later decision) and does not retry.
             later = await make_decision(db, kyc_queue, "fine")
 
-            async def later_applied() -> bool:
-                return await state_is(owner_conn, later, "applied")
-
-            await wait_until(later_applied, within=20, what="a later decision applied")
+            await reaches(owner_conn, later, "applied", within=20, what="a later decision applied")
             await stays_failed(owner_conn, receiver, decision_id, 1)
             assert await worker.terminate() == 0, worker.log
 
@@ -166,15 +158,12 @@ async def test_a_400_fails_the_decision_after_one_attempt_visibly_and_for_good(
 async def test_attempts_exhausted_on_a_receiver_that_keeps_failing_end_failed(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, test_database: TestDatabase
 ) -> None:
-    async with webhook_receiver(SECRET, always(Reply(503, body=b"down"))) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url), max_attempts=3)
+    async with effect_receiver(
+        db, kyc_queue, always(Reply(503, body=b"down")), max_attempts=3
+    ) as receiver:
         decision_id = await make_decision(db, kyc_queue, "unlucky")
         async with worker_processes(worker_env(test_database), 1) as (worker,):
-
-            async def failed() -> bool:
-                return await state_is(owner_conn, decision_id, "failed")
-
-            await wait_until(failed, within=20, what="the decision failed")
+            await reaches(owner_conn, decision_id, "failed", within=20, what="the decision failed")
             await stays_failed(owner_conn, receiver, decision_id, 3)
             assert await worker.terminate() == 0, worker.log
 
@@ -201,8 +190,7 @@ async def test_a_429_retry_after_delays_the_next_attempt(
     def policy(request: Request) -> Action:
         return next(answers, OK)
 
-    async with webhook_receiver(SECRET, policy) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url))
+    async with effect_receiver(db, kyc_queue, policy) as receiver:
         decision_id = await make_decision(db, kyc_queue, "throttled")
         async with worker_processes(worker_env(test_database), 1) as (worker,):
             first_arrival = await receiver.next_arrival()
@@ -215,10 +203,9 @@ async def test_a_429_retry_after_delays_the_next_attempt(
             assert (row["state"], row["next_attempt_at"]) == ("pending", first["next_retry_at"])
             second_arrival = await receiver.next_arrival()
 
-            async def applied() -> bool:
-                return await state_is(owner_conn, decision_id, "applied")
-
-            await wait_until(applied, within=10, what="the decision applied")
+            await reaches(
+                owner_conn, decision_id, "applied", within=10, what="the decision applied"
+            )
             assert await worker.terminate() == 0, worker.log
 
     assert first["outcome"] == "transient"
@@ -238,15 +225,12 @@ async def test_a_refusal_with_a_nul_byte_in_its_body_is_recorded_failed_too(
     than making every recording of the attempt fail (which left the decision locked, then
     retried, forever, with no attempt ever recorded)."""
     refusal = Reply(400, body=b'{"error":"bad\x00input"}')
-    async with webhook_receiver(SECRET, always(refusal)) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url))
+    async with effect_receiver(db, kyc_queue, always(refusal)):
         decision_id = await make_decision(db, kyc_queue, "nul")
         async with worker_processes(worker_env(test_database), 1) as (worker,):
-
-            async def failed() -> bool:
-                return await state_is(owner_conn, decision_id, "failed")
-
-            await wait_until(failed, within=10, what="the refused decision failed")
+            await reaches(
+                owner_conn, decision_id, "failed", within=10, what="the refused decision failed"
+            )
             assert await worker.terminate() == 0, worker.log
 
     (attempt,) = await attempt_rows(owner_conn, decision_id)

@@ -32,13 +32,13 @@ from tests.apply.helpers import (
     COMPLETED_STEPS,
     REDRIVE_SECRET,
     DeliveringWorker,
-    approved_mismatch,
+    OnboardingDesk,
     configure_workflow,
     correct_and_approve,
     delivery_row,
     exception_of,
+    redrive_receiver,
     redrive_requested,
-    request_redrive,
     running,
     take_redrives_by_webhook,
 )
@@ -163,14 +163,10 @@ def expected_body(exception_id: str, *, attempt: int, resume_after: str, stale: 
 
 
 async def test_a_redrive_is_posted_once_signed_and_closed_only_by_the_owning_systems_report(
-    db: Database,
-    owner_conn: asyncpg.Connection,
-    gql: GraphQL,
-    people: People,
-    caplog: pytest.LogCaptureFixture,
+    onboarding: OnboardingDesk, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with webhook_receiver(REDRIVE_SECRET) as erp:
-        configured = await take_redrives_by_webhook(gql, people, erp.url)
+        configured = await take_redrives_by_webhook(onboarding.gql, onboarding.people, erp.url)
         assert configured == {
             "name": WORKFLOW,
             "approvalQueue": APPROVAL_QUEUE,
@@ -180,17 +176,17 @@ async def test_a_redrive_is_posted_once_signed_and_closed_only_by_the_owning_sys
             "redriveTimeoutSeconds": 10.0,
         }
         # The bank account must be verified again: resume after the step before it.
-        exception_id, version = await approved_mismatch(
-            gql, people, stale_steps=["verify_bank_account"]
+        exception_id, version = await onboarding.approved_mismatch(
+            stale_steps=["verify_bank_account"]
         )
-        key = await request_redrive(gql, people, exception_id, version)
+        key = await onboarding.request_redrive(exception_id, version)
         assert key == KEY
 
         # Before any worker runs: due, not attempted.
-        queued = await exception_of(gql, people.manager, exception_id)
+        queued = await onboarding.exception_of(onboarding.people.manager, exception_id)
         assert delivery(queued) == ("pending", 0, None, False)
 
-        worker = DeliveringWorker(db)
+        worker = DeliveringWorker(onboarding.db)
         async with running(worker):
             worker.wake()
             await worker.until(lambda s: s.redrives_delivered == 1, "the redrive delivered")
@@ -205,7 +201,7 @@ async def test_a_redrive_is_posted_once_signed_and_closed_only_by_the_owning_sys
     assert request.headers["content-type"] == "application/json"
     assert request.signature_ok
     assert signed_by_the_secret(request)
-    delivered = await exception_of(gql, people.manager, exception_id)
+    delivered = await onboarding.exception_of(onboarding.people.manager, exception_id)
     body, requested_at = body_without_time(request)
     assert body == expected_body(
         exception_id, attempt=1, resume_after="collect_documents", stale=["verify_bank_account"]
@@ -223,15 +219,19 @@ async def test_a_redrive_is_posted_once_signed_and_closed_only_by_the_owning_sys
     assert delivery(delivered) == ("delivered", 1, None, True)
     assert delivered["redrive"]["succeeded"] is None
     assert [e["kind"] for e in delivered["events"]][-1] == "redrive_requested"
-    row = await delivery_row(owner_conn, key)
+    row = await delivery_row(onboarding.conn, key)
     assert (row["next_delivery_at"], row["delivery_locked_until"]) == (None, None)
 
     reported = await report(
-        gql, people.erp, key, succeeded=True, detail="Supplier SUP-1042 onboarded."
+        onboarding.gql,
+        onboarding.people.erp,
+        key,
+        succeeded=True,
+        detail="Supplier SUP-1042 onboarded.",
     )
     assert reported["__typename"] == "RedriveResultRecorded", reported
     assert reported["alreadyReported"] is False
-    closed = await exception_of(gql, people.manager, exception_id)
+    closed = await onboarding.exception_of(onboarding.people.manager, exception_id)
     assert (closed["state"], closed["closure"], closed["attempts"]) == ("CLOSED", "CORRECTED", 1)
     assert delivery(closed) == ("delivered", 1, None, True)
     redrive = closed["redrive"]
@@ -261,8 +261,7 @@ async def test_a_transient_refusal_is_retried_with_backoff_under_the_same_key(
     transient: Reply,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with webhook_receiver(REDRIVE_SECRET, answers(transient)) as erp:
-        await take_redrives_by_webhook(gql, people, erp.url)
+    async with redrive_receiver(gql, people, answers(transient)) as erp:
         worker = DeliveringWorker(db)
         async with redrive_requested(gql, people, worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_delivered == 1, "the redrive delivered")
@@ -293,17 +292,12 @@ async def test_a_transient_refusal_is_retried_with_backoff_under_the_same_key(
 
 
 async def test_a_permanent_refusal_makes_the_redrive_undeliverable_and_back_to_a_person(
-    db: Database,
-    owner_conn: asyncpg.Connection,
-    gql: GraphQL,
-    people: People,
-    caplog: pytest.LogCaptureFixture,
+    onboarding: OnboardingDesk, caplog: pytest.LogCaptureFixture
 ) -> None:
     refusal = Reply(422, body=b'{"error":"unknown supplier"}')
-    async with webhook_receiver(REDRIVE_SECRET, always(refusal)) as erp:
-        await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=5)
-        worker = DeliveringWorker(db)
-        async with redrive_requested(gql, people, worker) as (exception_id, key):
+    async with onboarding.redrive_receiver(always(refusal), redriveMaxAttempts=5) as erp:
+        worker = DeliveringWorker(onboarding.db)
+        async with onboarding.redrive_requested(worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
             await worker.claimed_everything_due()
         assert worker.stats == WorkerStats(redrives_undeliverable=1)
@@ -312,7 +306,7 @@ async def test_a_permanent_refusal_makes_the_redrive_undeliverable_and_back_to_a
     [request] = erp.requests
     assert request.key == key
     error = 'webhook answered 422: {"error":"unknown supplier"}'
-    back = await exception_of(gql, people.erp, exception_id)
+    back = await onboarding.exception_of(onboarding.people.erp, exception_id)
     assert delivery(back) == ("failed", 1, error, False)
     assert (back["state"], back["closure"], back["attempts"]) == ("NEEDS_REVIEW", None, 2)
     assert (back["item"]["queue"], back["item"]["state"]) == (OWNER_QUEUE, "PENDING")
@@ -329,34 +323,34 @@ async def test_a_permanent_refusal_makes_the_redrive_undeliverable_and_back_to_a
     assert failed["detail"] == f"the redrive could not be delivered after 1 attempt(s): {error}"
     assert (back["redrive"]["succeeded"], back["redrive"]["reportedBy"]) == (False, "casework")
     assert [e["kind"] for e in back["events"]][-2:] == ["redrive_requested", "redrive_failed"]
-    row = await delivery_row(owner_conn, key)
+    row = await delivery_row(onboarding.conn, key)
     assert (row["next_delivery_at"], row["delivery_locked_until"]) == (None, None)
 
     # The owning system cannot close it now: the redrive was answered (undelivered).
-    before = await rows_of(owner_conn, exception_id)
-    refused = await report(gql, people.erp, key, succeeded=True, detail="done after all")
+    before = await rows_of(onboarding.conn, exception_id)
+    refused = await report(
+        onboarding.gql, onboarding.people.erp, key, succeeded=True, detail="done after all"
+    )
     assert refused["__typename"] == "InvalidTransition", refused
     assert (refused["state"], refused["action"]) == ("NEEDS_REVIEW", "REPORT_REDRIVE_RESULT")
-    assert await rows_of(owner_conn, exception_id) == before
+    assert await rows_of(onboarding.conn, exception_id) == before
 
     # And the exception is a person's again.
-    again = await claim(gql, people.sam, OWNER_QUEUE)
+    again = await claim(onboarding.gql, onboarding.people.sam, OWNER_QUEUE)
     assert again["item"]["exception"] == {"id": exception_id, "state": "NEEDS_REVIEW"}
     no_delivery_errors(caplog)
 
 
 async def test_running_out_of_attempts_makes_the_redrive_undeliverable(
-    db: Database,
-    owner_conn: asyncpg.Connection,
-    gql: GraphQL,
-    people: People,
-    caplog: pytest.LogCaptureFixture,
+    onboarding: OnboardingDesk, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with webhook_receiver(REDRIVE_SECRET, always(UNAVAILABLE)) as erp:
-        configured = await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=2)
+        configured = await take_redrives_by_webhook(
+            onboarding.gql, onboarding.people, erp.url, redriveMaxAttempts=2
+        )
         assert configured["redriveMaxAttempts"] == 2
-        worker = DeliveringWorker(db)
-        async with redrive_requested(gql, people, worker) as (exception_id, key):
+        worker = DeliveringWorker(onboarding.db)
+        async with onboarding.redrive_requested(worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "attempts exhausted")
             await worker.claimed_everything_due()
         assert worker.stats == WorkerStats(redrives_retried=1, redrives_undeliverable=1)
@@ -364,7 +358,7 @@ async def test_running_out_of_attempts_makes_the_redrive_undeliverable(
     assert [r.key for r in erp.requests] == [key, key]
     assert [r.json()["attempt"] for r in erp.requests] == [1, 2]
     error = "webhook answered 503: down for maintenance"
-    back = await exception_of(gql, people.erp, exception_id)
+    back = await onboarding.exception_of(onboarding.people.erp, exception_id)
     assert delivery(back) == ("failed", 2, error, False)
     assert (back["state"], back["attempts"]) == ("NEEDS_REVIEW", 2)
     failed = back["events"][-1]
@@ -374,7 +368,7 @@ async def test_running_out_of_attempts_makes_the_redrive_undeliverable(
         "system",
     )
     assert failed["detail"] == f"the redrive could not be delivered after 2 attempt(s): {error}"
-    row = await delivery_row(owner_conn, key)
+    row = await delivery_row(onboarding.conn, key)
     assert (row["next_delivery_at"], row["delivery_locked_until"]) == (None, None)
     no_delivery_errors(caplog)
 
@@ -385,10 +379,9 @@ async def test_a_receiver_that_never_answers_is_timed_out_at_the_workflows_timeo
     people: People,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with webhook_receiver(REDRIVE_SECRET, always(Stall())) as erp:
-        await take_redrives_by_webhook(
-            gql, people, erp.url, redriveMaxAttempts=1, redriveTimeoutSeconds=0.2
-        )
+    async with redrive_receiver(
+        gql, people, always(Stall()), redriveMaxAttempts=1, redriveTimeoutSeconds=0.2
+    ) as erp:
         worker = DeliveringWorker(db)
         async with redrive_requested(gql, people, worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "timed out")
@@ -429,20 +422,19 @@ async def test_a_refused_connection_is_retried_then_undeliverable(
 
 
 async def test_casework_may_only_report_a_webhook_redrive_failed(
-    db: Database,
-    owner_conn: asyncpg.Connection,
-    gql: GraphQL,
-    people: People,
+    onboarding: OnboardingDesk,
 ) -> None:
     """No worker runs: the redrive stays pending while Casework (system) and the owning
     system answer it."""
-    await take_redrives_by_webhook(gql, people, "http://127.0.0.1:9/erp/redrives")
-    exception_id, version = await approved_mismatch(gql, people)
-    key = await request_redrive(gql, people, exception_id, version)
+    await take_redrives_by_webhook(
+        onboarding.gql, onboarding.people, "http://127.0.0.1:9/erp/redrives"
+    )
+    exception_id, version = await onboarding.approved_mismatch()
+    key = await onboarding.request_redrive(exception_id, version)
 
-    before = await rows_of(owner_conn, exception_id)
+    before = await rows_of(onboarding.conn, exception_id)
     claimed = await redrives.report_checked(
-        db,
+        onboarding.db,
         key,
         True,
         "Casework claims a success",
@@ -450,10 +442,12 @@ async def test_casework_may_only_report_a_webhook_redrive_failed(
         actor_role=SYSTEM_ROLE,
     )
     assert isinstance(claimed, NotPermitted), claimed
-    assert await rows_of(owner_conn, exception_id) == before
+    assert await rows_of(onboarding.conn, exception_id) == before
 
     # The owning system may report a failure (as it may a success).
-    failed = await report(gql, people.erp, key, succeeded=False, detail="ERP rejected the LEI.")
+    failed = await report(
+        onboarding.gql, onboarding.people.erp, key, succeeded=False, detail="ERP rejected the LEI."
+    )
     assert failed["__typename"] == "RedriveResultRecorded", failed
     assert (failed["exception"]["state"], failed["exception"]["attempts"]) == ("NEEDS_REVIEW", 2)
     event = failed["exception"]["events"][-1]
@@ -604,20 +598,17 @@ async def test_invalid_redrive_settings_are_refused_and_change_nothing(
 
 
 async def test_a_subscription_workflows_redrive_is_never_claimed_or_posted(
-    db: Database,
-    owner_conn: asyncpg.Connection,
-    gql: GraphQL,
-    people: People,
+    onboarding: OnboardingDesk,
 ) -> None:
-    exception_id, version = await approved_mismatch(gql, people)
-    worker = DeliveringWorker(db)
+    exception_id, version = await onboarding.approved_mismatch()
+    worker = DeliveringWorker(onboarding.db)
     async with running(worker):
-        key = await request_redrive(gql, people, exception_id, version)
+        key = await onboarding.request_redrive(exception_id, version)
         await worker.claimed_everything_due()
         assert worker.rounds >= 2
     assert worker.stats == WorkerStats()
 
-    assert await delivery_row(owner_conn, key) == {
+    assert await delivery_row(onboarding.conn, key) == {
         "delivery_state": None,
         "delivery_attempts": 0,
         "next_delivery_at": None,
@@ -625,13 +616,13 @@ async def test_a_subscription_workflows_redrive_is_never_claimed_or_posted(
         "last_delivery_error": None,
         "delivered_at": None,
     }
-    waiting = await exception_of(gql, people.manager, exception_id)
+    waiting = await onboarding.exception_of(onboarding.people.manager, exception_id)
     assert waiting["state"] == "REDRIVE_PENDING"
     assert delivery(waiting) == (None, 0, None, False)
 
     # Casework may not report for a subscription workflow, not even a failure.
     refused = await redrives.report_checked(
-        db,
+        onboarding.db,
         key,
         False,
         "the redrive could not be delivered",
@@ -640,7 +631,7 @@ async def test_a_subscription_workflows_redrive_is_never_claimed_or_posted(
     )
     assert isinstance(refused, NotPermitted), refused
 
-    reported = await report(gql, people.erp, key, succeeded=True)
+    reported = await report(onboarding.gql, onboarding.people.erp, key, succeeded=True)
     assert reported["__typename"] == "RedriveResultRecorded", reported
     assert (reported["exception"]["state"], reported["exception"]["closure"]) == (
         "CLOSED",
@@ -652,40 +643,38 @@ async def test_a_subscription_workflows_redrive_is_never_claimed_or_posted(
 
 
 async def test_a_delivery_due_when_the_workflow_leaves_webhook_is_not_attempted_blindly(
-    db: Database,
-    owner_conn: asyncpg.Connection,
-    gql: GraphQL,
-    people: People,
-    caplog: pytest.LogCaptureFixture,
+    onboarding: OnboardingDesk, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The redrive is requested while the workflow takes redrives by webhook; before any
     worker delivers it, the admin switches the workflow to SUBSCRIPTION (its target and
     secret are cleared). The worker must not claim a delivery it has no target or secret
     for: doing so raises inside the worker, every time the lock lapses, forever, with the
     attempt count growing past redriveMaxAttempts."""
-    async with webhook_receiver(REDRIVE_SECRET) as erp:
-        await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=2)
-        exception_id, version = await approved_mismatch(gql, people)
-        key = await request_redrive(gql, people, exception_id, version)
+    async with onboarding.redrive_receiver(redriveMaxAttempts=2) as erp:
+        exception_id, version = await onboarding.approved_mismatch()
+        key = await onboarding.request_redrive(exception_id, version)
         switched = await configure_workflow(
-            gql, people.admin, approvalQueue=APPROVAL_QUEUE, redriveVia="SUBSCRIPTION"
+            onboarding.gql,
+            onboarding.people.admin,
+            approvalQueue=APPROVAL_QUEUE,
+            redriveVia="SUBSCRIPTION",
         )
         assert switched["__typename"] == "WorkflowConfigured", switched
         assert switched["workflow"]["redriveTarget"] is None
 
-        worker = DeliveringWorker(db)
+        worker = DeliveringWorker(onboarding.db)
         async with running(worker):
             for _ in range(3):
                 await worker.claimed_everything_due()
                 # As if the lock had lapsed (it lasts redriveTimeoutSeconds * 2 + 10 s).
-                await owner_conn.execute(
+                await onboarding.conn.execute(
                     "UPDATE exception_redrives SET delivery_locked_until = now() "
                     "WHERE key = $1 AND delivery_locked_until IS NOT NULL",
                     key,
                 )
         stats = worker.stats
 
-    row = await delivery_row(owner_conn, key)
+    row = await delivery_row(onboarding.conn, key)
     errors = [
         r.getMessage()
         for r in caplog.records
@@ -709,36 +698,35 @@ async def test_a_delivery_due_when_the_workflow_leaves_webhook_is_not_attempted_
 
 
 async def test_a_redrive_answered_before_delivery_is_not_delivered_after_its_successor(
-    db: Database,
-    owner_conn: asyncpg.Connection,
-    gql: GraphQL,
-    people: People,
-    caplog: pytest.LogCaptureFixture,
+    onboarding: OnboardingDesk, caplog: pytest.LogCaptureFixture
 ) -> None:
     """v1's redrive is requested but not yet delivered (no worker runs; in production: the
     ERP answering 503 while the worker backs off). The ERP, following exceptionEvents too,
     reports v1 failed; sam corrects again, ann approves v2 and requests its redrive. When the
     worker runs, only v2 may be POSTed: v1 was answered, and its changes are superseded.
     Delivering v1 now would have the ERP apply a stale correction under a key it never saw."""
-    async with webhook_receiver(REDRIVE_SECRET) as erp:
-        await take_redrives_by_webhook(gql, people, erp.url)
-        exception_id, first = await approved_mismatch(gql, people)
-        key1 = await request_redrive(gql, people, exception_id, first)
-        answered = await report(gql, people.erp, key1, succeeded=False, detail="LEI unknown")
+    async with onboarding.redrive_receiver() as erp:
+        exception_id, first = await onboarding.approved_mismatch()
+        key1 = await onboarding.request_redrive(exception_id, first)
+        answered = await report(
+            onboarding.gql, onboarding.people.erp, key1, succeeded=False, detail="LEI unknown"
+        )
         assert answered["__typename"] == "RedriveResultRecorded", answered
         assert answered["exception"]["state"] == "NEEDS_REVIEW"
-        second = await correct_and_approve(gql, people, exception_id, stale_steps=[])
-        key2 = await request_redrive(gql, people, exception_id, second)
+        second = await correct_and_approve(
+            onboarding.gql, onboarding.people, exception_id, stale_steps=[]
+        )
+        key2 = await onboarding.request_redrive(exception_id, second)
         assert (key1, key2) == (KEY, f"{WORKFLOW}:{SOURCE_RECORD}:v2")
 
-        worker = DeliveringWorker(db)
+        worker = DeliveringWorker(onboarding.db)
         async with running(worker):
             worker.wake()
             await worker.until(lambda s: s.redrives_delivered >= 1, "a redrive delivered")
             await worker.claimed_everything_due()
         stats = worker.stats
 
-    first_row = await delivery_row(owner_conn, key1)
+    first_row = await delivery_row(onboarding.conn, key1)
     observed = {
         "posted keys": sorted(r.key for r in erp.requests),
         "stats": stats,
@@ -750,7 +738,7 @@ async def test_a_redrive_answered_before_delivery_is_not_delivered_after_its_suc
         "stats": WorkerStats(redrives_delivered=1),
         "v1 claimed attempts": 0,
     }
-    current = await exception_of(gql, people.manager, exception_id)
+    current = await onboarding.exception_of(onboarding.people.manager, exception_id)
     assert (current["state"], current["redrive"]["key"]) == ("REDRIVE_PENDING", key2)
     assert delivery(current) == ("delivered", 1, None, True)
     no_delivery_errors(caplog)

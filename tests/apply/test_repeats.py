@@ -28,8 +28,8 @@ from tests.apply.helpers import (
     configure_effect,
     inconsistencies,
     make_decision,
+    reaches,
     running,
-    state_is,
     wait_until,
     webhook,
     worker_env,
@@ -165,10 +165,9 @@ async def test_two_workers_on_one_due_decision_attempt_it_once(
             await wait_until(claimed_twice_more, within=10, what="the other worker claiming")
             release.set()
 
-            async def applied() -> bool:
-                return await state_is(owner_conn, decision_id, "applied")
-
-            await wait_until(applied, within=10, what="the decision applied")
+            await reaches(
+                owner_conn, decision_id, "applied", within=10, what="the decision applied"
+            )
     finally:
         for pool in pools:
             await pool.close()
@@ -234,11 +233,7 @@ async def test_a_queue_without_an_effect_records_its_decisions_applied(
 ) -> None:
     decision_id = await make_decision(db, kyc_queue, "plain")
     async with worker_processes(worker_env(test_database), 1) as (worker,):
-
-        async def applied() -> bool:
-            return await state_is(owner_conn, decision_id, "applied")
-
-        await wait_until(applied, within=20, what="the decision applied")
+        await reaches(owner_conn, decision_id, "applied", within=20, what="the decision applied")
         assert await worker.terminate() == 0, worker.log
 
     note = await owner_conn.fetchval(

@@ -13,18 +13,15 @@ import asyncpg
 from server.domain.model import Verdict
 from server.store.database import Database
 from tests.apply.helpers import (
-    SECRET,
-    configure_effect,
+    effect_receiver,
     inconsistencies,
     make_decision,
+    reaches,
     start_worker,
-    state_is,
-    wait_until,
-    webhook,
     worker_env,
     worker_processes,
 )
-from tests.apply.receiver import Receiver, webhook_receiver
+from tests.apply.receiver import Receiver
 from tests.conftest import TestDatabase
 from tests.integration.helpers import claim
 from tests.integration.second_review import (
@@ -42,10 +39,9 @@ APPLIED_WITHIN = 20.0
 async def applied(owner: asyncpg.Connection, decision_id: int) -> None:
     """Until the worker has carried the decision out (no signal crosses the process)."""
 
-    async def check() -> bool:
-        return await state_is(owner, decision_id, "applied")
-
-    await wait_until(check, within=APPLIED_WITHIN, what=f"decision {decision_id} applied")
+    await reaches(
+        owner, decision_id, "applied", within=APPLIED_WITHIN, what=f"decision {decision_id} applied"
+    )
 
 
 async def enlisted(owner: asyncpg.Connection, decision_id: int) -> bool:
@@ -66,8 +62,7 @@ async def test_no_effect_before_confirmation_across_restarts_then_exactly_one(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, test_database: TestDatabase
 ) -> None:
     env = worker_env(test_database)
-    async with webhook_receiver(SECRET) as receiver, worker_processes(env, 1) as workers:
-        await configure_effect(db, kyc_queue, webhook(receiver.url))
+    async with effect_receiver(db, kyc_queue) as receiver, worker_processes(env, 1) as workers:
         await require_second_review(db)
         provisional = await provisional_rejection(db, "held-back")
 
@@ -112,8 +107,7 @@ async def test_an_override_sends_only_the_overriding_decisions_effect(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, test_database: TestDatabase
 ) -> None:
     env = worker_env(test_database)
-    async with webhook_receiver(SECRET) as receiver, worker_processes(env, 1) as (worker,):
-        await configure_effect(db, kyc_queue, webhook(receiver.url))
+    async with effect_receiver(db, kyc_queue) as receiver, worker_processes(env, 1) as (worker,):
         await require_second_review(db)
         provisional = await provisional_rejection(db, "overridden")
 

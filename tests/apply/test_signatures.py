@@ -17,8 +17,7 @@ from server.signatures import (
     verify_signature,
 )
 from server.store.database import Database
-from tests.apply.helpers import SECRET, configure_effect, make_decision, webhook
-from tests.apply.receiver import webhook_receiver
+from tests.apply.helpers import SECRET, effect_receiver, make_decision
 
 BODY = b'{"decisionId":"7","verdict":"APPROVE"}'
 
@@ -71,8 +70,7 @@ def test_malformed_headers_fail() -> None:
 async def test_the_webhooks_header_verifies_at_the_receiver_with_the_shared_secret(
     db: Database, kyc_queue: str
 ) -> None:
-    async with webhook_receiver(SECRET) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url))
+    async with effect_receiver(db, kyc_queue) as receiver:
         decision_id = await make_decision(db, kyc_queue, "signed")
         (due,) = await claim_due(db, 1)
         async with httpx.AsyncClient() as client:

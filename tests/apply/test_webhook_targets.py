@@ -29,14 +29,12 @@ from tests.apply.helpers import (
     REDRIVE_SECRET,
     SECRET,
     DeliveringWorker,
+    OnboardingDesk,
     application_row,
     attempt_rows,
     delivery_row,
-    exception_of,
     make_decision,
-    redrive_requested,
     running,
-    take_redrives_by_webhook,
     webhook,
 )
 from tests.apply.receiver import Reply, always, webhook_receiver
@@ -276,23 +274,18 @@ async def test_an_effect_to_a_host_no_longer_allowed_fails_for_good_without_a_po
 
 
 async def test_a_redrive_to_a_host_no_longer_allowed_is_undeliverable_without_a_post(
-    db: Database,
-    owner_conn: asyncpg.Connection,
-    gql: GraphQL,
-    people: People,
-    supplier_workflow: str,
+    onboarding: OnboardingDesk, supplier_workflow: str
 ) -> None:
-    async with webhook_receiver(REDRIVE_SECRET) as erp:
-        await take_redrives_by_webhook(gql, people, erp.url, redriveMaxAttempts=5)
-        worker = AllowListWorker(db, frozenset({"hooks.example"}))
-        async with redrive_requested(gql, people, worker) as (exception_id, key):
+    async with onboarding.redrive_receiver(redriveMaxAttempts=5) as erp:
+        worker = AllowListWorker(onboarding.db, frozenset({"hooks.example"}))
+        async with onboarding.redrive_requested(worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
         assert erp.requests == []
 
-    row = await delivery_row(owner_conn, key)
+    row = await delivery_row(onboarding.conn, key)
     assert (row["delivery_state"], row["delivery_attempts"]) == ("failed", 1)
     assert "'127.0.0.1' is not allowed" in row["last_delivery_error"]
-    back = await exception_of(gql, people.erp, exception_id)
+    back = await onboarding.exception_of(onboarding.people.erp, exception_id)
     assert (back["state"], back["attempts"]) == ("NEEDS_REVIEW", 2)
 
 
@@ -353,19 +346,14 @@ async def test_a_long_answer_is_stored_cut_and_shown_only_to_admins_and_integrat
 
 
 async def test_a_redrive_receivers_answer_is_cut_and_hidden_from_reviewers_and_managers(
-    db: Database,
-    owner_conn: asyncpg.Connection,
-    gql: GraphQL,
-    people: People,
-    supplier_workflow: str,
+    onboarding: OnboardingDesk, supplier_workflow: str
 ) -> None:
-    async with webhook_receiver(REDRIVE_SECRET, always(Reply(422, body=LONG_BODY))) as erp:
-        await take_redrives_by_webhook(gql, people, erp.url)
-        worker = AllowListWorker(db, frozenset())
-        async with redrive_requested(gql, people, worker) as (exception_id, key):
+    async with onboarding.redrive_receiver(always(Reply(422, body=LONG_BODY))):
+        worker = AllowListWorker(onboarding.db, frozenset())
+        async with onboarding.redrive_requested(worker) as (exception_id, key):
             await worker.until(lambda s: s.redrives_undeliverable == 1, "undeliverable")
 
-    stored = (await delivery_row(owner_conn, key))["last_delivery_error"]
+    stored = (await delivery_row(onboarding.conn, key))["last_delivery_error"]
     assert len(stored) == RECEIVER_TEXT_LIMIT
     assert stored.startswith("webhook answered 422: xxx")
     assert stored.endswith(TRUNCATED_MARK)
@@ -376,7 +364,8 @@ async def test_a_redrive_receivers_answer_is_cut_and_hidden_from_reviewers_and_m
         ("sam", False),
         ("ann", False),
     ):
-        redrive = (await exception_of(gql, getattr(people, who), exception_id))["redrive"]
+        seen = await onboarding.exception_of(getattr(onboarding.people, who), exception_id)
+        redrive = seen["redrive"]
         assert redrive["deliveryState"] == "failed", who
         assert redrive["lastDeliveryError"] == (stored if sees else None), who
 

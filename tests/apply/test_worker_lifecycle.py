@@ -17,20 +17,20 @@ from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings
 from tests.api.live_server import casework_serve_process
 from tests.apply.helpers import (
-    SECRET,
     application_row,
     attempt_rows,
     configure_effect,
+    effect_receiver,
     inconsistencies,
     make_decision,
-    state_is,
+    reaches,
     wait_until,
     webhook,
     worker_env,
     worker_name,
     worker_processes,
 )
-from tests.apply.receiver import OK, Action, Hold, Request, Stall, webhook_receiver
+from tests.apply.receiver import OK, Action, Hold, Request, Stall
 from tests.conftest import TestDatabase
 
 # Longer than the worker's poll backstop (1 s): a worker that were there would have claimed.
@@ -49,16 +49,15 @@ async def healthz(url: str) -> dict[str, Any]:
 async def test_serve_carries_decisions_out_in_process_by_default(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, test_database: TestDatabase
 ) -> None:
-    async with webhook_receiver(SECRET) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url))
-        async with casework_serve_process(worker_env(test_database)) as served:
-            decision_id = await make_decision(db, kyc_queue, "served")
-
-            async def applied() -> bool:
-                return await state_is(owner_conn, decision_id, "applied")
-
-            await wait_until(applied, within=20, what="applied by casework serve")
-            assert (await healthz(served.url))["worker"]["applied"] == 1
+    async with (
+        effect_receiver(db, kyc_queue) as receiver,
+        casework_serve_process(worker_env(test_database)) as served,
+    ):
+        decision_id = await make_decision(db, kyc_queue, "served")
+        await reaches(
+            owner_conn, decision_id, "applied", within=20, what="applied by casework serve"
+        )
+        assert (await healthz(served.url))["worker"]["applied"] == 1
 
     (attempt,) = await attempt_rows(owner_conn, decision_id)
     assert (attempt["outcome"], attempt["worker"]) == ("applied", worker_name(served.pid))
@@ -69,28 +68,27 @@ async def test_serve_no_worker_leaves_decisions_to_casework_worker(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, test_database: TestDatabase
 ) -> None:
     env = worker_env(test_database)
-    async with webhook_receiver(SECRET) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url))
-        async with casework_serve_process(env, "--no-worker") as served:
-            assert (await healthz(served.url))["worker"] is None
-            decision_id = await make_decision(db, kyc_queue, "left")
-            # A negative check, bounded: nothing in serve takes the decision up, past the
-            # time a worker's hint or poll would have.
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + QUIET_SECONDS
-            while loop.time() < deadline:
-                row = await application_row(owner_conn, decision_id)
-                assert (row["state"], row["attempts"]) == ("pending", 0), dict(row)
-                assert receiver.requests == []
-                await asyncio.sleep(0.1)
+    async with (
+        effect_receiver(db, kyc_queue) as receiver,
+        casework_serve_process(env, "--no-worker") as served,
+    ):
+        assert (await healthz(served.url))["worker"] is None
+        decision_id = await make_decision(db, kyc_queue, "left")
+        # A negative check, bounded: nothing in serve takes the decision up, past the
+        # time a worker's hint or poll would have.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + QUIET_SECONDS
+        while loop.time() < deadline:
+            row = await application_row(owner_conn, decision_id)
+            assert (row["state"], row["attempts"]) == ("pending", 0), dict(row)
+            assert receiver.requests == []
+            await asyncio.sleep(0.1)
 
-            async with worker_processes(env, 1) as (worker,):
-
-                async def applied() -> bool:
-                    return await state_is(owner_conn, decision_id, "applied")
-
-                await wait_until(applied, within=20, what="applied by casework worker")
-                assert await worker.terminate() == 0, worker.log
+        async with worker_processes(env, 1) as (worker,):
+            await reaches(
+                owner_conn, decision_id, "applied", within=20, what="applied by casework worker"
+            )
+            assert await worker.terminate() == 0, worker.log
 
     (attempt,) = await attempt_rows(owner_conn, decision_id)
     assert (attempt["outcome"], attempt["worker"]) == ("applied", worker.name)
@@ -111,8 +109,7 @@ async def test_sigterm_finishes_attempts_in_flight_claims_nothing_more_and_exits
     # Per queue: the stalled attempt gives up well before the answered one would.
     timeout, patient = 1.0, 8.0
     senior = "kyc-senior"
-    async with webhook_receiver(SECRET, policy) as receiver:
-        await configure_effect(db, kyc_queue, webhook(receiver.url), timeout_seconds=timeout)
+    async with effect_receiver(db, kyc_queue, policy, timeout_seconds=timeout) as receiver:
         await configure_effect(db, senior, webhook(receiver.url), timeout_seconds=patient)
         env = worker_env(test_database)
         async with worker_processes(env, 1, "--concurrency", "2") as (worker,):
@@ -199,11 +196,9 @@ async def test_an_attempt_abandoned_at_shutdown_keeps_its_lock_and_is_retried_af
     successor = ApplyWorker(db, settings, name="successor")
     run = asyncio.create_task(successor.run())
     try:
-
-        async def applied() -> bool:
-            return await state_is(owner_conn, decision_id, "applied")
-
-        await wait_until(applied, within=10, what="applied after the lock lapsed")
+        await reaches(
+            owner_conn, decision_id, "applied", within=10, what="applied after the lock lapsed"
+        )
     finally:
         successor.stop()
         await run

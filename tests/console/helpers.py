@@ -28,6 +28,7 @@ from server.config import REPO_ROOT
 from server.domain.model import Role
 from tests.api.helpers import DECIDE, decision_input
 from tests.conftest import MakeToken
+from tests.exceptions.operations import WORKFLOW_MEASURE_FIELDS
 from tests.live.helpers import Api
 
 # Debian's package; CASEWORK_CHROMIUM names another binary.
@@ -465,18 +466,14 @@ async def seed_kyc_history(api: Api, tokens: ConsoleTokens, owner: asyncpg.Conne
     await api.enqueue(tokens.integration, "kyc", {"W-2": application(8), "W-3": application(9)})
 
 
-WORKFLOW_MEASURES = """
+WORKFLOW_MEASURES = (
+    """
 query($minutes: Float, $approverMinutes: Float) {
   workflow(name: "supplier_onboarding") {
     measures {
-      open unclaimedNew unclaimedOverdue raised
-      ageByReason { reasonCode consequence open oldestAgeSeconds p50AgeSeconds }
-      repeats { reasonCode raised recurrences sourcesWithRepeats repeatShare }
-      redrives { requested succeeded failed successRate }
-      closures { corrected rejected duplicate obsolete total }
-      reopened reopenRate
-      approvalSeconds { samples p50 p90 p99 max }
-      handlingSeconds { samples p50 p90 p99 max }
+      open unclaimedNew unclaimedOverdue raised"""
+    + WORKFLOW_MEASURE_FIELDS
+    + """
       approverHandlingSeconds { samples p50 p90 p99 max }
       capacity(availableReviewerMinutesPerDay: $minutes) {
         arrivalsPerDay handlingMinutesMean demandMinutesPerDay backlog backlogMinutesPerDay
@@ -490,6 +487,7 @@ query($minutes: Float, $approverMinutes: Float) {
   }
 }
 """
+)
 
 
 def exception_mutation(field: str, input_type: str, fields: str = "") -> str:
@@ -528,6 +526,27 @@ async def act(api: Api, token: str, mutation: str, **input: Any) -> dict[str, An
     return result
 
 
+async def correct_legal_name(
+    api: Api, token: str, exception_id: str, lease_token: str, supplier: str
+) -> None:
+    """A correction of `supplier`'s record to the legal name its registry extract shows,
+    under the claim's lease; it awaits approval."""
+    corrected = (
+        await api.call(
+            token,
+            SUBMIT_CORRECTION,
+            input={
+                "exceptionId": exception_id,
+                "leaseToken": lease_token,
+                "reasonCode": "entity_mismatch",
+                "changes": {"recordLegalName": f"{supplier} Holdings Ltd"},
+                "evidence": [f"docstore://suppliers/{supplier}/registry-extract.pdf"],
+            },
+        )
+    )["submitCorrection"]
+    assert corrected["__typename"] == "ExceptionUpdated", corrected
+
+
 async def seed_workflow_history(
     api: Api, people: WorkflowTokens, owner: asyncpg.Connection
 ) -> None:
@@ -556,20 +575,7 @@ async def seed_workflow_history(
 
     # Claims take the oldest first: SUP-1, then SUP-2.
     claim = await api.claim(people.sam, "supplier-ops")
-    corrected = (
-        await api.call(
-            people.sam,
-            SUBMIT_CORRECTION,
-            input={
-                "exceptionId": sup1,
-                "leaseToken": claim["leaseToken"],
-                "reasonCode": "entity_mismatch",
-                "changes": {"recordLegalName": "SUP-1 Holdings Ltd"},
-                "evidence": ["docstore://suppliers/SUP-1/registry-extract.pdf"],
-            },
-        )
-    )["submitCorrection"]
-    assert corrected["__typename"] == "ExceptionUpdated", corrected
+    await correct_legal_name(api, people.sam, sup1, claim["leaseToken"], "SUP-1")
     approval = await api.claim(people.ann, "supplier-approvals")
     await act(
         api,

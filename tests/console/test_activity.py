@@ -46,6 +46,12 @@ EXPIRE_LEASE_NOW = "UPDATE review_items SET lease_expires_at = now() WHERE id = 
 MARKUP_NOTE = "Waiting for the bank's letter. <b>Not bold</b> & <img src=x onerror=alert(1)>"
 
 
+async def requiring_a_note(api: Api, tokens: ConsoleTokens, code: str, label: str) -> None:
+    """The admin (re)defines kyc's rejection reason `code` as one that requires a note."""
+    defined = await api.call(tokens.admin, DEFINE_REASON, code=code, label=label, requiresNote=True)
+    assert defined["defineReasonCode"]["__typename"] == "ReasonCodeDefined", defined
+
+
 async def events(api: Api, token: str, item_id: str) -> list[dict[str, Any]]:
     data = await api.call(token, ITEM_EVENTS, id=item_id)
     return [edge["node"] for edge in data["item"]["events"]["edges"]]
@@ -241,14 +247,7 @@ async def test_a_reason_that_requires_a_note_asks_for_one_before_sending(
 ) -> None:
     api = casework.api
     item_id = await one_item(api, tokens)
-    defined = await api.call(
-        tokens.admin,
-        DEFINE_REASON,
-        code="fraud_suspected",
-        label="Fraud suspected",
-        requiresNote=True,
-    )
-    assert defined["defineReasonCode"]["__typename"] == "ReasonCodeDefined", defined
+    await requiring_a_note(api, tokens, "fraud_suspected", "Fraud suspected")
     async with console_context(browser, casework.url) as (context, _):
         page = await sign_in(context, casework.url, tokens.rita)
         await claim_first(page)
@@ -270,14 +269,7 @@ async def test_a_reason_that_requires_a_note_asks_for_one_before_sending(
 
         # A code that needs a note since the page read the catalogue: the server refuses,
         # and the console points at the note field; the lease is still held.
-        changed = await api.call(
-            tokens.admin,
-            DEFINE_REASON,
-            code="name_mismatch",
-            label="Name does not match",
-            requiresNote=True,
-        )
-        assert changed["defineReasonCode"]["__typename"] == "ReasonCodeDefined", changed
+        await requiring_a_note(api, tokens, "name_mismatch", "Name does not match")
         await page.get_by_role("combobox", name="Reason").select_option("name_mismatch")
         await expect(requirement).to_be_hidden()
         await expect(note).not_to_have_attribute("aria-invalid", "true")

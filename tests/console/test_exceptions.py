@@ -8,9 +8,9 @@ from playwright.async_api import Browser, Page, expect
 from tests.console.helpers import (
     EXCEPTION_STATE,
     SHOWN_WITHIN_MS,
-    SUBMIT_CORRECTION,
     WorkflowTokens,
     console_context,
+    correct_legal_name,
     screenshot,
     section,
     setup_workflow,
@@ -94,20 +94,7 @@ async def test_an_approver_approves_a_correction_and_is_refused_their_own(
         # Ann, with her reviewer token, corrected the other one herself.
         claim = await api.claim(people.ann_as_reviewer, "supplier-ops")
         assert claim["item"]["id"]
-        corrected = (
-            await api.call(
-                people.ann_as_reviewer,
-                SUBMIT_CORRECTION,
-                input={
-                    "exceptionId": second,
-                    "leaseToken": claim["leaseToken"],
-                    "reasonCode": "entity_mismatch",
-                    "changes": {"recordLegalName": "SUP-2 Holdings Ltd"},
-                    "evidence": ["docstore://suppliers/SUP-2/registry-extract.pdf"],
-                },
-            )
-        )["submitCorrection"]
-        assert corrected["__typename"] == "ExceptionUpdated", corrected
+        await correct_legal_name(api, people.ann_as_reviewer, second, claim["leaseToken"], "SUP-2")
         await claim_in_queue(ann, "supplier-approvals")
         await expect(ann.get_by_role("heading", name="SUP-2")).to_be_visible()
         await ann.get_by_role("button", name="Approve correction").click()

@@ -5,6 +5,9 @@ reconnecting, and once back the page reads again what it missed."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
 import asyncpg
 from playwright.async_api import Browser, Page, WebSocketRoute, expect
@@ -36,6 +39,44 @@ async def claim_first(page: Page) -> None:
     await expect(page.get_by_role("article", name="Item demo-0001")).to_be_visible(
         timeout=SHOWN_WITHIN_MS
     )
+
+
+@dataclass
+class DroppableSockets:
+    """The page's GraphQL sockets, routed through Playwright so that a test can take the
+    server away (every socket closes, and a new one fails to connect) and bring it back."""
+
+    routes: list[WebSocketRoute] = field(default_factory=list)
+    down: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def route(self, socket: WebSocketRoute) -> None:
+        if self.down.is_set():
+            # The server is "away": the page's connection attempt fails.
+            await socket.close(code=1012, reason="test: server restarting")
+            return
+        socket.connect_to_server()
+        self.routes.append(socket)
+
+    async def drop(self) -> None:
+        self.down.set()
+        for socket in self.routes:
+            await socket.close(code=1012, reason="test: server restarting")
+
+    def restore(self) -> None:
+        self.down.clear()
+
+
+@asynccontextmanager
+async def droppable_console(
+    browser: Browser, casework: Casework, token: str
+) -> AsyncIterator[tuple[Page, DroppableSockets]]:
+    """A console signed in with `token`, its sockets droppable, demo-0001 claimed."""
+    sockets = DroppableSockets()
+    async with console_context(browser, casework.url) as (context, _):
+        await context.route_web_socket("**/graphql", sockets.route)
+        page = await sign_in(context, casework.url, token)
+        await claim_first(page)
+        yield page, sockets
 
 
 async def assert_decision_disabled(page: Page) -> None:
@@ -91,27 +132,11 @@ async def test_a_dropped_socket_shows_reconnecting_then_reads_again(
     browser: Browser, casework: Casework, tokens: ConsoleTokens, owner_conn: asyncpg.Connection
 ) -> None:
     await setup_kyc(casework.api, tokens, items=3)
-    routes: list[WebSocketRoute] = []
-    down = asyncio.Event()
-
-    async def through_playwright(socket: WebSocketRoute) -> None:
-        if down.is_set():
-            # The server is "away": the page's connection attempt fails.
-            await socket.close(code=1012, reason="test: server restarting")
-            return
-        socket.connect_to_server()
-        routes.append(socket)
-
-    async with console_context(browser, casework.url) as (context, _):
-        await context.route_web_socket("**/graphql", through_playwright)
-        page = await sign_in(context, casework.url, tokens.rita)
-        await claim_first(page)
+    async with droppable_console(browser, casework, tokens.rita) as (page, sockets):
         pending = page.locator("[data-figure=pending] dd")
         await expect(pending).to_have_text("2")
 
-        down.set()
-        for socket in routes:
-            await socket.close(code=1012, reason="test: server restarting")
+        await sockets.drop()
         reconnecting = page.get_by_role("status").filter(has_text="Reconnecting")
         await expect(reconnecting.first).to_be_visible(timeout=SHOWN_WITHIN_MS)
         await screenshot(page, "reconnecting")
@@ -126,7 +151,7 @@ async def test_a_dropped_socket_shows_reconnecting_then_reads_again(
         assert taken["item"]["id"] == item["id"]
         await expect(pending).to_have_text("2")
 
-        down.clear()
+        sockets.restore()
         await expect(page.get_by_role("status", name="Connection")).to_have_text(
             "Live", timeout=SHOWN_WITHIN_MS
         )
@@ -146,29 +171,14 @@ async def test_a_lease_found_gone_says_who_decided_the_item_once_they_have(
     reconnect, its lease ran out meanwhile): it says so, keeps listening, and names the
     reviewer who then decides the item."""
     await setup_kyc(casework.api, tokens, items=1)
-    routes: list[WebSocketRoute] = []
-    down = asyncio.Event()
-
-    async def through_playwright(socket: WebSocketRoute) -> None:
-        if down.is_set():
-            await socket.close(code=1012, reason="test: server restarting")
-            return
-        socket.connect_to_server()
-        routes.append(socket)
-
-    async with console_context(browser, casework.url) as (context, _):
-        await context.route_web_socket("**/graphql", through_playwright)
-        page = await sign_in(context, casework.url, tokens.rita)
-        await claim_first(page)
+    async with droppable_console(browser, casework, tokens.rita) as (page, sockets):
         item = (await items_by_key(casework.api, tokens.admin))["demo-0001"]
-        down.set()
-        for socket in routes:
-            await socket.close(code=1012, reason="test: server restarting")
+        await sockets.drop()
         await expect(
             page.get_by_role("status").filter(has_text="Reconnecting").first
         ).to_be_visible(timeout=SHOWN_WITHIN_MS)
         await owner_conn.execute(EXPIRE_LEASE, int(item["id"]))
-        down.clear()
+        sockets.restore()
 
         lost = page.get_by_role("alert").filter(has_text="Lease lost")
         await expect(lost).to_contain_text("expired or the item moved on", timeout=SHOWN_WITHIN_MS)

@@ -131,6 +131,16 @@ async def open_queue(page: Page, origin: str, queue: str) -> None:
     )
 
 
+async def rejected_by_alice(api: Api, people: People, reason: str) -> dict[str, Any]:
+    """demo-0001 in a kyc whose rejections get a second look, rejected by alice over the API
+    for `reason`: her claim."""
+    await setup(api, people, SECOND_REVIEW_OF_REJECTIONS, "demo-0001")
+    claim = await api.claim(people.alice, "kyc")
+    rejected = await api.call(people.alice, DECIDE, input=decision_input(claim, "REJECT", reason))
+    assert rejected["submitDecision"]["__typename"] == "DecisionRecorded", rejected
+    return claim
+
+
 async def reject_in_the_console(page: Page, origin: str, key: str) -> None:
     """Alice claims `key` in kyc and rejects it; the console says it is provisional."""
     await open_queue(page, origin, "kyc")
@@ -245,12 +255,7 @@ async def test_a_second_reviewer_overrides_a_decision(
     browser: Browser, casework: Casework, people: People
 ) -> None:
     api = casework.api
-    await setup(api, people, SECOND_REVIEW_OF_REJECTIONS, "demo-0001")
-    claim = await api.claim(people.alice, "kyc")
-    rejected = await api.call(
-        people.alice, DECIDE, input=decision_input(claim, "REJECT", "document_expired")
-    )
-    assert rejected["submitDecision"]["__typename"] == "DecisionRecorded", rejected
+    claim = await rejected_by_alice(api, people, "document_expired")
     item_id = claim["item"]["id"]
     async with console_context(browser, casework.url) as (context, _):
         bob = await sign_in(context, casework.url, people.bob)
@@ -324,12 +329,7 @@ async def test_evidence_changed_since_the_first_decision_is_refused_in_words(
     browser: Browser, casework: Casework, people: People
 ) -> None:
     api = casework.api
-    await setup(api, people, SECOND_REVIEW_OF_REJECTIONS, "demo-0001")
-    claim = await api.claim(people.alice, "kyc")
-    rejected = await api.call(
-        people.alice, DECIDE, input=decision_input(claim, "REJECT", "name_mismatch")
-    )
-    assert rejected["submitDecision"]["__typename"] == "DecisionRecorded", rejected
+    claim = await rejected_by_alice(api, people, "name_mismatch")
     # The provider sends the application again, with another document, while it waits.
     [again] = await api.enqueue(people.integration, "kyc", {"demo-0001": application(99)})
     assert again["evidenceUpdated"], again

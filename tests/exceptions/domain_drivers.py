@@ -66,10 +66,8 @@ async def claim_exception(db: Database, who: Principal, queue: str, exception_id
     return claim
 
 
-async def approved_correction(db: Database, source_record_id: str) -> tuple[str, int]:
-    """Raise, correct (sam), approve (ann): the exception waits for its redrive. Returns
-    its id and the approved version."""
-    exception_id = (await raise_one(db, source_record_id)).exception.id
+async def corrected_by_sam(db: Database, exception_id: str) -> Claim:
+    """sam claims the exception and submits the legal name the registry shows: his claim."""
     mine = await claim_exception(db, SAM, OWNER_QUEUE, exception_id)
     corrected = await submit_correction(
         db,
@@ -83,6 +81,14 @@ async def approved_correction(db: Database, source_record_id: str) -> tuple[str,
         ),
     )
     assert not hasattr(corrected, "message"), corrected
+    return mine
+
+
+async def approved_correction(db: Database, source_record_id: str) -> tuple[str, int]:
+    """Raise, correct (sam), approve (ann): the exception waits for its redrive. Returns
+    its id and the approved version."""
+    exception_id = (await raise_one(db, source_record_id)).exception.id
+    await corrected_by_sam(db, exception_id)
     theirs = await claim_exception(db, ANN, APPROVAL_QUEUE, exception_id)
     approved = await approve_correction(
         db, ANN, exception_id, str(theirs.lease_token), version=1, note=None

@@ -6,6 +6,17 @@ from typing import Any
 
 from tests.api.conftest import GraphQL
 
+# A workflow's measures that the dashboards and the measures tests both ask for.
+WORKFLOW_MEASURE_FIELDS = """
+      ageByReason { reasonCode consequence open oldestAgeSeconds p50AgeSeconds }
+      repeats { reasonCode raised recurrences sourcesWithRepeats repeatShare }
+      redrives { requested succeeded failed successRate }
+      closures { corrected rejected duplicate obsolete total }
+      reopened reopenRate
+      approvalSeconds { samples p50 p90 p99 max }
+      handlingSeconds { samples p50 p90 p99 max }
+"""
+
 SETUP_SUPPLIER_WORKFLOW = """
 mutation {
   ops: configureQueue(input: {name: "supplier-ops"}) { __typename }

@@ -17,7 +17,7 @@ from server.domain.review.leases import claim_next
 from server.store.database import Database
 from server.store.queries import Queries
 from tests.api.conftest import GraphQL
-from tests.conftest import TestDatabase, reviewer
+from tests.conftest import TestDatabase, one_row, reviewer
 from tests.exceptions.conftest import ESCALATION_QUEUE, OWNER_QUEUE, People
 from tests.exceptions.domain_drivers import (
     all_at_once,
@@ -87,13 +87,11 @@ async def claim_result(gql: GraphQL, token: str, queue: str) -> str:
 
 
 async def stored(owner: asyncpg.Connection, exception_id: str) -> asyncpg.Record:
-    row = await owner.fetchrow(
+    query = (
         "SELECT e.owner_role, e.escalated_at, i.queue, i.lease_owner, i.escalation_count "
-        "FROM exceptions AS e JOIN review_items AS i ON i.id = e.item_id WHERE e.id = $1",
-        exception_id,
+        "FROM exceptions AS e JOIN review_items AS i ON i.id = e.item_id WHERE e.id = $1"
     )
-    assert row is not None, f"no exception {exception_id}"
-    return row
+    return await one_row(owner, query, exception_id, missing=f"no exception {exception_id}")
 
 
 async def escalations(owner: asyncpg.Connection, exception_id: str) -> list[tuple[Any, ...]]:

@@ -33,6 +33,18 @@ pytestmark = pytest.mark.usefixtures("supplier_workflow")
 
 REASON = "The supplier sent a new certificate of incorporation."
 
+# An open exception: the state it was driven into, and the exception.
+Opened = tuple[str, Driven]
+
+
+@pytest.fixture(params=["NEEDS_REVIEW", "AWAITING_APPROVAL", "REDRIVE_PENDING"])
+async def open_exception(
+    request: pytest.FixtureRequest, supplier_workflow: str, gql: GraphQL, people: People
+) -> Opened:
+    """A fresh exception driven into each open state in turn."""
+    state: str = request.param
+    return state, await drive(gql, people, state, await raised(gql, people))
+
 
 async def reopen(
     gql: GraphQL, people: People, exception_id: str, reason: str = REASON
@@ -129,14 +141,10 @@ async def test_each_reopen_is_counted(gql: GraphQL, people: People) -> None:
     ]
 
 
-@pytest.mark.parametrize("state", ["NEEDS_REVIEW", "AWAITING_APPROVAL", "REDRIVE_PENDING"])
 async def test_an_open_exception_cannot_be_reopened(
-    gql: GraphQL,
-    people: People,
-    owner_conn: asyncpg.Connection,
-    state: str,
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection, open_exception: Opened
 ) -> None:
-    driven = await drive(gql, people, state, await raised(gql, people))
+    state, driven = open_exception
     before = await written(owner_conn)
 
     result = await reopen(gql, people, driven.id)
@@ -164,14 +172,10 @@ async def test_of_two_reopens_one_wins(
     assert (await read(gql, people, driven.id))["reopenCount"] == 1
 
 
-@pytest.mark.parametrize("state", ["NEEDS_REVIEW", "AWAITING_APPROVAL", "REDRIVE_PENDING"])
 async def test_raising_an_open_exception_again_is_a_recurrence(
-    gql: GraphQL,
-    people: People,
-    owner_conn: asyncpg.Connection,
-    state: str,
+    gql: GraphQL, people: People, owner_conn: asyncpg.Connection, open_exception: Opened
 ) -> None:
-    driven = await drive(gql, people, state, await raised(gql, people))
+    state, driven = open_exception
 
     repeats = [await run(gql, people.erp, RAISE, input=mismatch_input()) for _ in range(2)]
 

@@ -13,14 +13,12 @@ import asyncpg
 import pytest
 
 from server.domain.exceptions.actions import (
-    CorrectionInput,
     Raised,
     RaiseInput,
     approve_correction,
     close_exception,
     raise_exception,
     reopen_exception,
-    submit_correction,
 )
 from server.domain.exceptions.records import Closure, Consequence
 from server.domain.exceptions.redrives import (
@@ -29,28 +27,33 @@ from server.domain.exceptions.redrives import (
     report_redrive_result,
     request_redrive,
 )
-from server.domain.model import Claim, Role
+from server.domain.model import Role
 from server.store.database import Database
 from tests.api.conftest import GraphQL
 from tests.conftest import token_maker
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, REASON, WORKFLOW, People
-from tests.exceptions.domain_drivers import ANN, ERP, SAM, claim_exception, mismatch, set_due
+from tests.exceptions.domain_drivers import (
+    ANN,
+    ERP,
+    SAM,
+    claim_exception,
+    corrected_by_sam,
+    mismatch,
+    set_due,
+)
+from tests.exceptions.operations import WORKFLOW_MEASURE_FIELDS
 
 MISSING = "missing_approval"
 DAY = 86400
 
-MEASURES = """
+MEASURES = (
+    """
 query($name: String!) {
   workflow(name: $name) {
     week: measures {
-      sinceSeconds open unclaimedNew unclaimedOverdue raised arrivalsPerDay
-      ageByReason { reasonCode consequence open oldestAgeSeconds p50AgeSeconds }
-      repeats { reasonCode raised recurrences sourcesWithRepeats repeatShare }
-      redrives { requested succeeded failed successRate }
-      closures { corrected rejected duplicate obsolete total }
-      reopened reopenRate
-      approvalSeconds { samples p50 p90 p99 max }
-      handlingSeconds { samples p50 p90 p99 max }
+      sinceSeconds open unclaimedNew unclaimedOverdue raised arrivalsPerDay"""
+    + WORKFLOW_MEASURE_FIELDS
+    + """
       approverHandlingSeconds { samples p50 max }
     }
     day: measures(sinceSeconds: 86400) {
@@ -67,6 +70,7 @@ query($name: String!) {
   }
 }
 """
+)
 
 
 def raised_as(source: str, reason: str, consequence: Consequence) -> RaiseInput:
@@ -81,24 +85,6 @@ async def raise_new(db: Database, source: str, reason: str, consequence: Consequ
 
 def ok(result: Any) -> None:
     assert not hasattr(result, "message"), result
-
-
-async def correct(db: Database, exception_id: str) -> Claim:
-    mine = await claim_exception(db, SAM, OWNER_QUEUE, exception_id)
-    ok(
-        await submit_correction(
-            db,
-            SAM,
-            CorrectionInput(
-                exception_id=exception_id,
-                lease_token=str(mine.lease_token),
-                reason_code=REASON,
-                changes={"legalName": "Acme Holdings Ltd"},
-                evidence=["registry://companies-house/09876543"],
-            ),
-        )
-    )
-    return mine
 
 
 async def approve(db: Database, exception_id: str, version: int) -> None:
@@ -201,10 +187,10 @@ async def history(db: Database, owner_conn: asyncpg.Connection, supplier_workflo
     # corrected again, approved, redriven and succeeded (closed corrected); then reopened.
     a = await raise_new(db, "SUP-1", REASON, Consequence.HIGH)
     assert await raise_new(db, "SUP-1", REASON, Consequence.HIGH) == a
-    await correct(db, a)
+    await corrected_by_sam(db, a)
     await approve(db, a, 1)
     await redrive(db, a, 1, succeeded=False)
-    await correct(db, a)
+    await corrected_by_sam(db, a)
     await approve(db, a, 2)
     await redrive(db, a, 2, succeeded=True)
     ok(await reopen_exception(db, SAM, a, "the registry entry was withdrawn"))
@@ -373,7 +359,7 @@ async def test_an_action_under_a_lease_records_when_that_lease_began(
     db: Database, owner_conn: asyncpg.Connection, supplier_workflow: str
 ) -> None:
     exception_id = await raise_new(db, "SUP-9", REASON, Consequence.LOW)
-    mine = await correct(db, exception_id)
+    mine = await corrected_by_sam(db, exception_id)
 
     lease = await owner_conn.fetchrow(
         "SELECT * FROM exception_leases WHERE lease_token = $1", mine.lease_token

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -16,7 +17,7 @@ from server.domain.review.leases import claim_next
 from server.domain.timeline.events import TimelineKind
 from server.events.channels import CHANNEL
 from server.store.database import Database
-from tests.conftest import INTEGRATION, TestDatabase
+from tests.conftest import INTEGRATION, TestDatabase, one_row
 
 Snapshot = dict[str, list[tuple[Any, ...]]]
 
@@ -95,6 +96,12 @@ async def claim(db: Database, principal: Principal, queue: str = "kyc") -> Claim
     return result
 
 
+async def claimed_one(db: Database, queue: str, principal: Principal, key: str = "cust-1") -> Claim:
+    """A fresh item of `queue`, claimed by `principal`."""
+    await enqueue_one(db, queue, key)
+    return await claim(db, principal, queue)
+
+
 def verdict_for(
     claim: Claim,
     verdict: Verdict = Verdict.APPROVE,
@@ -122,6 +129,25 @@ async def decide(
     return result
 
 
+async def refused_unheard(
+    owner: asyncpg.Connection, listener: Listener, call: Awaitable[object], refusal: type
+) -> None:
+    """`call` is answered with a `refusal`, sends no hint and changes no row."""
+    before = await snapshot(owner)
+    answers: list[object] = []
+
+    async def attempt() -> None:
+        answers.append(await call)
+
+    assert await listener.events_of(attempt()) == []
+    assert isinstance(answers[0], refusal), answers[0]
+    assert await snapshot(owner) == before
+
+
+def later(hours: float = 1) -> datetime:
+    return datetime.now(UTC) + timedelta(hours=hours)
+
+
 async def expire_lease(owner: asyncpg.Connection, item_id: int) -> None:
     status = await owner.execute(
         "UPDATE review_items SET lease_expires_at = now() - interval '1 second' "
@@ -132,9 +158,9 @@ async def expire_lease(owner: asyncpg.Connection, item_id: int) -> None:
 
 
 async def item_row(owner: asyncpg.Connection, item_id: int) -> asyncpg.Record:
-    row = await owner.fetchrow("SELECT * FROM review_items WHERE id = $1", item_id)
-    assert row is not None, f"no item {item_id}"
-    return row
+    return await one_row(
+        owner, "SELECT * FROM review_items WHERE id = $1", item_id, missing=f"no item {item_id}"
+    )
 
 
 async def decision_rows(owner: asyncpg.Connection, item_id: int) -> list[asyncpg.Record]:

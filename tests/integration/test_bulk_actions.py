@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 import asyncpg
 import pytest
@@ -39,21 +38,14 @@ from server.domain.review.queues import QueueSettings, configure_queue
 from server.domain.timeline.events import TimelineKind
 from server.events.channels import EventKind, parse_event
 from server.store.database import Database
-from tests.conftest import (
-    ADMIN,
-    INTEGRATION,
-    MANAGER,
-    TestDatabase,
-    reviewer,
-    token_maker,
-)
+from tests.conftest import ADMIN, INTEGRATION, MANAGER, reviewer, token_maker
 from tests.integration.helpers import (
     Listener,
     claim,
     decide,
     expire_lease,
     item_row,
-    listening,
+    later,
     snapshot,
     timeline_after_enqueue,
 )
@@ -77,16 +69,6 @@ async def team(db: Database, owner_db: Database, kyc_queue: str) -> str:
     await make("alice", Role.REVIEWER, "kyc", "kyc-senior")
     await make("bob", Role.REVIEWER, "kyc")
     return kyc_queue
-
-
-@pytest.fixture
-async def listener(test_database: TestDatabase) -> AsyncIterator[Listener]:
-    async with listening(test_database) as collector:
-        yield collector
-
-
-def later(hours: float = 1) -> datetime:
-    return datetime.now(UTC) + timedelta(hours=hours)
 
 
 def ids(*items: Item) -> Selection:

@@ -24,6 +24,7 @@ from tests.api.helpers import decision_input
 from tests.conftest import TestDatabase, reviewer
 from tests.integration.helpers import (
     claim,
+    claimed_one,
     decide,
     decision_rows,
     enqueue_one,
@@ -38,8 +39,7 @@ ALICE = reviewer("alice", "kyc")
 async def test_the_same_submission_again_is_a_replay_and_writes_nothing(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection
 ) -> None:
-    await enqueue_one(db, kyc_queue, "cust-1")
-    held = await claim(db, ALICE)
+    held = await claimed_one(db, kyc_queue, ALICE)
     submission = dataclasses.replace(verdict_for(held), note="passport matches")
     recorded = await submit_decision(db, ALICE, submission)
     assert isinstance(recorded, Decision), recorded
@@ -102,8 +102,7 @@ async def test_another_reviewer_with_the_lease_token_learns_nothing(
 async def test_a_token_that_lost_the_queue_is_not_answered_with_the_decision(
     db: Database, kyc_queue: str
 ) -> None:
-    await enqueue_one(db, kyc_queue, "cust-1")
-    held = await claim(db, ALICE)
+    held = await claimed_one(db, kyc_queue, ALICE)
     await decide(db, ALICE, held)
     # Alice's token re-issued without kyc: the scope fence holds for replays too.
     refused = await submit_decision(db, reviewer("alice", "payouts"), verdict_for(held))

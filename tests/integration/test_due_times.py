@@ -4,7 +4,6 @@ there at claim time, priority raised, with no cron job."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -19,25 +18,18 @@ from server.domain.review.queues import QueueSettings, configure_queue
 from server.domain.timeline.events import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
-from tests.conftest import ADMIN, INTEGRATION, TestDatabase, reviewer
+from tests.conftest import ADMIN, INTEGRATION, reviewer
 from tests.integration.helpers import (
     Listener,
     claim,
     enqueue_one,
     expire_lease,
     item_row,
-    listening,
     timeline_after_enqueue,
 )
 
 ALICE = reviewer("alice", "kyc", "kyc-senior")
 HOUR = 3600
-
-
-@pytest.fixture
-async def listener(test_database: TestDatabase) -> AsyncIterator[Listener]:
-    async with listening(test_database) as collector:
-        yield collector
 
 
 async def configure(db: Database, settings: QueueSettings) -> Queue:

@@ -15,6 +15,7 @@ from server.store.database import Database
 from tests.conftest import ADMIN, reviewer
 from tests.integration.helpers import (
     claim,
+    claimed_one,
     decide,
     decision_rows,
     enqueue_one,
@@ -61,22 +62,21 @@ async def test_expired_token_is_stale_everywhere_then_a_new_claim_works(
 async def test_renew_extends_the_lease(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection
 ) -> None:
-    item = await enqueue_one(db, kyc_queue, "cust-1")
     alice = reviewer("alice")
-    held = await claim(db, alice)
+    held = await claimed_one(db, kyc_queue, alice)
     # Near the end of its 300 s lease, so the extension is unmistakable.
     await owner_conn.execute(
         "UPDATE review_items SET lease_expires_at = now() + interval '5 seconds' WHERE id = $1",
-        item.id,
+        held.item.id,
     )
-    before = (await item_row(owner_conn, item.id))["lease_expires_at"]
+    before = (await item_row(owner_conn, held.item.id))["lease_expires_at"]
 
-    renewed = await renew_lease(db, alice, str(item.id), str(held.lease_token))
+    renewed = await renew_lease(db, alice, str(held.item.id), str(held.lease_token))
 
     assert isinstance(renewed, Item), renewed
     assert renewed.lease_expires_at is not None
     assert renewed.lease_expires_at - before > timedelta(seconds=290)
-    row = await item_row(owner_conn, item.id)
+    row = await item_row(owner_conn, held.item.id)
     assert (row["lease_expires_at"], row["lease_token"]) == (
         renewed.lease_expires_at,
         held.lease_token,

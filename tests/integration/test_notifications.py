@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from server.domain.model import Decision, Item, Verdict
 from server.domain.review.decisions import OverturnInput, overturn_decision
 from server.domain.review.items import NewItem, enqueue_items
@@ -13,14 +9,8 @@ from server.domain.review.leases import release_lease, renew_lease
 from server.domain.review.queues import QueueSettings, configure_queue, define_reason_code
 from server.events.channels import MAX_PAYLOAD_BYTES, Event, parse_event
 from server.store.database import Database
-from tests.conftest import ADMIN, APPROVER, INTEGRATION, TestDatabase, reviewer
-from tests.integration.helpers import Listener, claim, decide, enqueue_one, listening
-
-
-@pytest.fixture
-async def listener(test_database: TestDatabase) -> AsyncIterator[Listener]:
-    async with listening(test_database) as collector:
-        yield collector
+from tests.conftest import ADMIN, APPROVER, INTEGRATION, reviewer
+from tests.integration.helpers import Listener, claim, claimed_one, decide, enqueue_one
 
 
 def only_event(payloads: list[str]) -> Event:
@@ -80,8 +70,7 @@ async def test_escalation_names_both_queues(
     db: Database, kyc_queue: str, listener: Listener
 ) -> None:
     alice = reviewer("alice")
-    await enqueue_one(db, kyc_queue, "cust-1")
-    held = await claim(db, alice)
+    held = await claimed_one(db, kyc_queue, alice)
     event = only_event(
         await listener.events_of(decide(db, alice, held, Verdict.ESCALATE, "needs_senior"))
     )

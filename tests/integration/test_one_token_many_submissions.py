@@ -11,7 +11,7 @@ from server.domain.model import Decision
 from server.domain.review.decisions import Replayed, submit_decision
 from server.store.database import Database
 from tests.conftest import reviewer
-from tests.integration.helpers import claim, decision_rows, enqueue_one, item_row, verdict_for
+from tests.integration.helpers import claimed_one, decision_rows, item_row, verdict_for
 
 SUBMISSIONS = 50
 
@@ -19,9 +19,8 @@ SUBMISSIONS = 50
 async def test_one_token_records_one_decision(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection
 ) -> None:
-    item = await enqueue_one(db, kyc_queue, "cust-1")
     alice = reviewer("alice")
-    held = await claim(db, alice)
+    held = await claimed_one(db, kyc_queue, alice)
 
     results = await asyncio.gather(
         *(submit_decision(db, alice, verdict_for(held)) for _ in range(SUBMISSIONS))
@@ -35,6 +34,6 @@ async def test_one_token_records_one_decision(
     assert [r for r in results if not isinstance(r, Decision)] == [Replayed(recorded)] * (
         SUBMISSIONS - 1
     )
-    rows = await decision_rows(owner_conn, item.id)
+    rows = await decision_rows(owner_conn, held.item.id)
     assert [(row["id"], row["lease_token"]) for row in rows] == [(recorded.id, held.lease_token)]
-    assert (await item_row(owner_conn, item.id))["state"] == "decided"
+    assert (await item_row(owner_conn, held.item.id))["state"] == "decided"

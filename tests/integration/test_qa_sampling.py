@@ -30,6 +30,7 @@ from server.events.channels import parse_event
 from server.store.database import Database
 from tests.conftest import ADMIN, APPROVER, INTEGRATION, TestDatabase, reviewer
 from tests.integration.helpers import (
+    Snapshot,
     claim,
     decide,
     enqueue_one,
@@ -98,6 +99,18 @@ async def check(
 async def qa_results(owner: asyncpg.Connection) -> list[asyncpg.Record]:
     rows: list[asyncpg.Record] = await owner.fetch("SELECT * FROM qa_results ORDER BY id")
     return rows
+
+
+async def copy_claimed_by_bob(db: Database) -> Claim:
+    """Alice's decision on a fresh item, sampled: its QA copy, claimed by bob."""
+    await sampled_decision(db, "cust-1")
+    return await claim(db, BOB, QA_QUEUE)
+
+
+async def wrote_nothing(owner: asyncpg.Connection, before: Snapshot) -> None:
+    """No row changed since `before`, and no QA result was recorded."""
+    assert await snapshot(owner) == before
+    assert await qa_results(owner) == []
 
 
 # --- configuration ---------------------------------------------------------------------
@@ -285,8 +298,7 @@ async def test_the_decider_is_never_handed_the_copy_nor_may_record_its_result(
     )
 
     assert isinstance(refused, NotPermitted), refused
-    assert await snapshot(owner_conn) == before
-    assert await qa_results(owner_conn) == []
+    await wrote_nothing(owner_conn, before)
 
 
 async def test_another_reviewer_checks_it_and_no_effect_is_sent_for_the_copy(
@@ -325,8 +337,7 @@ async def test_another_reviewer_checks_it_and_no_effect_is_sent_for_the_copy(
 async def test_submit_decision_refuses_a_qa_copy_with_a_typed_error(
     db: Database, qa_queue: str, owner_conn: asyncpg.Connection
 ) -> None:
-    await sampled_decision(db, "cust-1")
-    claimed = await claim(db, BOB, QA_QUEUE)
+    claimed = await copy_claimed_by_bob(db)
     await define_reason_code(
         db, ADMIN, queue=QA_QUEUE, code="ok", label="ok", verdicts=[Verdict.APPROVE]
     )
@@ -362,8 +373,7 @@ async def test_a_bad_reason_or_missing_note_writes_nothing(
     note: str | None,
     expected: type,
 ) -> None:
-    await sampled_decision(db, "cust-1")
-    claimed = await claim(db, BOB, QA_QUEUE)
+    claimed = await copy_claimed_by_bob(db)
     before = await snapshot(owner_conn)
 
     refused = await record_qa_result(db, BOB, answer(claimed, agrees, code, note))
@@ -371,15 +381,13 @@ async def test_a_bad_reason_or_missing_note_writes_nothing(
     assert isinstance(refused, expected), refused
     if isinstance(refused, InvalidInput):
         assert refused.field == "note"
-    assert await snapshot(owner_conn) == before
-    assert await qa_results(owner_conn) == []
+    await wrote_nothing(owner_conn, before)
 
 
 async def test_a_stale_lease_writes_nothing(
     db: Database, qa_queue: str, owner_conn: asyncpg.Connection
 ) -> None:
-    await sampled_decision(db, "cust-1")
-    claimed = await claim(db, BOB, QA_QUEUE)
+    claimed = await copy_claimed_by_bob(db)
     await expire_lease(owner_conn, claimed.item.id)
     before = await snapshot(owner_conn)
 
@@ -388,15 +396,13 @@ async def test_a_stale_lease_writes_nothing(
 
     assert isinstance(expired, StaleLease), expired
     assert isinstance(not_his, StaleLease), not_his
-    assert await snapshot(owner_conn) == before
-    assert await qa_results(owner_conn) == []
+    await wrote_nothing(owner_conn, before)
 
 
 async def test_a_repeated_check_under_its_lease_is_answered_and_writes_nothing(
     db: Database, qa_queue: str, owner_conn: asyncpg.Connection
 ) -> None:
-    await sampled_decision(db, "cust-1")
-    claimed = await claim(db, BOB, QA_QUEUE)
+    claimed = await copy_claimed_by_bob(db)
     recorded = await record_qa_result(db, BOB, answer(claimed, note="fine"))
     assert isinstance(recorded, QaResult), recorded
     before = await snapshot(owner_conn)

@@ -5,7 +5,6 @@ at once end in one consistent state, every step recorded."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -25,15 +24,16 @@ from server.domain.review.leases import claim_next, release_lease, renew_lease
 from server.domain.timeline.events import TimelineKind
 from server.events.channels import parse_event
 from server.store.database import Database
-from tests.conftest import ADMIN, MANAGER, TestDatabase, reviewer, token_maker
+from tests.conftest import ADMIN, MANAGER, reviewer, token_maker
 from tests.integration.helpers import (
     Listener,
     claim,
+    claimed_one,
     decide,
     enqueue_one,
     expire_lease,
     item_row,
-    listening,
+    refused_unheard,
     snapshot,
     timeline_after_enqueue,
     verdict_for,
@@ -46,12 +46,6 @@ REASON = "Bob is off sick; his items go back to the team."
 ROUNDS = 30
 
 
-@pytest.fixture
-async def listener(test_database: TestDatabase) -> AsyncIterator[Listener]:
-    async with listening(test_database) as collector:
-        yield collector
-
-
 async def revoke(db: Database, item_id: int, by: Principal = MANAGER) -> Revoked:
     result = await revoke_lease(db, by, str(item_id), REASON)
     assert isinstance(result, Revoked), result
@@ -61,8 +55,7 @@ async def revoke(db: Database, item_id: int, by: Principal = MANAGER) -> Revoked
 async def test_a_revoked_lease_is_stale_at_once_and_the_item_claimable_again(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection
 ) -> None:
-    await enqueue_one(db, kyc_queue, "cust-1")
-    held = await claim(db, BOB)
+    held = await claimed_one(db, kyc_queue, BOB)
 
     revoked = await revoke(db, held.item.id)
 
@@ -81,8 +74,7 @@ async def test_a_revoked_lease_is_stale_at_once_and_the_item_claimable_again(
 async def test_the_timeline_says_whose_lease_ended_who_ended_it_and_why(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, listener: Listener
 ) -> None:
-    await enqueue_one(db, kyc_queue, "cust-1")
-    held = await claim(db, BOB)
+    held = await claimed_one(db, kyc_queue, BOB)
     started = (await item_row(owner_conn, held.item.id))["lease_started_at"]
 
     [hint] = await listener.events_of(revoke(db, held.item.id))
@@ -122,17 +114,10 @@ async def test_a_refused_revocation_writes_nothing_and_sends_nothing(
     reason: str,
     refusal: type,
 ) -> None:
-    await enqueue_one(db, kyc_queue, "cust-1")
-    held = await claim(db, BOB)
-    before = await snapshot(owner_conn)
-    answers: list[object] = []
-
-    async def attempt() -> None:
-        answers.append(await revoke_lease(db, by, str(held.item.id), reason))
-
-    assert await listener.events_of(attempt()) == []
-    assert isinstance(answers[0], refusal), answers[0]
-    assert await snapshot(owner_conn) == before
+    held = await claimed_one(db, kyc_queue, BOB)
+    await refused_unheard(
+        owner_conn, listener, revoke_lease(db, by, str(held.item.id), reason), refusal
+    )
 
 
 async def test_there_must_be_a_live_lease_to_revoke(

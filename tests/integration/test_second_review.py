@@ -67,6 +67,17 @@ async def four_eyes(db: Database, kyc_queue: str) -> Queue:
     return await require_second_review(db)
 
 
+async def both_answers_refused(
+    db: Database, owner: asyncpg.Connection, bobs: Claim, refusal: type
+) -> None:
+    """Bob's confirmation and his override, under his claim, are each refused so, and
+    neither writes anything."""
+    before = await snapshot(owner)
+    assert isinstance(await confirm_decision(db, BOB, confirmation(bobs)), refusal)
+    assert isinstance(await override_decision(db, BOB, overriding(bobs)), refusal)
+    assert await snapshot(owner) == before
+
+
 # --- the setting ---------------------------------------------------------------------------
 
 
@@ -333,11 +344,8 @@ async def test_a_stale_lease_confirms_nothing(
     decision = await provisional_rejection(db)
     bobs = await claim(db, BOB, SECOND_REVIEW_QUEUE)
     await expire_lease(owner_conn, decision.item_id)
-    before = await snapshot(owner_conn)
 
-    assert isinstance(await confirm_decision(db, BOB, confirmation(bobs)), StaleLease)
-    assert isinstance(await override_decision(db, BOB, overriding(bobs)), StaleLease)
-    assert await snapshot(owner_conn) == before
+    await both_answers_refused(db, owner_conn, bobs, StaleLease)
     assert await applications(owner_conn) == []
 
 
@@ -374,11 +382,8 @@ async def test_evidence_changed_under_the_second_reviewer_writes_nothing(
     await provisional_rejection(db, payload={"name": "Ann"})
     bobs = await claim(db, BOB, SECOND_REVIEW_QUEUE)
     await enqueue_items(db, INTEGRATION, "kyc", [NewItem("cust-1", {"name": "Anne"})])
-    before = await snapshot(owner_conn)
 
-    assert isinstance(await confirm_decision(db, BOB, confirmation(bobs)), EvidenceChanged)
-    assert isinstance(await override_decision(db, BOB, overriding(bobs)), EvidenceChanged)
-    assert await snapshot(owner_conn) == before
+    await both_answers_refused(db, owner_conn, bobs, EvidenceChanged)
 
 
 # --- override ------------------------------------------------------------------------------

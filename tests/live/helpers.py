@@ -26,7 +26,7 @@ from tests import pg
 from tests.api.helpers import CLAIM, DECIDE, ENQUEUE, decision_input
 from tests.api.live_server import casework_serve_process
 from tests.conftest import TestDatabase, token_maker
-from tests.live.wsclient import WAIT_SECONDS, GraphQLSocket
+from tests.live.wsclient import WAIT_SECONDS, GraphQLSocket, graphql_socket
 
 QUEUE_BACKLOG = """
 subscription($queue: String!) {
@@ -148,24 +148,23 @@ class Api:
         assert claim["__typename"] == "Claim", claim
         return claim
 
+    async def under_lease(
+        self, token: str, query: str, claim: dict[str, Any], field: str, answered: str
+    ) -> dict[str, Any]:
+        """`query` on the claim's item under its lease; its `field` answered `answered`."""
+        variables = {"itemId": claim["item"]["id"], "leaseToken": claim["leaseToken"]}
+        result: dict[str, Any] = (await self.call(token, query, **variables))[field]
+        assert result["__typename"] == answered, result
+        return result
+
     async def renew(self, token: str, claim: dict[str, Any]) -> str:
         """Returns the new leaseExpiresAt."""
-        renewed = (
-            await self.call(
-                token, RENEW, itemId=claim["item"]["id"], leaseToken=claim["leaseToken"]
-            )
-        )["renewLease"]
-        assert renewed["__typename"] == "LeaseRenewed", renewed
+        renewed = await self.under_lease(token, RENEW, claim, "renewLease", "LeaseRenewed")
         expires: str = renewed["leaseExpiresAt"]
         return expires
 
     async def release(self, token: str, claim: dict[str, Any]) -> None:
-        released = (
-            await self.call(
-                token, RELEASE, itemId=claim["item"]["id"], leaseToken=claim["leaseToken"]
-            )
-        )["releaseLease"]
-        assert released["__typename"] == "LeaseReleased", released
+        await self.under_lease(token, RELEASE, claim, "releaseLease", "LeaseReleased")
 
     async def decide(
         self, token: str, claim: dict[str, Any], *, evidence_hash: str | None = None
@@ -215,6 +214,35 @@ async def serve_kyc(
     async with serve_casework(test_database, **env) as casework:
         await casework.api.configure_queue(tokens.admin, "kyc", ttl=ttl)
         yield casework, tokens
+
+
+@dataclass(frozen=True)
+class SeenAcross:
+    """A decision made through one process, as a subscriber of another saw it."""
+
+    claim: dict[str, Any]
+    decision_id: str
+    lease_events: list[dict[str, Any]]
+    decision_event: dict[str, Any]
+
+
+async def decided_across(writer: Casework, reader: Casework, tokens: LiveTokens) -> SeenAcross:
+    """Queue kyc and one item set up through `writer`; an integration subscribed to kyc's
+    lease and decision events on `reader`; then rita claims and decides through `writer`:
+    what the subscriber got (two lease events, one decision event)."""
+    await writer.api.configure_queue(tokens.admin, "kyc")
+    await writer.api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}})
+    async with graphql_socket(reader.url, tokens.integration) as socket:
+        leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
+        decisions = await socket.subscribe(DECISION_EVENTS, queue="kyc")
+        await subscriptions_started(socket, "kyc")
+
+        claim = await writer.api.claim(tokens.rita, "kyc")
+        decision_id = await writer.api.decide(tokens.rita, claim)
+
+        lease_events = [(await socket.next(leases))["leaseEvents"] for _ in range(2)]
+        decision_event = (await socket.next(decisions))["decisionEvents"]
+    return SeenAcross(claim, decision_id, lease_events, decision_event)
 
 
 async def subscriptions_started(socket: GraphQLSocket, queue: str) -> dict[str, Any]:

@@ -98,6 +98,15 @@ async def result(api: Api, token: str, operation: str, **variables: Any) -> dict
     return value
 
 
+async def answered(
+    api: Api, token: str, operation: str, typename: str, **variables: Any
+) -> dict[str, Any]:
+    """As `result`, asserting what the result is."""
+    value = await result(api, token, operation, **variables)
+    assert value["__typename"] == typename, value
+    return value
+
+
 async def set_up(api: Api, tokens: Tokens) -> str:
     """The supplier workflow, and one exception raised before anyone subscribes: the
     integration's history. Returns the id of its `raised` event, the subscriber's cursor."""
@@ -107,14 +116,14 @@ async def set_up(api: Api, tokens: Tokens) -> str:
         "WorkflowConfigured",
         "ExceptionReasonDefined",
     }, data
-    earlier = await result(
+    earlier = await answered(
         api,
         tokens.erp,
         RAISE,
+        "ExceptionRaised",
         # Low: the walk-through's exception (high) is claimed before it.
         input=mismatch_input("SUP-0999", reasonCode="missing_approval", consequence="LOW"),
     )
-    assert earlier["__typename"] == "ExceptionRaised", earlier
     [raised] = (await api.call(tokens.erp, EVENT_IDS, id=earlier["exception"]["id"]))["exception"][
         "events"
     ]
@@ -161,8 +170,9 @@ async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactl
         async with graphql_socket(casework.url, tokens.erp) as first:
             stream = await first.subscribe(EXCEPTION_EVENTS, workflow=WORKFLOW, after=cursor)
 
-            raised = await result(api, tokens.erp, RAISE, input=mismatch_input())
-            assert raised["__typename"] == "ExceptionRaised", raised
+            raised = await answered(
+                api, tokens.erp, RAISE, "ExceptionRaised", input=mismatch_input()
+            )
             exception_id = raised["exception"]["id"]
             seen = [await next_event(first, stream)]
 
@@ -170,8 +180,7 @@ async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactl
             assert claim["item"]["exception"]["id"] == exception_id, claim
             lease = claim["leaseToken"]
             evidence = under_claim(exception_id, lease, evidence=[REGISTRY_EVIDENCE])
-            attached = await result(api, tokens.sam, ATTACH_EVIDENCE, input=evidence)
-            assert attached["__typename"] == "ExceptionUpdated", attached
+            await answered(api, tokens.sam, ATTACH_EVIDENCE, "ExceptionUpdated", input=evidence)
             seen.append(await next_event(first, stream))
 
             correction = correction_input(
@@ -180,8 +189,7 @@ async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactl
                 changes={"legalName": "Acme Holdings Ltd"},
                 evidence=["ticket://procurement/PRC-311"],
             )
-            corrected = await result(api, tokens.sam, SUBMIT_CORRECTION, input=correction)
-            assert corrected["__typename"] == "ExceptionUpdated", corrected
+            await answered(api, tokens.sam, SUBMIT_CORRECTION, "ExceptionUpdated", input=correction)
             seen.append(await next_event(first, stream))
             # Gone without a close frame, as a crashed integration goes.
             await first.abort()
@@ -206,8 +214,7 @@ async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactl
         # While nobody listens: the approval and the redrive request.
         theirs = await result(api, tokens.ann, CLAIM, queue=APPROVAL_QUEUE)
         approval = under_claim(exception_id, theirs["leaseToken"], version=1)
-        approved = await result(api, tokens.ann, APPROVE_CORRECTION, input=approval)
-        assert approved["__typename"] == "ExceptionUpdated", approved
+        await answered(api, tokens.ann, APPROVE_CORRECTION, "ExceptionUpdated", input=approval)
         queued = await result(
             api, tokens.ann, REQUEST_REDRIVE, input={"exceptionId": exception_id, "version": 1}
         )
@@ -242,13 +249,13 @@ async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactl
             ]
 
             # Then live: the owning system reports its durable result.
-            reported = await result(
+            await answered(
                 api,
                 tokens.erp,
                 REPORT_REDRIVE_RESULT,
+                "RedriveResultRecorded",
                 input={"redriveKey": KEY, "succeeded": True, "detail": "onboarded"},
             )
-            assert reported["__typename"] == "RedriveResultRecorded", reported
             succeeded = await next_event(second, stream)
             assert summary(succeeded) == (
                 "redrive_succeeded",
@@ -260,13 +267,13 @@ async def test_the_walkthrough_arrives_in_order_and_resumes_from_a_cursor_exactl
                 KEY,
             )
             # And the next live event is the next one: nothing repeated in between.
-            reopened = await result(
+            await answered(
                 api,
                 tokens.sam,
                 REOPEN_EXCEPTION,
+                "ExceptionUpdated",
                 input={"exceptionId": exception_id, "reason": "the ERP lost the update"},
             )
-            assert reopened["__typename"] == "ExceptionUpdated", reopened
             again = await next_event(second, stream)
             assert summary(again) == (
                 "reopened",
@@ -293,8 +300,7 @@ async def test_a_token_that_covers_none_of_the_workflows_queues_is_refused(
 ) -> None:
     async with served_with_history(test_database, owner_db) as (casework, tokens, cursor):
         api = casework.api
-        raised = await result(api, tokens.erp, RAISE, input=mismatch_input())
-        assert raised["__typename"] == "ExceptionRaised", raised
+        raised = await answered(api, tokens.erp, RAISE, "ExceptionRaised", input=mismatch_input())
 
         refusals = (
             (tokens.olga, {"workflow": WORKFLOW}, "no workflow 'supplier_onboarding' that"),
@@ -342,8 +348,9 @@ async def test_the_served_worker_raises_and_closes_apply_decision_exceptions_on_
         await api.configure_queue(tokens.admin, "kyc")
 
         async def point_at(url: str) -> None:
-            configured = await result(api, tokens.admin, CONFIGURE_WEBHOOK, url=url, secret=SECRET)
-            assert configured["__typename"] == "QueueConfigured", configured
+            await answered(
+                api, tokens.admin, CONFIGURE_WEBHOOK, "QueueConfigured", url=url, secret=SECRET
+            )
 
         async def refused_decision(key: str) -> str:
             await api.enqueue(tokens.kyc_feed, "kyc", {key: {"customer": key}})
@@ -391,10 +398,11 @@ async def test_the_served_worker_raises_and_closes_apply_decision_exceptions_on_
             await point_at(new_crm.url)
             mine = await result(api, tokens.rex, CLAIM, queue="apply_decision")
             assert mine["item"]["exception"]["id"] == first["id"], mine
-            corrected = await result(
+            await answered(
                 api,
                 tokens.rex,
                 SUBMIT_CORRECTION,
+                "ExceptionUpdated",
                 input={
                     "exceptionId": first["id"],
                     "leaseToken": mine["leaseToken"],
@@ -403,19 +411,18 @@ async def test_the_served_worker_raises_and_closes_apply_decision_exceptions_on_
                     "evidence": ["ticket://ops/OPS-17"],
                 },
             )
-            assert corrected["__typename"] == "ExceptionUpdated", corrected
             theirs = await result(api, tokens.amy, CLAIM, queue="apply_decision.approvals")
-            approved = await result(
+            await answered(
                 api,
                 tokens.amy,
                 APPROVE_CORRECTION,
+                "ExceptionUpdated",
                 input={
                     "exceptionId": first["id"],
                     "leaseToken": theirs["leaseToken"],
                     "version": 1,
                 },
             )
-            assert approved["__typename"] == "ExceptionUpdated", approved
             queued = await result(
                 api, tokens.amy, REQUEST_REDRIVE, input={"exceptionId": first["id"], "version": 1}
             )

@@ -16,14 +16,12 @@ from server.store import sql
 from server.store.database import Database, connect
 from tests.conftest import TestDatabase
 from tests.live.helpers import (
-    DECISION_EVENTS,
-    LEASE_EVENTS,
     QUEUE_BACKLOG,
     create_live_tokens,
+    decided_across,
     lease_events_started,
     next_where,
     serve_casework,
-    subscriptions_started,
     wait_for_health,
 )
 from tests.live.wsclient import graphql_socket
@@ -70,21 +68,10 @@ async def test_hints_cross_processes_through_redis_and_not_through_notify(
         ):
             health = await wait_for_health(client_b, lambda body: True, within=5)
             assert health["listener"]["transport"] == "redis"
-            await process_a.api.configure_queue(tokens.admin, "kyc")
-            await process_a.api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}})
+            seen = await decided_across(process_a, process_b, tokens)
 
-            async with graphql_socket(process_b.url, tokens.integration) as socket:
-                leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
-                decisions = await socket.subscribe(DECISION_EVENTS, queue="kyc")
-                await subscriptions_started(socket, "kyc")
-
-                claim = await process_a.api.claim(tokens.rita, "kyc")
-                decision_id = await process_a.api.decide(tokens.rita, claim)
-
-                kinds = [(await socket.next(leases))["leaseEvents"]["kind"] for _ in range(2)]
-                assert kinds == ["CLAIMED", "DECIDED"]
-                delivered = (await socket.next(decisions))["decisionEvents"]
-                assert delivered["id"] == decision_id
+            assert [event["kind"] for event in seen.lease_events] == ["CLAIMED", "DECIDED"]
+            assert seen.decision_event["id"] == seen.decision_id
 
         # Everything committed before this marker has been delivered to the listener.
         await owner_db.fetchrow(sql.health.HEALTH_CHECK)

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from server.store.database import Database
 from tests.conftest import TestDatabase
-from tests.live.helpers import (
-    DECISION_EVENTS,
-    LEASE_EVENTS,
-    create_live_tokens,
-    serve_casework,
-    subscriptions_started,
-)
-from tests.live.wsclient import graphql_socket
+from tests.live.helpers import create_live_tokens, decided_across, serve_casework
 
 
 async def test_a_decision_through_process_a_reaches_subscribers_of_process_b(
@@ -23,24 +16,14 @@ async def test_a_decision_through_process_a_reaches_subscribers_of_process_b(
         serve_casework(test_database) as process_b,
     ):
         assert process_a.url != process_b.url
-        await process_a.api.configure_queue(tokens.admin, "kyc")
-        await process_a.api.enqueue(tokens.integration, "kyc", {"cust-1": {"n": 1}})
+        seen = await decided_across(process_a, process_b, tokens)
 
-        async with graphql_socket(process_b.url, tokens.integration) as socket:
-            leases = await socket.subscribe(LEASE_EVENTS, queue="kyc")
-            decisions = await socket.subscribe(DECISION_EVENTS, queue="kyc")
-            await subscriptions_started(socket, "kyc")
-
-            claim = await process_a.api.claim(tokens.rita, "kyc")
-            decision_id = await process_a.api.decide(tokens.rita, claim)
-
-            item_id = claim["item"]["id"]
-            events = [(await socket.next(leases))["leaseEvents"] for _ in range(2)]
-            assert [(event["kind"], event["itemId"]) for event in events] == [
-                ("CLAIMED", item_id),
-                ("DECIDED", item_id),
-            ]
-            delivered = (await socket.next(decisions))["decisionEvents"]
-            assert (delivered["id"], delivered["item"]["id"]) == (decision_id, item_id)
+        item_id = seen.claim["item"]["id"]
+        assert [(event["kind"], event["itemId"]) for event in seen.lease_events] == [
+            ("CLAIMED", item_id),
+            ("DECIDED", item_id),
+        ]
+        delivered = seen.decision_event
+        assert (delivered["id"], delivered["item"]["id"]) == (seen.decision_id, item_id)
     process_a.assert_no_traceback()
     process_b.assert_no_traceback()

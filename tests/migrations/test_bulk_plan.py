@@ -16,7 +16,7 @@ from server.domain.controls.bulk import MAX_BULK_ITEMS
 from server.domain.controls.reservations import MAX_RESERVATION_SECONDS
 from server.store.database import Database
 from server.store.queries import Queries
-from tests.migrations.helpers import plan_nodes, plan_outline
+from tests.migrations.helpers import literal, plan_nodes, plan_outline
 
 HISTORY = 20_000
 ELSEWHERE = 5_000
@@ -49,20 +49,6 @@ async def backlog(db: Database, kyc_queue: str, owner_conn: asyncpg.Connection) 
         ANALYZE review_items;
         """
     )
-
-
-def literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, datetime):
-        return f"'{value.isoformat()}'::timestamptz"
-    if isinstance(value, list):
-        return "ARRAY[" + ", ".join(literal(v) for v in value) + "]::text[]"
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 async def explain_hold(owner: asyncpg.Connection, queries: Queries, plan: str) -> Any:

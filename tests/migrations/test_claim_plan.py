@@ -24,6 +24,18 @@ def claim_literals(queries: Queries) -> str:
     return ", ".join(f"'{value}'" for value in claim_arguments(queries))
 
 
+async def prepared_claim_outline(
+    conn: asyncpg.Connection, queries: Queries, mode: str
+) -> list[tuple[str, str | None]]:
+    """The plan outline of the claim, prepared and run under plan_cache_mode `mode`."""
+    await conn.execute(f"SET plan_cache_mode = {mode}")
+    await conn.execute(f"PREPARE claim_next (text, text, text) AS {queries['item_claim_next']}")
+    explained = await conn.fetchval(
+        f"EXPLAIN (FORMAT JSON) EXECUTE claim_next ({claim_literals(queries)})"
+    )
+    return plan_outline(explained)
+
+
 @pytest.fixture
 async def history(db: Database, kyc_queue: str, owner_conn: asyncpg.Connection) -> None:
     """Two queues, each with a long decided history and a short pending backlog."""
@@ -57,16 +69,7 @@ async def test_generic_plan_uses_the_claimable_index(
     history: None, owner_conn: asyncpg.Connection, queries: Queries
 ) -> None:
     # A pool reuses prepared statements, so the generic plan is the one that runs in the end.
-    await owner_conn.execute("SET plan_cache_mode = force_generic_plan")
-    await owner_conn.execute(
-        f"PREPARE claim_next (text, text, text) AS {queries['item_claim_next']}"
-    )
-
-    explained = await owner_conn.fetchval(
-        f"EXPLAIN (FORMAT JSON) EXECUTE claim_next ({claim_literals(queries)})"
-    )
-
-    outline = plan_outline(explained)
+    outline = await prepared_claim_outline(owner_conn, queries, "force_generic_plan")
     assert ("Index Scan", CLAIM_INDEX) in outline, outline
 
 
@@ -105,18 +108,10 @@ async def overdue_elsewhere(history: None, owner_conn: asyncpg.Connection) -> No
 async def test_a_claim_never_walks_other_queues_overdue_exceptions(
     overdue_elsewhere: None, owner_conn: asyncpg.Connection, queries: Queries, mode: str
 ) -> None:
-    await owner_conn.execute(f"SET plan_cache_mode = {mode}")
-    await owner_conn.execute(
-        f"PREPARE claim_next (text, text, text) AS {queries['item_claim_next']}"
-    )
-
-    explained = await owner_conn.fetchval(
-        f"EXPLAIN (FORMAT JSON) EXECUTE claim_next ({claim_literals(queries)})"
-    )
+    outline = await prepared_claim_outline(owner_conn, queries, mode)
 
     # Overdue exceptions are looked up by item id (for exception items only) and by queue,
     # through the partial indexes in due order; the table is never scanned whole.
-    outline = plan_outline(explained)
     assert ("Index Scan", CLAIM_INDEX) in outline, outline
     scans_of_exceptions = sorted(
         (kind, target)

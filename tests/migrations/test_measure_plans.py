@@ -15,7 +15,7 @@ from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.store import sql
 from server.store.database import Database
 from server.store.queries import Queries
-from tests.migrations.helpers import plan_outline
+from tests.migrations.helpers import literal, plan_outline
 
 HISTORY_PER_QUEUE = 20_000
 RECENT_PER_QUEUE = 50
@@ -112,16 +112,6 @@ def arguments(queries: Queries, name: str, reviewer: str | None) -> list[Any]:
             "reviewer": reviewer,
         }
     )
-
-
-def literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, list):
-        return "ARRAY[" + ", ".join(literal(v) for v in value) + "]::text[]"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    return str(value)
 
 
 def assert_windowed(name: str, outline: list[tuple[str, str | None]]) -> None:

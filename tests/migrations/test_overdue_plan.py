@@ -7,7 +7,7 @@ import asyncpg
 import pytest
 
 from server.store.queries import Queries
-from tests.migrations.helpers import plan_outline
+from tests.migrations.helpers import WORKFLOW_CATALOGUE, plan_outline
 
 PER_WORKFLOW = 4_000
 # One in this many is overdue and not yet escalated: the few rows the pass is for.
@@ -16,22 +16,6 @@ OVERDUE_EVERY = 500
 REVIEW_HISTORY = 20_000
 OVERDUE_INDEXES = ("exceptions_overdue_by_owner", "exceptions_overdue_by_escalation")
 QUEUE = "supplier-ops"
-
-CATALOGUE = """
-INSERT INTO queues (name, holder_role) VALUES
-    ('kyc', 'reviewer'), ('supplier-ops', 'reviewer'), ('procurement-leads', 'reviewer'),
-    ('supplier-approvals', 'approver'),
-    ('payout-ops', 'reviewer'), ('payout-leads', 'reviewer'), ('payout-approvals', 'approver');
-INSERT INTO workflows (name, approval_queue) VALUES
-    ('supplier_onboarding', 'supplier-approvals'), ('payouts', 'payout-approvals');
-INSERT INTO exception_reasons (workflow, code, label, owner_role, escalation_role,
-                               allowed_actions, due_low_seconds, due_medium_seconds,
-                               due_high_seconds, due_critical_seconds)
-VALUES ('supplier_onboarding', 'entity_mismatch', 'Entity mismatch', 'supplier-ops',
-        'procurement-leads', ARRAY['close_exception'], 259200, 86400, 14400, 3600),
-       ('payouts', 'entity_mismatch', 'Entity mismatch', 'payout-ops', 'payout-leads',
-        ARRAY['close_exception'], 259200, 86400, 14400, 3600);
-"""
 
 # Most exceptions are closed; the rest are spread over every other situation: waiting and
 # not yet due, escalated already, with an approver, waiting for a redrive. A few are overdue.
@@ -96,7 +80,8 @@ FROM generate_series(1, $1::int) AS n
 async def exceptions(owner_conn: asyncpg.Connection) -> None:
     """Two workflows, each with a long history of exceptions and a few overdue ones, beside
     a long history of decided review items."""
-    await owner_conn.execute(CATALOGUE)
+    await owner_conn.execute("INSERT INTO queues (name, holder_role) VALUES ('kyc', 'reviewer')")
+    await owner_conn.execute(WORKFLOW_CATALOGUE)
     await owner_conn.execute(REVIEWS, REVIEW_HISTORY)
     await owner_conn.execute(EXCEPTIONS, PER_WORKFLOW, OVERDUE_EVERY)
     await owner_conn.execute("ANALYZE exceptions")

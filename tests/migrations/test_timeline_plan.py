@@ -12,7 +12,7 @@ import pytest
 from server.store import sql
 from server.store.database import Database
 from server.store.queries import Queries
-from tests.migrations.helpers import plan_outline
+from tests.migrations.helpers import literal, plan_outline
 
 ITEMS = 20_000
 HISTORY_TABLES = {"item_events", "review_decisions", "review_items"}
@@ -76,16 +76,6 @@ def arguments(queries: Queries, item_ids: list[int], after: dict[str, Any]) -> l
     return queries.statement(NAME).bind({"item_ids": item_ids, "page_size": 51, **after})
 
 
-def literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, list):
-        return "ARRAY[" + ", ".join(str(v) for v in value) + "]::bigint[]"
-    if isinstance(value, datetime):
-        return f"'{value.isoformat()}'::timestamptz"
-    return str(value)
-
-
 def assert_reads_the_items_rows(outline: list[tuple[str, str | None]]) -> None:
     whole_scans = [
         (kind, target)
@@ -119,7 +109,7 @@ async def test_generic_plans_read_each_item_s_rows_only(
     # A pool reuses prepared statements: the generic plan may be the one that runs.
     await owner_conn.execute("SET plan_cache_mode = force_generic_plan")
     await owner_conn.execute(f"PREPARE timeline AS {queries[NAME]}")
-    values = ", ".join(literal(v) for v in arguments(queries, history, after))
+    values = ", ".join(literal(v, "bigint") for v in arguments(queries, history, after))
 
     explained = await owner_conn.fetchval(f"EXPLAIN (FORMAT JSON) EXECUTE timeline ({values})")
 

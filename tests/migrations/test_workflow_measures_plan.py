@@ -9,7 +9,7 @@ import pytest
 
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.store.queries import Queries
-from tests.migrations.helpers import plan_outline
+from tests.migrations.helpers import WORKFLOW_CATALOGUE, plan_outline
 
 PER_WORKFLOW = 3_000
 # One exception in this many is open now, and its events are recent; the others were
@@ -20,22 +20,6 @@ WINDOW_INDEX = "exception_events_workflow_at"
 # Either partial index over open exceptions serves "now": the one that keeps raising
 # idempotent (0005) or the one /metrics counts open exceptions with (0011).
 OPEN_INDEXES = {"exceptions_open_once", "exceptions_open"}
-
-CATALOGUE = """
-INSERT INTO queues (name, holder_role) VALUES
-    ('supplier-ops', 'reviewer'), ('procurement-leads', 'reviewer'),
-    ('supplier-approvals', 'approver'),
-    ('payout-ops', 'reviewer'), ('payout-leads', 'reviewer'), ('payout-approvals', 'approver');
-INSERT INTO workflows (name, approval_queue) VALUES
-    ('supplier_onboarding', 'supplier-approvals'), ('payouts', 'payout-approvals');
-INSERT INTO exception_reasons (workflow, code, label, owner_role, escalation_role,
-                               allowed_actions, due_low_seconds, due_medium_seconds,
-                               due_high_seconds, due_critical_seconds)
-VALUES ('supplier_onboarding', 'entity_mismatch', 'Entity mismatch', 'supplier-ops',
-        'procurement-leads', ARRAY['close_exception'], 259200, 86400, 14400, 3600),
-       ('payouts', 'entity_mismatch', 'Entity mismatch', 'payout-ops', 'payout-leads',
-        ARRAY['close_exception'], 259200, 86400, 14400, 3600);
-"""
 
 EXCEPTIONS = """
 WITH spec AS (
@@ -85,7 +69,7 @@ WHERE e.kind <> 'reopened' OR s.recent
 
 @pytest.fixture
 async def history(owner_conn: asyncpg.Connection) -> None:
-    await owner_conn.execute(CATALOGUE)
+    await owner_conn.execute(WORKFLOW_CATALOGUE)
     await owner_conn.execute(EXCEPTIONS, PER_WORKFLOW, RECENT_EVERY)
     for table in ("exceptions", "exception_events", "review_items", "exception_corrections"):
         await owner_conn.execute(f"ANALYZE {table}")
