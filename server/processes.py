@@ -64,7 +64,7 @@ class ServedApp:
         from prometheus_client import values
 
         from server.app import create_app
-        from server.cli import configure_observability
+        from server.cli.serve import configure_observability
         from server.config import Settings
 
         settings = Settings.from_env()
