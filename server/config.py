@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from server.observability.logs import LogFormat
@@ -130,31 +130,54 @@ def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> str:
 # Numbers are checked here, so that a typo is one line naming the variable, before the
 # command touches a database.
 
+_N = TypeVar("_N", int, float)
 
-def _integer(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+
+def _number_setting(
+    env: Mapping[str, str],
+    name: str,
+    default: _N,
+    parse: Callable[[str], _N],
+    expected: str,
+    in_range: Callable[[_N], bool],
+    range_expected: str,
+) -> _N:
+    """The variable as `parse` reads it, or `default` when it is unset or blank; what does
+    not parse, or falls outside `in_range`, is a ConfigError saying what was expected."""
     raw = env.get(name) or ""
     if not raw.strip():
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r}: expected a whole number") from None
-    if value < minimum:
-        raise ConfigError(f"{name}={raw!r}: expected at least {minimum}")
+        raise ConfigError(f"{name}={raw!r}: expected {expected}") from None
+    if not in_range(value):
+        raise ConfigError(f"{name}={raw!r}: expected {range_expected}")
     return value
+
+
+def _integer(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    return _number_setting(
+        env,
+        name,
+        default,
+        int,
+        "a whole number",
+        lambda value: value >= minimum,
+        f"at least {minimum}",
+    )
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name) or ""
-    if not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r}: expected a number of seconds") from None
-    if not 0 <= value < float("inf"):
-        raise ConfigError(f"{name}={raw!r}: expected a number of seconds, 0 or more")
-    return value
+    return _number_setting(
+        env,
+        name,
+        default,
+        float,
+        "a number of seconds",
+        lambda value: 0 <= value < float("inf"),
+        "a number of seconds, 0 or more",
+    )
 
 
 def _origins(raw: str) -> tuple[str, ...]:

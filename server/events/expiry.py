@@ -111,24 +111,15 @@ class LeaseExpiryTimer:
                 await self._failed(retrying, error)
                 continue
             retrying.succeeded()
-            for lease in expired:
-                self._hub.dispatch(
-                    Event(
-                        EventKind.EXPIRED,
-                        lease.queue,
-                        lease.item_id,
-                        owner=lease.owner,
-                        passed_at=lease.expired_at,
+            for kind, passed in ((EventKind.EXPIRED, expired), (EventKind.OVERDUE, due)):
+                for deadline in passed:
+                    self._hub.dispatch(
+                        Event(
+                            kind,
+                            deadline.queue,
+                            deadline.item_id,
+                            owner=deadline.owner,
+                            passed_at=deadline.passed_at,
+                        )
                     )
-                )
-            for item in due:
-                self._hub.dispatch(
-                    Event(
-                        EventKind.OVERDUE,
-                        item.queue,
-                        item.item_id,
-                        owner=item.owner,
-                        passed_at=item.due_at,
-                    )
-                )
             checked_until = until

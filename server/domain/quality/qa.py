@@ -19,7 +19,7 @@ from uuid import UUID
 from server.domain.failures import InvalidInput, InvalidReasonCode, NotPermitted, StaleLease
 from server.domain.model import Principal
 from server.domain.parsing import holds_lease, reviewer_lease
-from server.domain.review.decisions import catalogue_refusal, check_note, under_lease
+from server.domain.review.decisions import catalogue_refusal, noted, under_lease
 from server.domain.rows import FromRow
 from server.store import sql
 from server.store.database import Database
@@ -88,12 +88,10 @@ async def record_qa_result(
     """One statement (qa_result_record): the result, the copy decided, the timeline row and
     the hint; or, when its fence refuses, a diagnosis of why, and nothing written."""
     refused = "only a reviewer token may record a QA result"
-    parsed = reviewer_lease(principal, answer, refused=refused)
+    parsed = noted(reviewer_lease(principal, answer, refused=refused), answer.note)
     if isinstance(parsed, NotPermitted | InvalidInput):
         return parsed
     item_id, token = parsed
-    if problem := check_note(answer.note):
-        return problem
     row = await db.fetchrow(
         sql.qa.QA_RESULT_RECORD,
         **under_lease(principal, item_id, token),

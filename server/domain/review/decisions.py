@@ -90,6 +90,16 @@ def parse_reviewer_write(
     return parsed
 
 
+def noted(
+    parsed: tuple[int, UUID] | NotPermitted | InvalidInput, note: str | None
+) -> tuple[int, UUID] | NotPermitted | InvalidInput:
+    """A parsed write under a lease (`reviewer_lease`, `parse_reviewer_write`) that carries
+    a note: refused as well when the note cannot be stored, after what refused its lease."""
+    if isinstance(parsed, tuple) and (problem := check_note(note)):
+        return problem
+    return parsed
+
+
 class VerdictValues(TypedDict):
     verdict: str
     reason_code: str
@@ -158,12 +168,10 @@ async def submit_decision(
     db: Database, principal: Principal, decision: DecisionInput
 ) -> SubmitResult:
     refused = "only a reviewer token may decide items"
-    parsed = parse_reviewer_write(principal, decision, refused=refused)
+    parsed = noted(parse_reviewer_write(principal, decision, refused=refused), decision.note)
     if isinstance(parsed, NotPermitted | InvalidInput):
         return parsed
     item_id, token = parsed
-    if problem := check_note(decision.note):
-        return problem
     try:
         row = await db.fetchrow(
             sql.decisions.DECISION_SUBMIT,

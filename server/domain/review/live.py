@@ -44,20 +44,15 @@ async def queue_backlogs(db: Database, queues: list[str]) -> dict[str, Backlog]:
 
 
 @dataclass(frozen=True)
-class ExpiredLease:
+class PassedDeadline:
+    """A lease that ran out (`leases_expired_between`), or an item that fell due
+    (`items_due_between`): the timer announces either alike."""
+
     item_id: int
     queue: str
-    owner: str
-    expired_at: datetime
-
-
-@dataclass(frozen=True)
-class ItemDue:
-    item_id: int
-    queue: str
-    # Who holds the item under a lease now, if anyone.
+    # Whose the expired lease was; for a due item, who holds it under a lease now, if anyone.
     owner: str | None
-    due_at: datetime
+    passed_at: datetime
 
 
 @dataclass(frozen=True)
@@ -80,19 +75,21 @@ async def next_deadlines(db: Database, queues: list[str], after: datetime) -> Ne
 
 async def items_due_between(
     db: Database, queues: list[str], after: datetime, until: datetime
-) -> list[ItemDue]:
+) -> list[PassedDeadline]:
     rows = await db.fetch(sql.due.ITEMS_GET_DUE_BETWEEN, queues=queues, after=after, until=until)
-    return [ItemDue(row["id"], row["queue"], row["lease_owner"], row["due_at"]) for row in rows]
+    return [
+        PassedDeadline(row["id"], row["queue"], row["lease_owner"], row["due_at"]) for row in rows
+    ]
 
 
 async def leases_expired_between(
     db: Database, queues: list[str], after: datetime, until: datetime
-) -> list[ExpiredLease]:
+) -> list[PassedDeadline]:
     rows = await db.fetch(
         sql.leases.LEASES_GET_EXPIRED_BETWEEN, queues=queues, after=after, until=until
     )
     return [
-        ExpiredLease(row["id"], row["queue"], row["lease_owner"], row["lease_expires_at"])
+        PassedDeadline(row["id"], row["queue"], row["lease_owner"], row["lease_expires_at"])
         for row in rows
     ]
 
