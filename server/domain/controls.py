@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from server.domain.failures import InvalidInput, ItemNotWaiting
+from server.domain.failures import InvalidInput, ItemNotWaiting, NotFound
 from server.domain.model import Principal
 from server.store import sql
 from server.store.database import Database, Row
@@ -36,12 +36,12 @@ async def diagnose(
 
 def missing(
     principal: Principal, item_id: int, found: Row | None, *, review_only: bool
-) -> InvalidInput | None:
-    """An item that does not exist or lies outside the token's queues (the two answer
-    alike, so no team learns another's item ids), or an exception's item where only review
-    items are meant."""
+) -> NotFound | InvalidInput | None:
+    """An item that does not exist or lies outside the token's queues (NotFound, as the bulk
+    actions answer; the two answer alike, so no team learns another's item ids), or an
+    exception's item where only review items are meant."""
     if found is None or not principal.works_in(found["queue"]):
-        return InvalidInput(f"no item with id {item_id}", "itemId")
+        return NotFound("item", str(item_id))
     if review_only and found["kind"] == "exception":
         return InvalidInput(
             f"item {item_id} stands for an exception: its queue follows the exception's "
@@ -53,7 +53,7 @@ def missing(
 
 def missing_or_closed(
     principal: Principal, item_id: int, found: Row | None, *, review_only: bool
-) -> InvalidInput | ItemNotWaiting | None:
+) -> NotFound | InvalidInput | ItemNotWaiting | None:
     """`missing`, then a finished item (decided, or an exception's parked item)."""
     if refusal := missing(principal, item_id, found, review_only=review_only):
         return refusal

@@ -17,6 +17,7 @@ from server.graphql.errors import (
     InvalidInput,
     ItemNotWaiting,
     NotAssigned,
+    NotFound,
     NotHeld,
     NotLeased,
     NotPermitted,
@@ -60,24 +61,25 @@ class HoldReasonDefined:
     hold_reason: HoldReason
 
 
+# NotFound: an unknown item id, or an item outside the token's queues, as the bulk actions.
 AssignItemResult = Annotated[
-    ItemAssigned | ItemNotWaiting | NotPermitted | InvalidInput,
+    ItemAssigned | ItemNotWaiting | NotFound | NotPermitted | InvalidInput,
     strawberry.union("AssignItemResult"),
 ]
 UnassignItemResult = Annotated[
-    ItemUnassigned | NotAssigned | ItemNotWaiting | NotPermitted | InvalidInput,
+    ItemUnassigned | NotAssigned | ItemNotWaiting | NotFound | NotPermitted | InvalidInput,
     strawberry.union("UnassignItemResult"),
 ]
 RevokeLeaseResult = Annotated[
-    LeaseRevoked | NotLeased | ItemNotWaiting | NotPermitted | InvalidInput,
+    LeaseRevoked | NotLeased | ItemNotWaiting | NotFound | NotPermitted | InvalidInput,
     strawberry.union("RevokeLeaseResult"),
 ]
 HoldItemResult = Annotated[
-    ItemHeld | StaleLease | InvalidHoldReason | NotPermitted | InvalidInput,
+    ItemHeld | StaleLease | InvalidHoldReason | NotFound | NotPermitted | InvalidInput,
     strawberry.union("HoldItemResult"),
 ]
 ResumeItemResult = Annotated[
-    ItemResumed | NotHeld | ItemNotWaiting | NotPermitted | InvalidInput,
+    ItemResumed | NotHeld | ItemNotWaiting | NotFound | NotPermitted | InvalidInput,
     strawberry.union("ResumeItemResult"),
 ]
 DefineHoldReasonResult = Annotated[
