@@ -57,6 +57,8 @@ from server.worker import ApplyWorker, worker_settings
 log = logging.getLogger("casework")
 
 MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
+# The methods /graphql answers over HTTP (a CORS preflight never reaches the view).
+GRAPHQL_METHODS = frozenset({"GET", "POST"})
 GC_THRESHOLDS = (50_000, 20, 10)
 # Messages are ~150 bytes: compressing them costs ~40 kB of memory per socket and CPU.
 WS_PER_MESSAGE_DEFLATE = False
@@ -302,6 +304,12 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 runtime.tokens,
                 socket=request,
                 effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
+            )
+        if request.method not in GRAPHQL_METHODS:
+            # Strawberry checks the method only after the context is built: without this a
+            # wrong method would be answered 401 when it carries no token.
+            raise HTTPException(
+                HTTP_405_METHOD_NOT_ALLOWED, "GraphQL only supports GET and POST requests."
             )
         authorization = request.headers.get("authorization")
         try:
