@@ -43,6 +43,7 @@ from server.graphql.context import NOBODY, Context
 from server.graphql.loaders import Loaders
 from server.graphql.multiplex import Multiplexer
 from server.graphql.schema import build_schema
+from server.graphql.strawberry_internals import asks_for_a_stream
 from server.graphql.websocket import TransportWSHandler, authorization_of
 from server.http_limits import body_limit
 from server.identity import TokenResolver
@@ -265,7 +266,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         `email` package, which was about a twentieth of a request's CPU."""
         if request.method != "POST" or not _is_json(request.content_type):
             return await super().parse_http_body(request)
-        if self._get_stream_transport_from_headers(request.headers) is not None:
+        if asks_for_a_stream(self, request.headers):
             return await super().parse_http_body(request)
         data = self.parse_json(await request.get_body())
         if not isinstance(data, dict):
