@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from server.domain.exceptions.records import (
@@ -25,6 +26,14 @@ MAX_DUE_SECONDS = 365 * 86400
 MAX_MINUTES_PER_DAY = 1000 * 24 * 60
 
 
+class WorkflowSetting(enum.Enum):
+    """A setting that may be unset again (configureWorkflow's `clear`): a None in
+    WorkflowSettings leaves a setting as it is."""
+
+    REVIEWER_MINUTES_PER_DAY = "reviewer_minutes_per_day"
+    APPROVER_MINUTES_PER_DAY = "approver_minutes_per_day"
+
+
 @dataclass(frozen=True)
 class WorkflowSettings:
     name: str
@@ -38,6 +47,8 @@ class WorkflowSettings:
     # Capacity: the hands-on minutes per day its operators and approvers can give.
     reviewer_minutes_per_day: float | None = None
     approver_minutes_per_day: float | None = None
+    # Settings to unset (to NULL: capacity unknown again).
+    clear: frozenset[WorkflowSetting] = frozenset()
 
 
 def _check_workflow(
@@ -70,6 +81,9 @@ def _check_workflow(
     ):
         if minutes is not None and not 0 <= minutes <= MAX_MINUTES_PER_DAY:
             return InvalidInput(f"{field} must be between 0 and {MAX_MINUTES_PER_DAY}", field)
+    for setting in settings.clear:
+        if getattr(settings, setting.value) is not None:
+            return InvalidInput(f"{setting.name} is both given and cleared", "clear")
     return None
 
 
@@ -134,6 +148,8 @@ async def configure_workflow(
             redrive_timeout_seconds=settings.redrive_timeout_seconds,
             reviewer_minutes_per_day=settings.reviewer_minutes_per_day,
             approver_minutes_per_day=settings.approver_minutes_per_day,
+            clear_reviewer_minutes=WorkflowSetting.REVIEWER_MINUTES_PER_DAY in settings.clear,
+            clear_approver_minutes=WorkflowSetting.APPROVER_MINUTES_PER_DAY in settings.clear,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":

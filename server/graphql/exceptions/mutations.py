@@ -30,6 +30,14 @@ from server.graphql.exceptions.types import (
     Workflow,
 )
 
+# As in types.py: strawberry.enum marks the domain enum itself.
+strawberry.enum(
+    workflows.WorkflowSetting,
+    name="WorkflowSetting",
+    description="A workflow setting configureWorkflow can unset (its `clear`).",
+)
+WorkflowSetting = workflows.WorkflowSetting
+
 # --- payloads -----------------------------------------------------------------------------
 
 
@@ -223,6 +231,11 @@ class ConfigureWorkflowInput:
         default=None,
         description="Hands-on minutes per day its approvers can give: measures.approvalCapacity.",
     )
+    clear: list[WorkflowSetting] = strawberry.field(
+        default_factory=list,
+        description="Settings to unset: capacity unknown again. A setting given as null, or "
+        "left out, stays as it is.",
+    )
 
     def to_domain(self) -> workflows.WorkflowSettings:
         return workflows.WorkflowSettings(
@@ -235,6 +248,7 @@ class ConfigureWorkflowInput:
             redrive_timeout_seconds=self.redrive_timeout_seconds,
             reviewer_minutes_per_day=self.reviewer_minutes_per_day,
             approver_minutes_per_day=self.approver_minutes_per_day,
+            clear=frozenset(self.clear),
         )
 
 

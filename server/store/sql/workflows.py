@@ -21,6 +21,8 @@ def _workflow_upsert(
     redrive_timeout_seconds: Any,
     reviewer_minutes_per_day: Any,
     approver_minutes_per_day: Any,
+    clear_reviewer_minutes: Any,
+    clear_approver_minutes: Any,
 ) -> None: ...
 
 
@@ -28,7 +30,9 @@ WORKFLOW_UPSERT = Query("workflow_upsert", _workflow_upsert)
 """db/queries/workflows.sql:1
 
 Creates a workflow or changes its settings (NULL leaves one as it is; the redrive route,
-target and secret change together). Its approval queue becomes a queue approvers work.
+target and secret change together). :clear_reviewer_minutes and :clear_approver_minutes
+unset those minutes (NULL: capacity unknown). Its approval queue becomes a queue
+approvers work.
 """
 
 
@@ -39,11 +43,11 @@ def _workflows_get_by_names(
 
 
 WORKFLOWS_GET_BY_NAMES = Query("workflows_get_by_names", _workflows_get_by_names)
-"""db/queries/workflows.sql:42"""
+"""db/queries/workflows.sql:48"""
 
 
 def _workflows_list() -> None: ...
 
 
 WORKFLOWS_LIST = Query("workflows_list", _workflows_list)
-"""db/queries/workflows.sql:45"""
+"""db/queries/workflows.sql:51"""
