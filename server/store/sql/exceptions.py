@@ -136,7 +136,7 @@ def _exception_close(
 
 
 EXCEPTION_CLOSE = Query("exception_close", _exception_close)
-"""db/queries/exceptions.sql:219
+"""db/queries/exceptions.sql:220
 
 Closing without a correction: rejected, duplicate or obsolete.
 Fence: needs_review, the reason allows close_exception, a known :closure, and the
@@ -155,7 +155,7 @@ def _exception_request_redrive(
 
 
 EXCEPTION_REQUEST_REDRIVE = Query("exception_request_redrive", _exception_request_redrive)
-"""db/queries/exceptions.sql:264
+"""db/queries/exceptions.sql:265
 
 Issues the redrive of the approved version, once: the key is unique, so a repeat (or a
 concurrent request) inserts nothing and learns the key (`queued` false). No lease: no one
@@ -181,7 +181,7 @@ def _exception_report_redrive_result(
 EXCEPTION_REPORT_REDRIVE_RESULT = Query(
     "exception_report_redrive_result", _exception_report_redrive_result
 )
-"""db/queries/exceptions.sql:331
+"""db/queries/exceptions.sql:332
 
 The owning system's durable result for the redrive it was given. Success closes the
 exception as corrected; failure returns it to its owner with one more attempt counted
@@ -203,7 +203,7 @@ def _exception_reopen(
 
 
 EXCEPTION_REOPEN = Query("exception_reopen", _exception_reopen)
-"""db/queries/exceptions.sql:407
+"""db/queries/exceptions.sql:408
 
 A closed exception goes back to its reason's owner with a fresh due time and a clean
 slate for the next correction; the history stays and the reopen is counted.
@@ -219,7 +219,7 @@ def _exceptions_escalate_overdue(
 
 
 EXCEPTIONS_ESCALATE_OVERDUE = Query("exceptions_escalate_overdue", _exceptions_escalate_overdue)
-"""db/queries/exceptions.sql:454
+"""db/queries/exceptions.sql:455
 
 Runs from the claim path (when item_claim_next finds nothing, or says overdue exceptions
 are waiting), so no cron job is needed: an exception waiting for review past its due
