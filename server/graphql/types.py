@@ -16,7 +16,7 @@ from server.domain import apply, audit, leases, model, qa, queues, reads
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
-from server.graphql.loaders import AuditKey, LagKey, PageKey
+from server.graphql.loaders import AuditKey, DecisionPageKey, LagKey, PageKey
 from server.graphql.measures.queues import QueueMeasures, queue_measures
 from server.graphql.selection import selected_names
 
@@ -727,8 +727,8 @@ class Queue:
         self, info: Info[Context, None], first: int = 50, after: str | None = None
     ) -> DecisionConnection:
         size = page_size(first)
-        rows = await reads.decisions_page(
-            info.context.db, self.name, decode_cursor("decision", after), size + 1
+        rows = await info.context.loaders.decisions_page.load(
+            DecisionPageKey(self.name, decode_cursor("decision", after), size + 1)
         )
         edges = [
             DecisionEdge(cursor=encode_cursor("decision", d.id), node=Decision.from_domain(d))

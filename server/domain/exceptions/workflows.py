@@ -274,9 +274,10 @@ def readable_by(principal: Principal, workflow: Workflow, reasons: list[Exceptio
 
 async def readable_workflows(
     db: Database, principal: Principal, names: list[str] | None = None
-) -> list[Workflow]:
-    """The workflows the principal may read, by name (None: every workflow); the others
-    read as nonexistent."""
+) -> list[tuple[Workflow, list[ExceptionReason]]]:
+    """The workflows the principal may read, by name (None: every workflow), each with its
+    reasons (read to judge the scope: a reader need not read them again); the others read
+    as nonexistent."""
     found = (
         await list_workflows(db)
         if names is None
@@ -284,7 +285,8 @@ async def readable_workflows(
     )
     reasons = await get_reasons(db, [w.name for w in found])
     return sorted(
-        (w for w in found if readable_by(principal, w, reasons[w.name])), key=lambda w: w.name
+        ((w, reasons[w.name]) for w in found if readable_by(principal, w, reasons[w.name])),
+        key=lambda pair: pair[0].name,
     )
 
 

@@ -33,18 +33,19 @@ Every decision of each item, oldest first.
 """
 
 
-def _decisions_get_page(
+def _decisions_get_pages(
     *,
-    queue: Any,
+    queues: Any,
     after_id: Any,
     page_size: Any,
 ) -> None: ...
 
 
-DECISIONS_GET_PAGE = Query("decisions_get_page", _decisions_get_page)
+DECISIONS_GET_PAGES = Query("decisions_get_pages", _decisions_get_pages)
 """db/queries/decisions_read.sql:21
 
-One page of a queue's decisions, oldest first, whatever their status.
+One page of decisions for each queue of :queues (a dashboard's), oldest first, whatever
+their status: one statement for every queue of a request.
 """
 
 
@@ -55,7 +56,7 @@ def _decision_get_position(
 
 
 DECISION_GET_POSITION = Query("decision_get_position", _decision_get_position)
-"""db/queries/decisions_read.sql:31
+"""db/queries/decisions_read.sql:40
 
 Where a decision sits in its queue's commit-ordered stream: at the transaction that made
 it effective (its own, or its confirmation's). `in_stream` is false for a provisional
@@ -67,7 +68,7 @@ def _decisions_get_stream_horizon() -> None: ...
 
 
 DECISIONS_GET_STREAM_HORIZON = Query("decisions_get_stream_horizon", _decisions_get_stream_horizon)
-"""db/queries/decisions_read.sql:41
+"""db/queries/decisions_read.sql:50
 
 Every transaction below this id has ended: no decision below it can still appear.
 """
@@ -83,7 +84,7 @@ def _decisions_get_after_position(
 
 
 DECISIONS_GET_AFTER_POSITION = Query("decisions_get_after_position", _decisions_get_after_position)
-"""db/queries/decisions_read.sql:45
+"""db/queries/decisions_read.sql:54
 
 The next decisions of a queue in commit-safe order: after the position, and only from
 transactions below the horizon, so a late commit can never land behind the cursor.
@@ -104,7 +105,7 @@ def _decision_confirmations_get_by_decision_ids(
 DECISION_CONFIRMATIONS_GET_BY_DECISION_IDS = Query(
     "decision_confirmations_get_by_decision_ids", _decision_confirmations_get_by_decision_ids
 )
-"""db/queries/decisions_read.sql:80
+"""db/queries/decisions_read.sql:89
 
 The second reviews that confirmed these decisions (migration 0020), for audit packs.
 """
