@@ -44,6 +44,7 @@ from server.graphql.context import NOBODY, Context
 from server.graphql.loaders import Loaders
 from server.graphql.multiplex import Multiplexer
 from server.graphql.schema import build_schema
+from server.graphql.strawberry_internals import asks_for_a_stream
 from server.graphql.websocket import TransportWSHandler, authorization_of
 from server.http_limits import body_limit
 from server.metrics_endpoint import MetricsEndpoint
@@ -57,6 +58,8 @@ from server.worker import ApplyWorker, worker_settings
 log = logging.getLogger("casework")
 
 MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
+# The methods /graphql answers over HTTP (a CORS preflight never reaches the view).
+GRAPHQL_METHODS = frozenset({"GET", "POST"})
 GC_THRESHOLDS = (50_000, 20, 10)
 # Messages are ~150 bytes: compressing them costs ~40 kB of memory per socket and CPU.
 WS_PER_MESSAGE_DEFLATE = False
@@ -263,7 +266,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         `email` package, which was about a twentieth of a request's CPU."""
         if request.method != "POST" or not _is_json(request.content_type):
             return await super().parse_http_body(request)
-        if self._get_stream_transport_from_headers(request.headers) is not None:
+        if asks_for_a_stream(self, request.headers):
             return await super().parse_http_body(request)
         data = self.parse_json(await request.get_body())
         if not isinstance(data, dict):
@@ -302,6 +305,12 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 runtime.tokens,
                 socket=request,
                 effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
+            )
+        if request.method not in GRAPHQL_METHODS:
+            # Strawberry checks the method only after the context is built: without this a
+            # wrong method would be answered 401 when it carries no token.
+            raise HTTPException(
+                HTTP_405_METHOD_NOT_ALLOWED, "GraphQL only supports GET and POST requests."
             )
         authorization = request.headers.get("authorization")
         try:

@@ -18,15 +18,24 @@ LEFT JOIN decision_confirmations AS c ON c.decision_id = d.id
 WHERE d.item_id = ANY (:item_ids::bigint[])
 ORDER BY d.item_id, d.id;
 
--- name: decisions_get_page
--- One page of a queue's decisions, oldest first, whatever their status.
-SELECT d.*, s.id AS superseded_by, c.confirmed_by, c.confirmed_at
-FROM review_decisions AS d
-LEFT JOIN review_decisions AS s ON s.supersedes = d.id
-LEFT JOIN decision_confirmations AS c ON c.decision_id = d.id
-WHERE d.queue = :queue AND d.id > :after_id
-ORDER BY d.id
-LIMIT :page_size;
+-- name: decisions_get_pages
+-- One page of decisions for each queue of :queues (a dashboard's), oldest first, whatever
+-- their status: one statement for every queue of a request.
+SELECT p.*
+FROM unnest(:queues::text[]) AS q (name)
+CROSS JOIN LATERAL (
+    SELECT d.*, s.id AS superseded_by, c.confirmed_by, c.confirmed_at
+    FROM review_decisions AS d
+    LEFT JOIN review_decisions AS s ON s.supersedes = d.id
+    LEFT JOIN decision_confirmations AS c ON c.decision_id = d.id
+    -- A range, not `d.queue = q.name`, as in items_get_pages: the walk stays on this
+    -- queue's rows of review_decisions_queue_id, in id order.
+    WHERE d.queue >= q.name AND d.queue <= q.name
+      AND d.id > :after_id
+    ORDER BY d.queue, d.id
+    LIMIT :page_size
+) AS p
+ORDER BY p.queue, p.id;
 
 -- name: decision_get_position
 -- Where a decision sits in its queue's commit-ordered stream: at the transaction that made

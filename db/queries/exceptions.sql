@@ -2,8 +2,8 @@
 -- start from, the reason's allowed actions, and for work under a claim the live lease of
 -- the caller) sits in the WHERE clause of `target`; if any condition fails, nothing is
 -- written and no row comes back. Every action appends one row to exception_events and
--- sends one hint. An action under a lease records on its event when that lease began
--- (exception_leases), so its hands-on time can be measured.
+-- sends one hint. An action under a lease records on its event when that lease began (the
+-- item's lease_started_at, read with the fence), so its hands-on time can be measured.
 -- Common parameters: :actor (the token's user), :actor_role, and :queue_scope, the queues
 -- the caller's token covers (NULL: every queue).
 
@@ -22,7 +22,7 @@ FROM casework_raise_exception(:workflow, :source_record_id, :reason_code, :detai
 -- Fence: needs_review or awaiting_approval, the reason allows attach_evidence, and the
 -- caller's live lease (:lease_token) on the item, in :queue_scope.
 WITH target AS (
-    SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue, i.lease_started_at
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
@@ -46,7 +46,7 @@ logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, evidence, detail, lease_started_at)
     SELECT t.id, t.workflow, 'evidence_attached', :actor, :actor_role, t.state, t.state, t.version,
-           :evidence, :note, (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
+           :evidence, :note, t.lease_started_at
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -62,7 +62,7 @@ FROM target AS t,
 -- (:lease_token) on the item, in :queue_scope.
 WITH target AS (
     SELECT e.id, e.workflow, e.source_record_id, e.state, e.item_id, i.queue,
-           w.approval_queue
+           i.lease_started_at, w.approval_queue
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
@@ -112,7 +112,7 @@ logged AS (
     SELECT t.id, t.workflow, 'correction_submitted', :actor, :actor_role, t.state, 'awaiting_approval',
            c.version, :evidence, :note,
            jsonb_build_object('changes', :changes::jsonb, 'staleSteps', :stale_steps::text[]),
-           (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
+           t.lease_started_at
     FROM target AS t JOIN correction AS c ON c.exception_id = t.id
 )
 SELECT t.id, c.version, hint.notification
@@ -128,7 +128,7 @@ JOIN correction AS c ON c.exception_id = t.id,
 -- Fence: awaiting_approval at :version, the reason allows approve_correction, the version
 -- corrected by someone else, and the caller's live lease (:lease_token), in :queue_scope.
 WITH target AS (
-    SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue, i.lease_started_at
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
@@ -163,7 +163,7 @@ logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, detail, lease_started_at)
     SELECT t.id, t.workflow, 'correction_approved', :actor, :actor_role, t.state, 'redrive_pending',
-           t.version, :note, (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
+           t.version, :note, t.lease_started_at
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -176,7 +176,8 @@ FROM target AS t,
 -- Fence: awaiting_approval, the reason allows reject_correction, and the caller's live lease
 -- (:lease_token) on the item, in :queue_scope.
 WITH target AS (
-    SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, i.queue
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, e.owner_role, i.queue,
+           i.lease_started_at
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
@@ -207,7 +208,7 @@ logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, detail, lease_started_at)
     SELECT t.id, t.workflow, 'correction_rejected', :actor, :actor_role, t.state, 'needs_review',
-           t.version, :reason, (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
+           t.version, :reason, t.lease_started_at
     FROM target AS t
 )
 SELECT t.id, hint.notification
@@ -221,7 +222,7 @@ FROM target AS t,
 -- Fence: needs_review, the reason allows close_exception, a known :closure, and the
 -- caller's live lease (:lease_token) on the item, in :queue_scope.
 WITH target AS (
-    SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue
+    SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue, i.lease_started_at
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
@@ -253,7 +254,7 @@ logged AS (
     INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
                                   to_state, version, detail, data, lease_started_at)
     SELECT t.id, t.workflow, 'closed', :actor, :actor_role, t.state, 'closed', t.version, :note,
-           jsonb_build_object('closure', :closure::text), (SELECT l.started_at FROM exception_leases AS l WHERE l.lease_token = :lease_token::uuid)
+           jsonb_build_object('closure', :closure::text), t.lease_started_at
     FROM target AS t
 )
 SELECT t.id, hint.notification

@@ -1,6 +1,8 @@
 -- name: workflow_upsert
 -- Creates a workflow or changes its settings (NULL leaves one as it is; the redrive route,
--- target and secret change together). Its approval queue becomes a queue approvers work.
+-- target and secret change together). :clear_reviewer_minutes and :clear_approver_minutes
+-- unset those minutes (NULL: capacity unknown). Its approval queue becomes a queue
+-- approvers work.
 WITH upserted AS (
     INSERT INTO workflows AS w (name, approval_queue, redrive_via, redrive_target,
                                 redrive_secret, redrive_max_attempts, redrive_timeout_seconds,
@@ -17,10 +19,14 @@ WITH upserted AS (
             redrive_secret = CASE WHEN :redrive_via IS NULL THEN w.redrive_secret ELSE :redrive_secret END,
             redrive_max_attempts = coalesce(:redrive_max_attempts, w.redrive_max_attempts),
             redrive_timeout_seconds = coalesce(:redrive_timeout_seconds::double precision, w.redrive_timeout_seconds),
-            reviewer_minutes_per_day = coalesce(:reviewer_minutes_per_day::double precision,
-                                                w.reviewer_minutes_per_day),
-            approver_minutes_per_day = coalesce(:approver_minutes_per_day::double precision,
-                                                w.approver_minutes_per_day),
+            reviewer_minutes_per_day =
+                CASE WHEN :clear_reviewer_minutes::boolean THEN NULL
+                     ELSE coalesce(:reviewer_minutes_per_day::double precision,
+                                   w.reviewer_minutes_per_day) END,
+            approver_minutes_per_day =
+                CASE WHEN :clear_approver_minutes::boolean THEN NULL
+                     ELSE coalesce(:approver_minutes_per_day::double precision,
+                                   w.approver_minutes_per_day) END,
             updated_at = now()
     RETURNING w.*
 ),

@@ -44,8 +44,14 @@ async def items_pages(
     return grouped(queues, "queue", rows, Item.from_row)
 
 
-async def decisions_page(db: Database, queue: str, after: int, first: int) -> list[Decision]:
+async def decisions_pages(
+    db: Database, queues: list[str], after: int, first: int
+) -> dict[str, list[Decision]]:
+    """The same page (after, first) of several queues' decisions, in one query."""
+    by_queue: dict[str, list[Decision]] = {queue: [] for queue in queues}
     rows = await db.fetch(
-        sql.decisions_read.DECISIONS_GET_PAGE, queue=queue, after_id=after, page_size=first
+        sql.decisions_read.DECISIONS_GET_PAGES, queues=queues, after_id=after, page_size=first
     )
-    return [Decision.from_row(row) for row in rows]
+    for row in rows:
+        by_queue[row["queue"]].append(Decision.from_row(row))
+    return by_queue

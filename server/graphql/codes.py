@@ -13,6 +13,7 @@ from typing import Any
 
 from graphql import GraphQLError
 
+from server.graphql.strawberry_internals import PRE_EXECUTION_REFUSALS
 from server.store.errors import is_unavailable
 
 # What a 503 tells a client to wait before it tries again.
@@ -53,6 +54,9 @@ def code_of(error: GraphQLError) -> ErrorCode:
         return ErrorCode.BAD_REQUEST
     if isinstance(original, ClientError):
         return original.code
+    if isinstance(original, PRE_EXECUTION_REFUSALS):
+        # No operation to run (an operationName the document lacks): as over HTTP.
+        return ErrorCode.BAD_REQUEST
     if is_unavailable(original):
         return ErrorCode.UNAVAILABLE
     return ErrorCode.INTERNAL

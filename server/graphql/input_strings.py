@@ -145,10 +145,12 @@ def _json_refusal(value: Any, where: Where) -> Refusal | None:
                     return Refusal(path, f"a key in {path} {problem}")
                 if type(item) in _WALKED:
                     stack.append((item, (at, str(key)), depth + 1))
-        else:
+        elif kind is list:
             for index, item in enumerate(current):
                 if type(item) in _WALKED:
                     stack.append((item, (at, index), depth + 1))
+        # A bare number, boolean or null holds no text: the field's own check answers for
+        # its type (a payload must be an object).
     return None
 
 

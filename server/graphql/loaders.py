@@ -66,6 +66,15 @@ class PageKey:
 
 
 @dataclass(frozen=True)
+class DecisionPageKey:
+    """One page of a queue's decisions; pages that differ only in the queue share a query."""
+
+    queue: str
+    after: int
+    size: int
+
+
+@dataclass(frozen=True)
 class PagedItem:
     item: Item
     # None when the page was read without them.
@@ -113,6 +122,18 @@ async def _pages(db: Database, keys: list[PageKey]) -> dict[PageKey, list[PagedI
         key: [PagedItem(item, decisions[item.id] if key.with_decisions else None) for item in page]
         for key, page in pages.items()
     }
+
+
+async def _decision_pages(
+    db: Database, keys: list[DecisionPageKey]
+) -> dict[DecisionPageKey, list[Decision]]:
+    found: dict[DecisionPageKey, list[Decision]] = {}
+    for after, size in {(key.after, key.size) for key in keys}:
+        alike = [key for key in keys if (key.after, key.size) == (after, size)]
+        by_queue = await reads.decisions_pages(db, sorted({k.queue for k in alike}), after, size)
+        for key in alike:
+            found[key] = by_queue.get(key.queue, [])
+    return found
 
 
 class Loaders:
@@ -204,6 +225,10 @@ class Loaders:
     @cached_property
     def items_page(self) -> DataLoader[PageKey, list[PagedItem]]:
         return _loader(self._db, _pages, [])
+
+    @cached_property
+    def decisions_page(self) -> DataLoader[DecisionPageKey, list[Decision]]:
+        return _loader(self._db, _decision_pages, [])
 
     @cached_property
     def queue_summary(self) -> DataLoader[MeasureKey, queue_measures.QueueSummary | None]:

@@ -28,6 +28,7 @@ from strawberry.extensions import MaskErrors, MaxAliasesLimiter, QueryDepthLimit
 from server.graphql import guards, observe
 from server.graphql.codes import RETRY_AFTER_SECONDS, ClientError, ErrorCode, with_code
 from server.graphql.cost import CostLimit
+from server.graphql.strawberry_internals import PRE_EXECUTION_REFUSALS
 
 MAX_DEPTH = 10
 MAX_ALIASES = 30
@@ -42,7 +43,9 @@ UNAVAILABLE_MESSAGE = f"The database is unavailable; try again in {RETRY_AFTER_S
 def is_unexpected(error: GraphQLError) -> bool:
     """The server's fault, as opposed to the client's (bad syntax, values, ids)."""
     original = error.original_error
-    return original is not None and not isinstance(original, ClientError | GraphQLError)
+    return original is not None and not isinstance(
+        original, (ClientError, GraphQLError, *PRE_EXECUTION_REFUSALS)
+    )
 
 
 @functools.lru_cache(maxsize=PARSE_CACHE_SIZE)

@@ -30,11 +30,7 @@ from graphql import GraphQLError, GraphQLFormattedError, GraphQLSyntaxError
 from starlette.websockets import WebSocketDisconnect as StarletteWebSocketDisconnect
 from starlette.websockets import WebSocketDisconnected as StarletteWebSocketDisconnected
 from strawberry.http.exceptions import WebSocketDisconnected
-from strawberry.schema.schema import StreamResult
-from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
-    BaseGraphQLTransportWSHandler,
-    Operation,
-)
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ConnectionInitMessage,
     ErrorMessage,
@@ -48,6 +44,7 @@ from server.graphql.codes import ErrorCode, code_of, with_code
 from server.graphql.context import Context
 from server.graphql.multiplex import FrameKind, Key, Multiplexer, Scope, encode_next, key_of
 from server.graphql.multiplex import shared_field as shared_root_field
+from server.graphql.strawberry_internals import RefusingTransportWSHandler
 from server.observability import metrics
 from server.observability.context import REQUEST_ID, operation_request_id
 from server.store.errors import is_unavailable
@@ -109,8 +106,9 @@ def _coded(errors: list[GraphQLError]) -> list[GraphQLError]:
     return [with_code(error, code_of(error)) for error in errors]
 
 
-class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
-    """Strawberry's graphql-transport-ws handler; see the module's docstring."""
+class TransportWSHandler(RefusingTransportWSHandler[Context, None]):
+    """Strawberry's graphql-transport-ws handler; see the module's docstring. What it needs
+    of Strawberry's private steps is in server/graphql/strawberry_internals.py."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -341,24 +339,17 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         await operation.send_operation_message({"id": operation.id, "type": "complete"})
         return None
 
-    async def _send_result_stream(
-        self, operation: Operation[Context, None], result_source: StreamResult
+    async def refuse_escaped_syntax_error(
+        self, operation: Operation[Context, None], error: GraphQLSyntaxError
     ) -> None:
-        try:
-            await super()._send_result_stream(operation, result_source)
-        except GraphQLSyntaxError as error:
-            # The parser cache and the token limiter parse inside an extension hook, so
-            # strawberry lets their refusal escape instead of returning it as an error.
-            observe.note_refusal(error.message)
-            await operation.send_initial_errors(_coded([error]))
+        observe.note_refusal(error.message)
+        await operation.send_initial_errors(_coded([error]))
 
-    async def _handle_pre_execution_error(
-        self, operation: Operation[Context, None], result: PreExecutionError
+    async def refuse_before_execution(
+        self, operation: Operation[Context, None], errors: list[GraphQLError]
     ) -> None:
-        # Strawberry closes the whole socket for some of these (4400); they are one
-        # operation's mistake, so only that operation is refused, with its code.
-        assert result.errors
-        await operation.send_initial_errors(_coded(result.errors))
+        # Only that operation is refused, with its code; the socket goes on.
+        await operation.send_initial_errors(_coded(errors))
 
     async def send_message(self, message: Message) -> None:
         if message["type"] == "error":

@@ -105,7 +105,10 @@ async def test_mixed_claimers_decide_every_item_exactly_once(
     assert ledger.double_holds == []
     assert sorted(ledger.decided) == sorted(enqueued)
     rows = await owner_db.fetch(
-        sql.decisions_read.DECISIONS_GET_PAGE, queue=kyc_queue, after_id=0, page_size=ITEMS + 1
+        sql.decisions_read.DECISIONS_GET_PAGES,
+        queues=[kyc_queue],
+        after_id=0,
+        page_size=ITEMS + 1,
     )
     per_item: dict[int, int] = {}
     for row in rows:

@@ -13,6 +13,7 @@ from server.domain.failures import (
     InvalidInput,
     ItemNotWaiting,
     NotAssigned,
+    NotFound,
     NotPermitted,
     QueueEmpty,
 )
@@ -189,7 +190,7 @@ def _refusals() -> list[tuple[str, Principal, dict[str, object], type]]:
         ("admin", ADMIN, {}, NotPermitted),
         ("approver", APPROVER, {}, NotPermitted),
         ("integration", INTEGRATION, {}, NotPermitted),
-        ("other team's manager", OUTSIDER, {}, InvalidInput),
+        ("other team's manager", OUTSIDER, {}, NotFound),
         ("unknown reviewer", MANAGER, {"reviewer": "nobody"}, InvalidInput),
         ("reviewer of another queue", MANAGER, {"reviewer": "olga"}, InvalidInput),
         ("blank reviewer", MANAGER, {"reviewer": "  "}, InvalidInput),
@@ -197,7 +198,7 @@ def _refusals() -> list[tuple[str, Principal, dict[str, object], type]]:
         ("end too far", MANAGER, {"until": past + timedelta(days=400)}, InvalidInput),
         ("end without zone", MANAGER, {"until": datetime(2030, 1, 1)}, InvalidInput),
         ("bad id", MANAGER, {"item_id": "x1"}, InvalidInput),
-        ("missing item", MANAGER, {"item_id": "987654321"}, InvalidInput),
+        ("missing item", MANAGER, {"item_id": "987654321"}, NotFound),
     ]
 
 
@@ -226,12 +227,9 @@ async def test_an_out_of_scope_item_answers_as_a_missing_one(db: Database, team:
     theirs = await assign_item(db, OUTSIDER, Assignment(str(item.id), "alice"))
     missing = await assign_item(db, OUTSIDER, Assignment("987654321", "alice"))
 
-    assert isinstance(theirs, InvalidInput)
-    assert isinstance(missing, InvalidInput)
-    assert (theirs.field, theirs.message.replace(str(item.id), "N")) == (
-        missing.field,
-        missing.message.replace("987654321", "N"),
-    )
+    assert isinstance(theirs, NotFound)
+    assert isinstance(missing, NotFound)
+    assert theirs.message.replace(str(item.id), "N") == missing.message.replace("987654321", "N")
 
 
 async def test_a_decided_item_is_not_waiting(db: Database, team: str) -> None:

@@ -14,6 +14,7 @@ from server.domain.failures import (
     InvalidHoldReason,
     InvalidInput,
     ItemNotWaiting,
+    NotFound,
     NotHeld,
     NotPermitted,
     QueueEmpty,
@@ -141,8 +142,8 @@ async def test_a_reviewer_of_the_queue_may_resume_and_others_may_not(
     before = await snapshot(owner_conn)
 
     for stranger, refusal in (
-        (reviewer("olga", "payouts"), InvalidInput),
-        (Principal("mo", Role.MANAGER, frozenset({"payouts"})), InvalidInput),
+        (reviewer("olga", "payouts"), NotFound),
+        (Principal("mo", Role.MANAGER, frozenset({"payouts"})), NotFound),
         (ADMIN, NotPermitted),
         (APPROVER, NotPermitted),
         (INTEGRATION, NotPermitted),
@@ -173,7 +174,7 @@ def _hold_refusals() -> list[tuple[str, dict[str, object], type]]:
         ("end too far", {"until": later(24 * 400)}, InvalidInput),
         ("end without zone", {"until": datetime(2030, 1, 1)}, InvalidInput),
         ("bad id", {"item_id": "0"}, InvalidInput),
-        ("missing item", {"item_id": "987654321"}, InvalidInput),
+        ("missing item", {"item_id": "987654321"}, NotFound),
     ]
 
 

@@ -13,6 +13,7 @@ from server.domain.controls.assignments import Assignment, Revoked, assign_item,
 from server.domain.failures import (
     InvalidInput,
     ItemNotWaiting,
+    NotFound,
     NotLeased,
     NotPermitted,
     QueueEmpty,
@@ -99,7 +100,7 @@ async def test_the_timeline_says_whose_lease_ended_who_ended_it_and_why(
     [
         (BOB, REASON, NotPermitted),
         (ADMIN, REASON, NotPermitted),
-        (Principal("mo", Role.MANAGER, frozenset({"payouts"})), REASON, InvalidInput),
+        (Principal("mo", Role.MANAGER, frozenset({"payouts"})), REASON, NotFound),
         (MANAGER, "   ", InvalidInput),
         (MANAGER, "x" * 4001, InvalidInput),
     ],

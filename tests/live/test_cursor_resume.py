@@ -56,8 +56,8 @@ async def test_a_resumed_stream_has_every_decision_once(
                 stream = await socket.subscribe(DECISION_EVENTS, queue="kyc", after=cursor)
                 await asyncio.wait_for(deciders, CATCH_UP_SECONDS)
                 rows = await owner_db.fetch(
-                    sql.decisions_read.DECISIONS_GET_PAGE,
-                    queue="kyc",
+                    sql.decisions_read.DECISIONS_GET_PAGES,
+                    queues=["kyc"],
                     after_id=0,
                     page_size=ITEMS + 1,
                 )

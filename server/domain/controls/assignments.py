@@ -16,6 +16,7 @@ from server.domain.failures import (
     InvalidInput,
     ItemNotWaiting,
     NotAssigned,
+    NotFound,
     NotLeased,
     NotPermitted,
 )
@@ -51,7 +52,7 @@ def _manager_only(principal: Principal, what: str) -> NotPermitted | None:
 
 async def assign_item(
     db: Database, principal: Principal, assignment: Assignment
-) -> Item | ItemNotWaiting | NotPermitted | InvalidInput:
+) -> Item | ItemNotWaiting | NotFound | NotPermitted | InvalidInput:
     if refusal := _manager_only(principal, "assign items"):
         return refusal
     item_id = parse_id(assignment.item_id, "itemId")
@@ -96,7 +97,7 @@ async def assign_item(
 
 async def unassign_item(
     db: Database, principal: Principal, item_id: str
-) -> Item | NotAssigned | ItemNotWaiting | NotPermitted | InvalidInput:
+) -> Item | NotAssigned | ItemNotWaiting | NotFound | NotPermitted | InvalidInput:
     if refusal := _manager_only(principal, "unassign items"):
         return refusal
     return await reservations.end(db, principal, sql.controls.ITEM_UNASSIGN, item_id, NotAssigned)
@@ -104,7 +105,7 @@ async def unassign_item(
 
 async def revoke_lease(
     db: Database, principal: Principal, item_id: str, reason: str
-) -> Revoked | NotLeased | ItemNotWaiting | NotPermitted | InvalidInput:
+) -> Revoked | NotLeased | ItemNotWaiting | NotFound | NotPermitted | InvalidInput:
     """Ends a live lease at once, whoever holds it: the holder's token is stale from now
     on, and its console hears LEASE_LOST. The reason goes into the item's timeline."""
     if refusal := _manager_only(principal, "revoke leases"):

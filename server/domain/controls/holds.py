@@ -21,6 +21,7 @@ from server.domain.failures import (
     InvalidHoldReason,
     InvalidInput,
     ItemNotWaiting,
+    NotFound,
     NotHeld,
     NotPermitted,
     StaleLease,
@@ -75,7 +76,7 @@ async def get_hold_reasons(db: Database, queues: list[str]) -> dict[str, list[Ho
 
 async def hold_item(
     db: Database, principal: Principal, hold: Hold
-) -> Item | StaleLease | InvalidHoldReason | NotPermitted | InvalidInput:
+) -> Item | StaleLease | InvalidHoldReason | NotFound | NotPermitted | InvalidInput:
     refused = "only a reviewer token may hold items (under its lease)"
     parsed = reviewer_lease(principal, hold, refused=refused)
     if isinstance(parsed, NotPermitted | InvalidInput):
@@ -115,7 +116,7 @@ async def hold_item(
 
 async def resume_item(
     db: Database, principal: Principal, item_id: str
-) -> Item | NotHeld | ItemNotWaiting | NotPermitted | InvalidInput:
+) -> Item | NotHeld | ItemNotWaiting | NotFound | NotPermitted | InvalidInput:
     if principal.role not in (Role.MANAGER, Role.REVIEWER):
         return NotPermitted("only a manager or a reviewer of the queue may resume a held item")
     return await reservations.end(db, principal, sql.controls.ITEM_RESUME, item_id, NotHeld)

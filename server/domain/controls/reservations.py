@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
-from server.domain.failures import InvalidInput, ItemNotWaiting
+from server.domain.failures import InvalidInput, ItemNotWaiting, NotFound
 from server.domain.model import Item, Principal
 from server.domain.parsing import parse_id
 from server.store import sql
@@ -40,12 +40,12 @@ async def diagnose(
 
 def missing(
     principal: Principal, item_id: int, found: Row | None, *, review_only: bool
-) -> InvalidInput | None:
-    """An item that does not exist or lies outside the token's queues (the two answer
-    alike, so no team learns another's item ids), or an exception's item where only review
-    items are meant."""
+) -> NotFound | InvalidInput | None:
+    """An item that does not exist or lies outside the token's queues (NotFound, as the bulk
+    actions answer; the two answer alike, so no team learns another's item ids), or an
+    exception's item where only review items are meant."""
     if found is None or not principal.works_in(found["queue"]):
-        return InvalidInput(f"no item with id {item_id}", "itemId")
+        return NotFound("item", str(item_id))
     if review_only and found["kind"] == "exception":
         return InvalidInput(
             f"item {item_id} stands for an exception: its queue follows the exception's "
@@ -57,7 +57,7 @@ def missing(
 
 def missing_or_closed(
     principal: Principal, item_id: int, found: Row | None, *, review_only: bool
-) -> InvalidInput | ItemNotWaiting | None:
+) -> NotFound | InvalidInput | ItemNotWaiting | None:
     """`missing`, then a finished item (decided, or an exception's parked item)."""
     if refusal := missing(principal, item_id, found, review_only=review_only):
         return refusal
@@ -76,7 +76,7 @@ async def end(
     query: Query[...],
     item_id: str,
     nothing_to_end: Callable[[int], NothingToEnd],
-) -> Item | NothingToEnd | ItemNotWaiting | InvalidInput:
+) -> Item | NothingToEnd | NotFound | ItemNotWaiting | InvalidInput:
     """Ends an item's assignment or hold (`query`: item_unassign, item_resume, which take
     the item, the token's queues and who ends it) and answers with the item."""
     parsed = parse_id(item_id, "itemId")
@@ -92,7 +92,7 @@ async def end(
 
 async def ending_refused(
     db: Database, principal: Principal, item_id: int, nothing_to_end: NothingToEnd
-) -> NothingToEnd | InvalidInput | ItemNotWaiting:
+) -> NothingToEnd | NotFound | InvalidInput | ItemNotWaiting:
     """Why ending something of an item (an assignment, a hold, a lease) was refused: the item
     is missing or finished (`missing_or_closed`), or else it had nothing to end."""
     found = await diagnose(db, item_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from server.domain.exceptions.records import (
@@ -26,6 +27,14 @@ MAX_DUE_SECONDS = 365 * 86400
 MAX_MINUTES_PER_DAY = 1000 * 24 * 60
 
 
+class WorkflowSetting(enum.Enum):
+    """A setting that may be unset again (configureWorkflow's `clear`): a None in
+    WorkflowSettings leaves a setting as it is."""
+
+    REVIEWER_MINUTES_PER_DAY = "reviewer_minutes_per_day"
+    APPROVER_MINUTES_PER_DAY = "approver_minutes_per_day"
+
+
 @dataclass(frozen=True)
 class WorkflowSettings:
     name: str
@@ -39,6 +48,8 @@ class WorkflowSettings:
     # Capacity: the hands-on minutes per day its operators and approvers can give.
     reviewer_minutes_per_day: float | None = None
     approver_minutes_per_day: float | None = None
+    # Settings to unset (to NULL: capacity unknown again).
+    clear: frozenset[WorkflowSetting] = frozenset()
 
 
 def _check_workflow(
@@ -71,6 +82,9 @@ def _check_workflow(
     ):
         if minutes is not None and not 0 <= minutes <= MAX_MINUTES_PER_DAY:
             return InvalidInput(f"{field} must be between 0 and {MAX_MINUTES_PER_DAY}", field)
+    for setting in settings.clear:
+        if getattr(settings, setting.value) is not None:
+            return InvalidInput(f"{setting.name} is both given and cleared", "clear")
     return None
 
 
@@ -132,6 +146,8 @@ async def configure_workflow(
             redrive_timeout_seconds=settings.redrive_timeout_seconds,
             reviewer_minutes_per_day=settings.reviewer_minutes_per_day,
             approver_minutes_per_day=settings.approver_minutes_per_day,
+            clear_reviewer_minutes=WorkflowSetting.REVIEWER_MINUTES_PER_DAY in settings.clear,
+            clear_approver_minutes=WorkflowSetting.APPROVER_MINUTES_PER_DAY in settings.clear,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":
@@ -251,9 +267,10 @@ def readable_by(principal: Principal, workflow: Workflow, reasons: list[Exceptio
 
 async def readable_workflows(
     db: Database, principal: Principal, names: list[str] | None = None
-) -> list[Workflow]:
-    """The workflows the principal may read, by name (None: every workflow); the others
-    read as nonexistent."""
+) -> list[tuple[Workflow, list[ExceptionReason]]]:
+    """The workflows the principal may read, by name (None: every workflow), each with its
+    reasons (read to judge the scope: a reader need not read them again); the others read
+    as nonexistent."""
     found = (
         await list_workflows(db)
         if names is None
@@ -261,7 +278,8 @@ async def readable_workflows(
     )
     reasons = await get_reasons(db, [w.name for w in found])
     return sorted(
-        (w for w in found if readable_by(principal, w, reasons[w.name])), key=lambda w: w.name
+        ((w, reasons[w.name]) for w in found if readable_by(principal, w, reasons[w.name])),
+        key=lambda pair: pair[0].name,
     )
 
 

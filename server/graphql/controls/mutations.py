@@ -19,6 +19,7 @@ from server.graphql.errors import (
     InvalidInput,
     ItemNotWaiting,
     NotAssigned,
+    NotFound,
     NotHeld,
     NotLeased,
     NotPermitted,
@@ -71,24 +72,25 @@ class HoldReasonDefined:
         return cls(queue=reason.queue, hold_reason=HoldReason.from_domain(reason))
 
 
+# NotFound: an unknown item id, or an item outside the token's queues, as the bulk actions.
 AssignItemResult = Annotated[
-    ItemAssigned | ItemNotWaiting | NotPermitted | InvalidInput,
+    ItemAssigned | ItemNotWaiting | NotFound | NotPermitted | InvalidInput,
     strawberry.union("AssignItemResult"),
 ]
 UnassignItemResult = Annotated[
-    ItemUnassigned | NotAssigned | ItemNotWaiting | NotPermitted | InvalidInput,
+    ItemUnassigned | NotAssigned | ItemNotWaiting | NotFound | NotPermitted | InvalidInput,
     strawberry.union("UnassignItemResult"),
 ]
 RevokeLeaseResult = Annotated[
-    LeaseRevoked | NotLeased | ItemNotWaiting | NotPermitted | InvalidInput,
+    LeaseRevoked | NotLeased | ItemNotWaiting | NotFound | NotPermitted | InvalidInput,
     strawberry.union("RevokeLeaseResult"),
 ]
 HoldItemResult = Annotated[
-    ItemHeld | StaleLease | InvalidHoldReason | NotPermitted | InvalidInput,
+    ItemHeld | StaleLease | InvalidHoldReason | NotFound | NotPermitted | InvalidInput,
     strawberry.union("HoldItemResult"),
 ]
 ResumeItemResult = Annotated[
-    ItemResumed | NotHeld | ItemNotWaiting | NotPermitted | InvalidInput,
+    ItemResumed | NotHeld | ItemNotWaiting | NotFound | NotPermitted | InvalidInput,
     strawberry.union("ResumeItemResult"),
 ]
 DefineHoldReasonResult = Annotated[

@@ -31,8 +31,15 @@ from server.graphql.exceptions.types import (
     RedriveVia,
     Workflow,
 )
-from server.graphql.same_fields import copied
 from server.store.database import Database
+
+# As in types.py: strawberry.enum marks the domain enum itself.
+strawberry.enum(
+    workflows.WorkflowSetting,
+    name="WorkflowSetting",
+    description="A workflow setting configureWorkflow can unset (its `clear`).",
+)
+WorkflowSetting = workflows.WorkflowSetting
 
 # --- payloads -----------------------------------------------------------------------------
 
@@ -252,9 +259,25 @@ class ConfigureWorkflowInput:
         default=None,
         description="Hands-on minutes per day its approvers can give: measures.approvalCapacity.",
     )
+    clear: list[WorkflowSetting] = strawberry.field(
+        default_factory=list,
+        description="Settings to unset: capacity unknown again. A setting given as null, or "
+        "left out, stays as it is.",
+    )
 
     def to_domain(self) -> workflows.WorkflowSettings:
-        return copied(workflows.WorkflowSettings, self)
+        return workflows.WorkflowSettings(
+            name=self.name,
+            approval_queue=self.approval_queue,
+            redrive_via=self.redrive_via,
+            redrive_target=self.redrive_target,
+            redrive_secret=self.redrive_secret,
+            redrive_max_attempts=self.redrive_max_attempts,
+            redrive_timeout_seconds=self.redrive_timeout_seconds,
+            reviewer_minutes_per_day=self.reviewer_minutes_per_day,
+            approver_minutes_per_day=self.approver_minutes_per_day,
+            clear=frozenset(self.clear),
+        )
 
 
 @strawberry.input

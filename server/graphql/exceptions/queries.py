@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from server.domain.exceptions import reads, workflows
+from server.domain.exceptions import reads, records, workflows
 from server.domain.exceptions.rules import EXCEPTION_ID, NAME
 from server.graphql.context import Context
 from server.graphql.exceptions.types import (
@@ -68,11 +68,20 @@ class ExceptionQuery:
     @strawberry.field(description="The workflows your token covers, with their catalogues.")
     async def workflows(self, info: Info[Context, None]) -> list[Workflow]:
         found = await workflows.readable_workflows(info.context.db, info.context.principal)
-        return [Workflow.from_domain(w) for w in found]
+        return [_with_reasons(info, workflow, reasons) for workflow, reasons in found]
 
     @strawberry.field(description="A workflow your token covers; null for any other name.")
     async def workflow(self, info: Info[Context, None], name: str) -> Workflow | None:
         if not NAME.fullmatch(name):
             return None
         found = await workflows.readable_workflows(info.context.db, info.context.principal, [name])
-        return Workflow.from_domain(found[0]) if found else None
+        return _with_reasons(info, *found[0]) if found else None
+
+
+def _with_reasons(
+    info: Info[Context, None], workflow: records.Workflow, reasons: list[records.ExceptionReason]
+) -> Workflow:
+    """The scope check read the workflow's reasons: `Workflow.reasons` takes them from the
+    loader instead of reading them again."""
+    info.context.loaders.exception_reasons.prime(workflow.name, reasons)
+    return Workflow.from_domain(workflow)

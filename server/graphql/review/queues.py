@@ -5,13 +5,13 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from server.domain import model, reads
+from server.domain import model
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.domain.review import queues
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
 from server.graphql.controls.types import HoldReason
-from server.graphql.loaders import LagKey, PageKey
+from server.graphql.loaders import DecisionPageKey, LagKey, PageKey
 from server.graphql.measures.queues import QueueMeasures, queue_measures
 from server.graphql.pagination import PageInfo, decode_cursor, encode_cursor, page_size
 from server.graphql.quality.types import SecondReview
@@ -231,8 +231,8 @@ class Queue:
         self, info: Info[Context, None], first: int = 50, after: str | None = None
     ) -> DecisionConnection:
         size = page_size(first)
-        rows = await reads.decisions_page(
-            info.context.db, self.name, decode_cursor("decision", after), size + 1
+        rows = await info.context.loaders.decisions_page.load(
+            DecisionPageKey(self.name, decode_cursor("decision", after), size + 1)
         )
         edges = [
             DecisionEdge(cursor=encode_cursor("decision", d.id), node=Decision.from_domain(d))

@@ -129,10 +129,15 @@ class Decision:
             review_queue=decision.review_queue,
         )
 
-    @strawberry.field
-    async def item(self, info: Info[Context, None]) -> ReviewItem:
+    @strawberry.field(
+        description="The item decided; null when it now sits in a queue your token does not "
+        "cover (an escalation moved it), as for anything outside your queues."
+    )
+    async def item(self, info: Info[Context, None]) -> ReviewItem | None:
         item = await info.context.loaders.item.load(self._decision.item_id)
         assert item is not None, "a decision always has its item"
+        if not info.context.principal.works_in(item.queue):
+            return None
         return ReviewItem.from_domain(item)
 
     @strawberry.field(description="Carrying it out: state, attempts, last error, applied at.")

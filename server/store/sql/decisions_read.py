@@ -15,21 +15,23 @@ DECISIONS_GET_BY_ITEM_IDS = Query("decisions_get_by_item_ids", lambda *, item_id
 """Every decision of each item, oldest first."""
 
 # db/queries/decisions_read.sql:21
-DECISIONS_GET_PAGE = Query("decisions_get_page", lambda *, queue, after_id, page_size: None)
-"""One page of a queue's decisions, oldest first, whatever their status."""
+DECISIONS_GET_PAGES = Query("decisions_get_pages", lambda *, queues, after_id, page_size: None)
+"""One page of decisions for each queue of :queues (a dashboard's), oldest first, whatever
+their status: one statement for every queue of a request.
+"""
 
-# db/queries/decisions_read.sql:31
+# db/queries/decisions_read.sql:40
 DECISION_GET_POSITION = Query("decision_get_position", lambda *, decision_id: None)
 """Where a decision sits in its queue's commit-ordered stream: at the transaction that made
 it effective (its own, or its confirmation's). `in_stream` is false for a provisional
 decision nobody has confirmed: the stream has not delivered it.
 """
 
-# db/queries/decisions_read.sql:41
+# db/queries/decisions_read.sql:50
 DECISIONS_GET_STREAM_HORIZON = Query("decisions_get_stream_horizon", lambda: None)
 """Every transaction below this id has ended: no decision below it can still appear."""
 
-# db/queries/decisions_read.sql:45
+# db/queries/decisions_read.sql:54
 DECISIONS_GET_AFTER_POSITION = Query("decisions_get_after_position", lambda *, queue, after_txid, after_id, page_size: None)
 """The next decisions of a queue in commit-safe order: after the position, and only from
 transactions below the horizon, so a late commit can never land behind the cursor.
@@ -40,6 +42,6 @@ and one that was overridden never is: an integration acting on this stream acts 
 effective decisions. `position_txid` is the position's transaction.
 """
 
-# db/queries/decisions_read.sql:80
+# db/queries/decisions_read.sql:89
 DECISION_CONFIRMATIONS_GET_BY_DECISION_IDS = Query("decision_confirmations_get_by_decision_ids", lambda *, decision_ids: None)
 """The second reviews that confirmed these decisions (migration 0020), for audit packs."""

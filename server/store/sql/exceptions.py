@@ -42,14 +42,14 @@ Fence: awaiting_approval, the reason allows reject_correction, and the caller's 
 (:lease_token) on the item, in :queue_scope.
 """
 
-# db/queries/exceptions.sql:219
+# db/queries/exceptions.sql:220
 EXCEPTION_CLOSE = Query("exception_close", lambda *, exception_id, closure, lease_token, actor, queue_scope, actor_role, note: None)
 """Closing without a correction: rejected, duplicate or obsolete.
 Fence: needs_review, the reason allows close_exception, a known :closure, and the
 caller's live lease (:lease_token) on the item, in :queue_scope.
 """
 
-# db/queries/exceptions.sql:264
+# db/queries/exceptions.sql:265
 EXCEPTION_REQUEST_REDRIVE = Query("exception_request_redrive", lambda *, exception_id, version, queue_scope, actor, actor_role: None)
 """Issues the redrive of the approved version, once: the key is unique, so a repeat (or a
 concurrent request) inserts nothing and learns the key (`queued` false). No lease: no one
@@ -60,7 +60,7 @@ Fence: redrive_pending at :version, the reason allows request_redrive, and the o
 approval queue in :queue_scope.
 """
 
-# db/queries/exceptions.sql:331
+# db/queries/exceptions.sql:332
 EXCEPTION_REPORT_REDRIVE_RESULT = Query("exception_report_redrive_result", lambda *, redrive_key, actor_role, queue_scope, succeeded, detail, actor: None)
 """The owning system's durable result for the redrive it was given. Success closes the
 exception as corrected; failure returns it to its owner with one more attempt counted
@@ -70,7 +70,7 @@ redrive_pending, the catalogue allows it (Casework's own answers aside), the own
 :queue_scope, and the answer comes from whom the workflow's route allows.
 """
 
-# db/queries/exceptions.sql:407
+# db/queries/exceptions.sql:408
 EXCEPTION_REOPEN = Query("exception_reopen", lambda *, exception_id, queue_scope, actor, actor_role, reason: None)
 """A closed exception goes back to its reason's owner with a fresh due time and a clean
 slate for the next correction; the history stays and the reopen is counted.
@@ -78,7 +78,7 @@ Fence: closed (so of two reopens, one wins), the reason allows reopen_exception,
 owner or approval queue in :queue_scope.
 """
 
-# db/queries/exceptions.sql:454
+# db/queries/exceptions.sql:455
 EXCEPTIONS_ESCALATE_OVERDUE = Query("exceptions_escalate_overdue", lambda *, queue: None)
 """Runs from the claim path (when item_claim_next finds nothing, or says overdue exceptions
 are waiting), so no cron job is needed: an exception waiting for review past its due

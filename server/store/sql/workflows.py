@@ -8,13 +8,15 @@ from __future__ import annotations
 from server.store.queries import Query
 
 # db/queries/workflows.sql:1
-WORKFLOW_UPSERT = Query("workflow_upsert", lambda *, name, approval_queue, redrive_via, redrive_target, redrive_secret, redrive_max_attempts, redrive_timeout_seconds, reviewer_minutes_per_day, approver_minutes_per_day: None)
+WORKFLOW_UPSERT = Query("workflow_upsert", lambda *, name, approval_queue, redrive_via, redrive_target, redrive_secret, redrive_max_attempts, redrive_timeout_seconds, reviewer_minutes_per_day, approver_minutes_per_day, clear_reviewer_minutes, clear_approver_minutes: None)
 """Creates a workflow or changes its settings (NULL leaves one as it is; the redrive route,
-target and secret change together). Its approval queue becomes a queue approvers work.
+target and secret change together). :clear_reviewer_minutes and :clear_approver_minutes
+unset those minutes (NULL: capacity unknown). Its approval queue becomes a queue
+approvers work.
 """
 
-# db/queries/workflows.sql:42
+# db/queries/workflows.sql:48
 WORKFLOWS_GET_BY_NAMES = Query("workflows_get_by_names", lambda *, names: None)
 
-# db/queries/workflows.sql:45
+# db/queries/workflows.sql:51
 WORKFLOWS_LIST = Query("workflows_list", lambda: None)

@@ -269,9 +269,14 @@ export function itemPage(main, id) {
           ? h(
               "p",
               { class: "muted" },
-              "A QA copy: it checks this decision of item ",
-              h("a", { href: `#/item/${encodeURIComponent(checked.item.id)}`, text: checked.item.externalKey }),
-              ".",
+              // No item: it now sits in a queue outside the token's (an escalation moved it).
+              ...(checked.item
+                ? [
+                    "A QA copy: it checks this decision of item ",
+                    h("a", { href: `#/item/${encodeURIComponent(checked.item.id)}`, text: checked.item.externalKey }),
+                    ".",
+                  ]
+                : ["A QA copy: it checks this decision, of an item outside your queues."]),
             )
           : null,
         decisionList(listed, labels),
