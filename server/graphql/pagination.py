@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence, Sized
+from typing import Protocol
 
 import strawberry
 
@@ -46,7 +48,20 @@ def page_size(first: int) -> int:
     return first
 
 
+class _Edge(Protocol):
+    @property
+    def cursor(self) -> str: ...
+
+
 @strawberry.type
 class PageInfo:
     has_next_page: bool
     end_cursor: str | None
+
+    @classmethod
+    def of(cls, edges: Sequence[_Edge], read: Sized) -> PageInfo:
+        """The page of `edges`, made of the first rows `read`: every connection reads one row
+        past the page, so a row more than there are edges means a next page."""
+        return cls(
+            has_next_page=len(read) > len(edges), end_cursor=edges[-1].cursor if edges else None
+        )

@@ -58,12 +58,7 @@ class ExceptionQuery:
             )
             for e in found[:size]
         ]
-        return ExceptionConnection(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=len(found) > size, end_cursor=edges[-1].cursor if edges else None
-            ),
-        )
+        return ExceptionConnection(edges=edges, page_info=PageInfo.of(edges, read=found))
 
     @strawberry.field(description="The workflows your token covers, with their catalogues.")
     async def workflows(self, info: Info[Context, None]) -> list[Workflow]:

@@ -20,7 +20,7 @@ from server.graphql.errors import (
     from_failure,
 )
 from server.graphql.quality.types import QaResult
-from server.graphql.review.mutations import DecisionRecorded, decision_answer
+from server.graphql.review.mutations import DecisionRecorded, DecisionUnderLease, decision_answer
 from server.graphql.review.types import Decision as DecisionType
 from server.graphql.review.types import ReviewItem, Verdict
 from server.graphql.same_fields import copied
@@ -44,15 +44,7 @@ ConfirmDecisionResult = Annotated[
 ]
 
 
-OverrideDecisionResult = Annotated[
-    DecisionRecorded
-    | StaleLease
-    | EvidenceChanged
-    | InvalidReasonCode
-    | NotPermitted
-    | InvalidInput,
-    strawberry.union("OverrideDecisionResult"),
-]
+OverrideDecisionResult = Annotated[DecisionUnderLease, strawberry.union("OverrideDecisionResult")]
 
 
 RecordQaResultResult = Annotated[

@@ -150,15 +150,17 @@ ReleaseLeaseResult = Annotated[
     LeaseReleased | StaleLease | NotPermitted | InvalidInput,
     strawberry.union("ReleaseLeaseResult"),
 ]
-SubmitDecisionResult = Annotated[
+# What a verdict given under a lease, on the evidence shown, with a reason code, answers:
+# submitDecision's and a second review's override alike.
+DecisionUnderLease = (
     DecisionRecorded
     | StaleLease
     | EvidenceChanged
     | InvalidReasonCode
     | NotPermitted
-    | InvalidInput,
-    strawberry.union("SubmitDecisionResult"),
-]
+    | InvalidInput
+)
+SubmitDecisionResult = Annotated[DecisionUnderLease, strawberry.union("SubmitDecisionResult")]
 OverturnDecisionResult = Annotated[
     DecisionRecorded | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput,
     strawberry.union("OverturnDecisionResult"),

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Protocol, TypeVar
+
 import strawberry
 from strawberry.types import Info
+from typing_extensions import TypeIs
 
 from server.domain.failures import InvalidInput
+from server.domain.model import Principal
 from server.domain.parsing import parse_id
 from server.domain.review import queues
 from server.graphql.codes import ClientError, ErrorCode
@@ -19,6 +23,19 @@ def _parse_id(value: strawberry.ID, field: str) -> int:
     if isinstance(parsed, InvalidInput):
         raise ClientError(parsed.message, ErrorCode.BAD_REQUEST)
     return parsed
+
+
+class _OfQueue(Protocol):
+    @property
+    def queue(self) -> str: ...
+
+
+Found = TypeVar("Found", bound=_OfQueue)
+
+
+def _visible(found: Found | None, caller: Principal) -> TypeIs[Found]:
+    """A record read by id, in a queue the caller's token covers: any other reads as null."""
+    return found is not None and caller.works_in(found.queue)
 
 
 @strawberry.type
@@ -38,16 +55,12 @@ class Query:
     @strawberry.field
     async def item(self, info: Info[Context, None], id: strawberry.ID) -> ReviewItem | None:
         found = await info.context.loaders.item.load(_parse_id(id, "id"))
-        if found is None or not info.context.principal.works_in(found.queue):
-            return None
-        return ReviewItem.from_domain(found)
+        return ReviewItem.from_domain(found) if _visible(found, info.context.principal) else None
 
     @strawberry.field
     async def decision(self, info: Info[Context, None], id: strawberry.ID) -> Decision | None:
         found = await info.context.loaders.decision.load(_parse_id(id, "id"))
-        if found is None or not info.context.principal.works_in(found.queue):
-            return None
-        return Decision.from_domain(found)
+        return Decision.from_domain(found) if _visible(found, info.context.principal) else None
 
     @strawberry.field(description="Who the bearer token belongs to.")
     def me(self, info: Info[Context, None]) -> Me:

@@ -219,12 +219,7 @@ class Queue:
             )
             for row in rows[:size]
         ]
-        return ItemConnection(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=len(rows) > size, end_cursor=edges[-1].cursor if edges else None
-            ),
-        )
+        return ItemConnection(edges=edges, page_info=PageInfo.of(edges, read=rows))
 
     @strawberry.field(description="Decisions made in this queue, oldest first.")
     async def decisions(
@@ -238,9 +233,4 @@ class Queue:
             DecisionEdge(cursor=encode_cursor("decision", d.id), node=Decision.from_domain(d))
             for d in rows[:size]
         ]
-        return DecisionConnection(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=len(rows) > size, end_cursor=edges[-1].cursor if edges else None
-            ),
-        )
+        return DecisionConnection(edges=edges, page_info=PageInfo.of(edges, read=rows))

@@ -165,9 +165,4 @@ async def item_events(
         )
         for event in found[:size]
     ]
-    return ItemEventConnection(
-        edges=edges,
-        page_info=PageInfo(
-            has_next_page=len(found) > size, end_cursor=edges[-1].cursor if edges else None
-        ),
-    )
+    return ItemEventConnection(edges=edges, page_info=PageInfo.of(edges, read=found))
