@@ -22,6 +22,7 @@ from playwright.async_api import (
     Page,
     Request,
     Route,
+    ViewportSize,
 )
 
 from server.config import REPO_ROOT
@@ -50,7 +51,7 @@ NO_CHROMIUM = (
 # Where screenshots go when CASEWORK_SCREENSHOTS_DIR is set (docs/console for the docs).
 SCREENSHOTS_DIR = os.environ.get("CASEWORK_SCREENSHOTS_DIR")
 DOCS_SCREENSHOTS = REPO_ROOT / "docs" / "console"
-VIEWPORT = {"width": 1360, "height": 880}
+VIEWPORT: ViewportSize = {"width": 1360, "height": 880}
 # Generous bounds on what the page shows after a change; each is awaited, never slept.
 SHOWN_WITHIN_MS = 10_000
 
@@ -83,11 +84,18 @@ class Watch:
 
 @asynccontextmanager
 async def console_context(
-    browser: Browser, origin: str
+    browser: Browser,
+    origin: str,
+    *,
+    viewport: ViewportSize | None = None,
+    device_scale_factor: float | None = None,
 ) -> AsyncIterator[tuple[BrowserContext, Watch]]:
     """A fresh browser profile in which every request to another origin is aborted and
-    recorded; leaving the block asserts that none was made and nothing broke."""
-    context = await browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    recorded; leaving the block asserts that none was made and nothing broke. A window of
+    VIEWPORT unless `viewport` says otherwise (a phone's width, or a zoomed page's)."""
+    context = await browser.new_context(
+        viewport=viewport or VIEWPORT, device_scale_factor=device_scale_factor
+    )
     watch = Watch(origin)
 
     async def route(route: Route, request: Request) -> None:
@@ -143,8 +151,9 @@ FADED = """() => document.getAnimations().every(
   (a) => a.playState !== "running" || a.effect?.getTiming().iterations === Infinity)"""
 
 
-async def screenshot(page: Page, name: str) -> None:
-    """A picture of what a person sees; kept under CASEWORK_SCREENSHOTS_DIR when it is set."""
+async def screenshot(page: Page, name: str, *, full_page: bool = True) -> None:
+    """A picture of what a person sees; kept under CASEWORK_SCREENSHOTS_DIR when it is set.
+    The whole page, or (full_page=False) the window's first screen of it."""
     path = Path(SCREENSHOTS_DIR) / f"{name}.png" if SCREENSHOTS_DIR else None
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +161,7 @@ async def screenshot(page: Page, name: str) -> None:
     await page.evaluate("window.scrollTo(0, 0)")
     # Once a highlight of something new has faded (spinners and pulses never end).
     await page.wait_for_function(FADED)
-    await page.screenshot(path=path, full_page=True)
+    await page.screenshot(path=path, full_page=full_page)
 
 
 async def screenshot_of(part: Locator, name: str) -> None:

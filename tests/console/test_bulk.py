@@ -62,9 +62,11 @@ async def test_a_bulk_hold_holds_the_checked_items_and_lists_the_leased_one_it_s
         # The skipped item stays checked, for a second try that revokes the lease.
         await expect(panel.get_by_role("checkbox", name="Select demo-0001")).to_be_checked()
         # The queue's Now figures count the held items apart (they follow the backlog).
-        held = page.locator("[data-panel=now] [data-figure=held] dd")
+        held = page.locator("[data-panel=now] [data-figure=held] dd.figure-value")
         await expect(held).to_have_text("2", timeout=SHOWN_WITHIN_MS)
-        await expect(page.locator("[data-panel=now] [data-figure=pending] dd")).to_have_text("1")
+        await expect(
+            page.locator("[data-panel=now] [data-figure=pending] dd.figure-value")
+        ).to_have_text("1")
         await screenshot(page, "bulk")
 
     for key, reason in (("demo-0001", None), ("demo-0002", "awaiting_bank"), ("demo-0004", None)):

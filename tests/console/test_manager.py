@@ -46,7 +46,7 @@ PERCENTILES = ("p50", "p90", "p99", "max")
 
 
 def shown(page: Page, panel: str, figure: str) -> Locator:
-    return page.locator(f"[data-panel={panel}] [data-figure={figure}] dd")
+    return page.locator(f"[data-panel={panel}] [data-figure={figure}] dd.figure-value")
 
 
 def raw(text: str | None) -> Any:

@@ -457,15 +457,17 @@ async def test_a_qa_reviewer_agrees_and_disagrees_and_the_manager_reads_the_qual
         max_ = await sign_in(context, casework.url, people.manager)
         await max_.goto(f"{casework.url}/console/#/manage/queue/kyc")
         panel = max_.locator("[data-panel=quality]")
-        await expect(panel.locator("[data-figure=checked] dd")).to_have_text(
+        await expect(panel.locator("[data-figure=checked] dd.figure-value")).to_have_text(
             "2", timeout=SHOWN_WITHIN_MS
         )
         for name in QA_FIGURES:
-            shown = panel.locator(f"[data-figure={name}] dd")
+            shown = panel.locator(f"[data-figure={name}] dd.figure-value")
             raw = await shown.get_attribute("data-value")
             assert raw is not None
             assert (None if raw == "null" else float(raw)) == quality[name], name
-        await expect(panel.locator("[data-figure=agreementRate] dd")).to_have_text("50%")
+        await expect(panel.locator("[data-figure=agreementRate] dd.figure-value")).to_have_text(
+            "50%"
+        )
         await expect(panel.locator("[data-figure=agreementRate]")).to_contain_text(
             "1 agreed of 2 checked"
         )

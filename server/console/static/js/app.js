@@ -178,15 +178,25 @@ function banner() {
 }
 
 function shell(me) {
-  const main = h("main", { id: "main", class: "main" });
-  fill(root, header(me), banner(), main);
+  // tabindex -1: focus can be put there (the skip link, a new page), Tab never stops there.
+  const main = h("main", { id: "main", class: "main", tabindex: "-1" });
+  // Not a route: the hash stays the page's own, and focus moves past the header.
+  const skip = h("a", { class: "skip-link", href: "#main" }, "Skip to content");
+  skip.addEventListener("click", (event) => {
+    event.preventDefault();
+    main.focus();
+  });
+  fill(root, skip, header(me), banner(), main);
   return main;
 }
 
 let main = null;
 
-function route() {
+/** Shows the page the address names. `moved`: the address changed under the reader (a
+ *  link, Back): focus goes to the new page, whose content the next Tab starts from. */
+function route({ moved = false } = {}) {
   if (!session.current()) return;
+  if (moved && main) main.focus({ preventScroll: true });
   if (disposeView) disposeView();
   disposeView = null;
   shortcuts.setHandlers({});
@@ -230,7 +240,7 @@ function start(me, reason) {
 }
 
 shortcuts.install();
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => route({ moved: true }));
 session.onChange(start);
 
 (async () => {

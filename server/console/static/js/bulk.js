@@ -3,7 +3,7 @@
 // the way. The answer says how many changed and lists, with why, each item skipped.
 
 import { call } from "./api.js";
-import { badge, errorBox, fill, h, spinner } from "./dom.js";
+import { badge, errorBox, fill, h, spinner, wide } from "./dom.js";
 import { when } from "./format.js";
 import { itemLink } from "./item.js";
 import * as ops from "./operations.js";
@@ -110,12 +110,12 @@ export function startWaitingItems(body, page, scope) {
     });
     fill(
       table,
-      h(
+      wide(h(
         "table",
         { class: "data bulk-table", "aria-label": "Waiting items" },
         h("thead", {}, h("tr", {}, h("th", {}, all), h("th", {}, "Item"), h("th", { class: "num" }, "Priority"), h("th", {}, "Now"), h("th", {}, "Due"), h("th", {}, "Enqueued"))),
         h("tbody", {}, rows),
-      ),
+      )),
       truncated ? h("p", { class: "muted small" }, "The oldest 200 pending and 200 leased items are shown.") : null,
     );
     refreshBar();

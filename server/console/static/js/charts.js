@@ -6,6 +6,10 @@ import { h } from "./dom.js";
 import { count } from "./format.js";
 
 const COLORS = ["#1f4e79", "#5b9bd5", "#c0504d", "#9a5b00", "#1e7a46"];
+// As wide as its panel, down to a phone's (360 px less the page's margins).
+const MIN_WIDTH = 240;
+// The axes' text: the console's muted ink (4.5:1 on white and more).
+const AXIS = "#5f6a7b";
 
 /**
  * A live time series. series: [{label, scale: "count" | "minutes", color}]. Returns the
@@ -24,9 +28,9 @@ export function liveTimeSeries(series, { height = 260, label } = {}) {
     // read as seconds): show a minute either side of it instead.
     scales: { x: { time: true, range: (u, min, max) => (min !== null && (u.data?.[0]?.length ?? 0) < 2 ? [min - 60, min + 60] : [min, max]) }, count: { range: (u, min, max) => [0, Math.max(5, Math.ceil(max * 1.2))] }, minutes: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.2))] } },
     axes: [
-      { stroke: "#6b7687", grid: { stroke: "#eef1f5" } },
-      { scale: "count", stroke: "#6b7687", grid: { stroke: "#eef1f5" }, label: "items", size: 50 },
-      { scale: "minutes", side: 1, stroke: "#6b7687", grid: { show: false }, label: "minutes", size: 50 },
+      { stroke: AXIS, grid: { stroke: "#eef1f5" } },
+      { scale: "count", stroke: AXIS, grid: { stroke: "#eef1f5" }, label: "items", size: 50 },
+      { scale: "minutes", side: 1, stroke: AXIS, grid: { show: false }, label: "minutes", size: 50 },
     ],
     series: [
       { label: "time" },
@@ -45,9 +49,9 @@ export function liveTimeSeries(series, { height = 260, label } = {}) {
 
   function ensure() {
     if (plot || !node.isConnected) return;
-    options.width = Math.max(320, node.clientWidth);
+    options.width = Math.max(MIN_WIDTH, node.clientWidth);
     plot = new uPlot(options, data, node);
-    new ResizeObserver(() => plot && plot.setSize({ width: Math.max(320, node.clientWidth), height })).observe(node);
+    new ResizeObserver(() => plot && plot.setSize({ width: Math.max(MIN_WIDTH, node.clientWidth), height })).observe(node);
   }
 
   return {

@@ -306,8 +306,14 @@ export function qaWorkspace(claim, queue, { onSettled }) {
   };
   const reason = reasonField("qa-reason", "QA reason", "Choose a reason");
   const note = h("textarea", { id: "qa-note", class: "input", rows: 3, maxlength: 4000, placeholder: "What you checked, for whoever reads the result" });
-  const prompt = h("p", { class: "hint prompt" });
+  const prompt = h("p", { class: "hint prompt", "aria-live": "polite" });
   const outcome = h("div", { class: "outcome", "aria-live": "polite" });
+  // After the reason and the note: the keyboard's way through the form ends by recording.
+  const recordButton = h("button", { type: "button", class: "button button-primary button-wide decide-submit" }, "Record result");
+  recordButton.addEventListener("click", () => {
+    if (answer === null) fill(prompt, "Choose Agree or Disagree first.");
+    else record(answer);
+  });
 
   function refresh() {
     const usable = claim.held && !sending;
@@ -315,6 +321,7 @@ export function qaWorkspace(claim, queue, { onSettled }) {
     for (const [key, button] of Object.entries(buttons)) button.disabled = !usable || !qaReasonsFor(codes, key === "true").length;
     reason.select.disabled = !usable;
     note.disabled = !usable;
+    recordButton.disabled = !usable;
     if (!claim.held) fill(prompt);
   }
 
@@ -399,6 +406,7 @@ export function qaWorkspace(claim, queue, { onSettled }) {
         reason.nodes,
         h("label", { for: "qa-note", class: "label" }, "QA note"),
         note,
+        recordButton,
         prompt,
         outcome,
       ),

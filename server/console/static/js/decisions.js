@@ -99,7 +99,8 @@ export function decisionSummary(decision, { labels, qaLabels = new Map(), curren
   return h(
     "section",
     { class: ["card", "decision-summary", `decision-summary-${decision.verdict.toLowerCase()}`], "aria-label": title, "data-decision": decision.id },
-    h("h3", { class: "card-title" }, title),
+    // Above the item's card (whose key is an h2), the first thing under the page's h1.
+    h("h2", { class: "card-title" }, title),
     h(
       "div",
       { class: "decision-head" },
@@ -131,7 +132,7 @@ export function decisionSummary(decision, { labels, qaLabels = new Map(), curren
           `The item was uploaded again after this decision: its evidence is now ${shortHash(currentHash)}. The decision was made on other evidence than you see.`,
         )
       : null,
-    h("h4", { class: "label" }, "Note"),
+    h("h3", { class: "label" }, "Note"),
     decision.note
       ? h("p", { class: "decision-note", "data-fact": "note", text: decision.note })
       : h("p", { class: "muted", "data-fact": "note" }, "No note."),

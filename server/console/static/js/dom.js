@@ -37,11 +37,35 @@ function append(node, children) {
   }
 }
 
-/** Replaces a node's children. */
+/** Replaces a node's children. Focus inside it stays where it was: on the same control of
+ *  the new content, when there is one (a live list read again under the keyboard). */
 export function fill(node, ...children) {
+  const focused = document.activeElement;
+  const had = focused && focused !== node && node.contains(focused) ? signature(focused) : null;
   node.replaceChildren();
   append(node, children);
+  if (had && !node.contains(document.activeElement)) {
+    const again = [...node.querySelectorAll(had.tag)].find((candidate) => signature(candidate).key === had.key);
+    again?.focus({ preventScroll: true });
+  }
   return node;
+}
+
+/** What makes a control the same one after its list is drawn again: what it is, what it
+ *  says, and the row or panel it belongs to. */
+function signature(node) {
+  const row = node.closest("[data-item], [data-exception], [data-row], [data-redrive], [data-panel]");
+  const parts = [
+    node.tagName,
+    node.id,
+    node.getAttribute("name"),
+    node.getAttribute("type"),
+    node.getAttribute("aria-label"),
+    node.getAttribute("href"),
+    node.textContent.trim().slice(0, 80),
+    row ? [...row.attributes].filter((a) => a.name.startsWith("data-")).map((a) => `${a.name}=${a.value}`).join(",") : "",
+  ];
+  return { tag: node.tagName.toLowerCase(), key: JSON.stringify(parts) };
 }
 
 /** A definition list of [term, value] pairs; values may be nodes. */
@@ -66,8 +90,9 @@ export function figure(label, value, { note, figureId, seconds, raw, tone } = {}
     "div",
     { class: ["figure", tone && `tone-${tone}`], "data-figure": figureId },
     h("dt", { text: label }),
-    h("dd", { "data-seconds": seconds ?? undefined, "data-value": raw === undefined ? undefined : String(raw) }, value),
-    note ? h("p", { class: "figure-note", text: note }) : null,
+    h("dd", { class: "figure-value", "data-seconds": seconds ?? undefined, "data-value": raw === undefined ? undefined : String(raw) }, value),
+    // The note is a second definition of the same term: a <dl> holds only terms and definitions.
+    note ? h("dd", { class: "figure-note", text: note }) : null,
   );
 }
 
@@ -86,4 +111,38 @@ export function errorBox(message, hint) {
     h("p", { class: "notice-title", text: message }),
     hint ? h("p", { text: hint }) : null,
   );
+}
+
+/**
+ * Lets `box` (a .scroller: it scrolls sideways) be scrolled with the keyboard while its
+ * content is wider than it: then, and only then, it is a named region in the tab order. A
+ * narrow screen or a zoomed page scrolls the box, never the page.
+ */
+function scrollsSideways(box, label) {
+  const check = () => {
+    const scrolls = box.scrollWidth > box.clientWidth + 1;
+    if (scrolls === box.hasAttribute("tabindex")) return;
+    if (scrolls) {
+      box.setAttribute("tabindex", "0");
+      box.setAttribute("role", "region");
+      box.setAttribute("aria-label", `${label} (scrolls sideways)`);
+    } else {
+      for (const name of ["tabindex", "role", "aria-label"]) box.removeAttribute(name);
+    }
+  };
+  const observer = new ResizeObserver(check);
+  observer.observe(box);
+  // Its content changes size too (a table read again), not only the box.
+  new MutationObserver(() => {
+    for (const child of box.children) observer.observe(child);
+    check();
+  }).observe(box, { childList: true });
+  for (const child of box.children) observer.observe(child);
+  return box;
+}
+
+/** A table in a box of its own that scrolls sideways when the table is wider than the page. */
+export function wide(table) {
+  const label = table.getAttribute("aria-label") || table.querySelector("caption")?.textContent || "Table";
+  return scrollsSideways(h("div", { class: "scroller" }, table), label);
 }

@@ -4,7 +4,7 @@
 
 import { call } from "./api.js";
 import { activeClaim, claimNext, leasePanel } from "./claim.js";
-import { badge, errorBox, facts, fill, h, spinner } from "./dom.js";
+import { badge, errorBox, facts, fill, h, spinner, wide } from "./dom.js";
 import { count, duration, relative, when, words } from "./format.js";
 import * as live from "./live.js";
 import * as ops from "./operations.js";
@@ -133,7 +133,7 @@ export function exceptionsPage(main, query) {
     }
     fill(
       table,
-      h(
+      wide(h(
         "table",
         { class: "data", "aria-label": "Exceptions" },
         h(
@@ -163,7 +163,7 @@ export function exceptionsPage(main, query) {
             ),
           ),
         ),
-      ),
+      )),
     );
   }
 
@@ -288,7 +288,7 @@ function redriveStatus(redrive) {
 
 function redrivesList(exception) {
   if (!exception.redrives.length) return h("p", { class: "muted" }, "No redrive requested.");
-  return h(
+  return wide(h(
     "table",
     { class: "data", "aria-label": "Redrives" },
     h("thead", {}, h("tr", {}, ["Key", "Status", "Resumes after", "Requested"].map((t) => h("th", { scope: "col", text: t })))),
@@ -306,15 +306,15 @@ function redrivesList(exception) {
         ),
       ),
     ),
-  );
+  ));
 }
 
 function summaryCard(exception) {
   return h(
     "section",
     { class: "card", "aria-label": "What stopped" },
-    h("h3", { class: "card-title" }, "What stopped"),
-    h("h2", { text: exception.reasonLabel }),
+    h("h2", { class: "card-title" }, "What stopped"),
+    h("h3", { class: "reason-title", text: exception.reasonLabel }),
     h("p", { class: "detail-text", text: exception.detail }),
     h("h3", { class: "card-title" }, "Steps"),
     steps(exception),

@@ -11,7 +11,7 @@
 import { call } from "./api.js";
 import { startWaitingItems } from "./bulk.js";
 import { bars, liveTimeSeries, shareBar } from "./charts.js";
-import { badge, errorBox, facts, figure, fill, h, spinner } from "./dom.js";
+import { badge, errorBox, facts, figure, fill, h, spinner, wide } from "./dom.js";
 import { clock, count, decimal, duration, minutesPerDay, percent, preciseDuration, verdictWord, words } from "./format.js";
 import * as live from "./live.js";
 import * as ops from "./operations.js";
@@ -89,7 +89,7 @@ function renderReasonCodes(body, data) {
   fill(
     body,
     codes.length
-      ? h(
+      ? wide(h(
           "table",
           { class: "data", "aria-label": "Reason codes" },
           h("thead", {}, h("tr", {}, h("th", {}, "Code"), h("th", {}, "Label"), h("th", {}, "Verdicts"), h("th", {}, "Note"))),
@@ -100,7 +100,7 @@ function renderReasonCodes(body, data) {
               h("tr", {}, h("td", {}, h("code", { text: c.code })), h("td", { text: c.label }), h("td", {}, c.verdicts.map((v) => badge(words(v), v.toLowerCase()))), h("td", { text: c.requiresNote ? "Required" : "Optional" })),
             ),
           ),
-        )
+        ))
       : h("p", { class: "muted" }, "No reason codes: an admin defines them (defineReasonCode)."),
   );
 }
@@ -223,7 +223,7 @@ function renderReasonMix(body, data) {
   fill(
     body,
     m.reasons.length
-      ? h(
+      ? wide(h(
           "table",
           { class: "data", "aria-label": "Reason mix" },
           h("thead", {}, h("tr", {}, h("th", {}, "Reason"), h("th", {}, "Verdict"), h("th", { class: "num" }, "Decisions"), h("th", { class: "num" }, "Share"), h("th", { "aria-hidden": "true" }))),
@@ -242,7 +242,7 @@ function renderReasonMix(body, data) {
               ),
             ),
           ),
-        )
+        ))
       : empty(`No decision in ${WINDOW}.`),
     m.reasons.length ? h("p", { class: "hint" }, "A reason that dominates is a candidate for a rule: a person need not decide it.") : null,
   );
@@ -380,7 +380,7 @@ function renderReviewers(body, data) {
     body,
     rows.length
       ? [
-          h(
+          wide(h(
             "table",
             { class: "data", "aria-label": "Reviewers" },
             h(
@@ -409,7 +409,7 @@ function renderReviewers(body, data) {
                 ),
               ),
             ),
-          ),
+          )),
           h("p", { class: "hint" }, "Throughput only beside its quality: read a row as a whole, and rank nobody on decisions alone."),
         ]
       : empty(`Nobody decided or let a lease lapse in ${WINDOW}.`),
@@ -424,7 +424,7 @@ function rateWithCounts(rate, part, whole) {
 
 /** The agreement table of one breakdown (by reason code, by reviewer), with its caption. */
 function agreementTable(rows, { caption, key, head, label }) {
-  return h(
+  return wide(h(
     "table",
     { class: "data" },
     h("caption", { class: "table-caption", text: caption }),
@@ -458,7 +458,7 @@ function agreementTable(rows, { caption, key, head, label }) {
         ),
       ),
     ),
-  );
+  ));
 }
 
 function renderQuality(body, data) {
@@ -576,7 +576,7 @@ function renderAgeByReason(body, data, page) {
             [...byReason].sort((a, b) => b[1] - a[1]).map(([code, open]) => ({ key: code, label: labels.get(code) ?? code, value: open, note: code })),
             { label: "Open exceptions by reason" },
           ),
-          h(
+          wide(h(
             "table",
             { class: "data", "aria-label": "Age by reason" },
             h("thead", {}, h("tr", {}, h("th", {}, "Reason"), h("th", {}, "Consequence"), h("th", { class: "num" }, "Open"), h("th", { class: "num" }, "Oldest"), h("th", { class: "num" }, "Median age"))),
@@ -595,7 +595,7 @@ function renderAgeByReason(body, data, page) {
                 ),
               ),
             ),
-          ),
+          )),
           h("p", { class: "hint" }, "Ages by reason and consequence, never one average: an average hides the one that is stuck."),
         ]
       : empty("Nothing open."),
@@ -622,7 +622,7 @@ function renderRepeats(body, data, page) {
     body,
     rows.length
       ? [
-          h(
+          wide(h(
             "table",
             { class: "data", "aria-label": "Repeats" },
             h("thead", {}, h("tr", {}, h("th", {}, "Reason"), h("th", { class: "num" }, "Raised"), h("th", { class: "num" }, "Recurrences"), h("th", { class: "num" }, "Sources again"), h("th", { class: "num" }, "Repeat share"))),
@@ -641,7 +641,7 @@ function renderRepeats(body, data, page) {
                 ),
               ),
             ),
-          ),
+          )),
           h("p", { class: "hint" }, "A reason that keeps coming back for the same records is an upstream defect worth fixing at its source."),
         ]
       : empty(`Nothing raised in ${WINDOW}.`),
@@ -733,7 +733,7 @@ function renderCatalogue(body, data, page) {
       ["Redrive target", workflow.redriveTarget ?? "–"],
       ["Redrive attempts", String(workflow.redriveMaxAttempts)],
     ]),
-    h(
+    wide(h(
       "table",
       { class: "data", "aria-label": "Reasons" },
       h("thead", {}, h("tr", {}, ["Reason", "Owner", "Escalates to", "Due (critical / high / medium / low)", "Allowed"].map((t) => h("th", { text: t })))),
@@ -752,7 +752,7 @@ function renderCatalogue(body, data, page) {
           ),
         ),
       ),
-    ),
+    )),
   );
 }
 
@@ -931,16 +931,14 @@ export function managerHome(main) {
         "ul",
         { class: "link-list", "aria-label": "Queues" },
         data.queues.map((q) =>
+          // The link is the name alone (its accessible name is what it says); the whole card
+          // takes the click (.link-card-target's ::after covers it).
           h(
             "li",
-            {},
-            h(
-              "a",
-              { class: "link-card", href: `#/manage/queue/${encodeURIComponent(q.name)}`, "aria-label": q.name },
-              h("strong", { text: q.name }),
-              h("div", { class: "muted small", text: `${count(q.stats.pending)} pending · ${count(q.stats.leased)} leased · oldest ${duration(q.stats.oldestPendingAgeSeconds)}` }),
-              q.stats.failedApplications ? badge(`${q.stats.failedApplications} failed applications`, "alert") : null,
-            ),
+            { class: "link-card" },
+            h("a", { class: "link-card-target", href: `#/manage/queue/${encodeURIComponent(q.name)}` }, h("strong", { text: q.name })),
+            h("div", { class: "muted small", text: `${count(q.stats.pending)} pending · ${count(q.stats.leased)} leased · oldest ${duration(q.stats.oldestPendingAgeSeconds)}` }),
+            q.stats.failedApplications ? badge(`${q.stats.failedApplications} failed applications`, "alert") : null,
           ),
         ),
       ),
@@ -952,8 +950,9 @@ export function managerHome(main) {
             data.workflows.map((w) =>
               h(
                 "li",
-                {},
-                h("a", { class: "link-card", href: `#/manage/workflow/${encodeURIComponent(w.name)}`, "aria-label": w.name }, h("strong", { text: w.name }), h("div", { class: "muted small", text: `approvals in ${w.approvalQueue}` })),
+                { class: "link-card" },
+                h("a", { class: "link-card-target", href: `#/manage/workflow/${encodeURIComponent(w.name)}` }, h("strong", { text: w.name })),
+                h("div", { class: "muted small", text: `approvals in ${w.approvalQueue}` }),
               ),
             ),
           )

@@ -270,7 +270,7 @@ export function queuePage(main, name) {
         window.location.hash = `#/exceptions/${claimed.item.exception.id}`;
         return;
       }
-      showWork(claimed);
+      showWork(claimed, { focus: true });
     } catch (error) {
       fill(problem, errorBox("Could not claim.", error.message));
     } finally {
@@ -278,7 +278,9 @@ export function queuePage(main, name) {
     }
   }
 
-  function showWork(claim) {
+  /** Shows the claimed item; `focus`: the reader asked for it (Claim next, Resume), so focus
+   *  moves to it, and the next Tab goes on into it rather than from a disabled button. */
+  function showWork(claim, { focus = false } = {}) {
     if (work) work.dispose();
     // A second review or a QA check is judged, not decided afresh (checks.js).
     const build = claim.item.awaitingSecondReview ? secondReviewWorkspace : claim.item.qaOf ? qaWorkspace : decisionWorkspace;
@@ -291,6 +293,12 @@ export function queuePage(main, name) {
     });
     fill(workspace, work.node);
     refreshClaimButton();
+    // The first card: the decision under judgement, or the item itself.
+    const first = work.node.querySelector(".work-main")?.firstElementChild;
+    if (focus && first) {
+      first.tabIndex = -1;
+      first.focus();
+    }
   }
 
   /** Takes up a lease this user holds already (LeaseLimitReached, me.leases). */
@@ -306,7 +314,7 @@ export function queuePage(main, name) {
       return;
     }
     fill(problem);
-    showWork(resumeLease(held, queue.leaseTtlSeconds));
+    showWork(resumeLease(held, queue.leaseTtlSeconds), { focus: true });
   }
 
   const claim_ = () => claim();
@@ -402,7 +410,12 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
   // The codes that need a note: the catalogue's, and any the server named since it was read.
   const needsNote = new Set(reasons.filter((r) => r.requiresNote).map((r) => r.code));
   const outcome = h("div", { class: "outcome", "aria-live": "polite" });
-  const prompt = h("p", { class: "hint prompt" });
+  // Said as it changes: what the next key or press does.
+  const prompt = h("p", { class: "hint prompt", "aria-live": "polite" });
+  // The form's last control, after the reason and the note it sends: a verdict button sends
+  // too once its reason is chosen, but the keyboard's way through the form ends here.
+  const submitButton = h("button", { type: "button", class: "button button-primary button-wide decide-submit" }, "Submit decision");
+  submitButton.addEventListener("click", () => submitChosen());
 
   function noteRequired() {
     return needsNote.has(reasonSelect.value);
@@ -486,6 +499,7 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     }
     reasonSelect.disabled = !usable;
     note.disabled = !usable;
+    submitButton.disabled = !usable;
     if (!claim.held) fill(prompt);
   }
 
@@ -601,6 +615,7 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     h("label", { for: "note", class: "label" }, "Decision note"),
     note,
     noteRequirement,
+    submitButton,
     prompt,
     h("p", { class: "hint" }, h("kbd", {}, "a"), " ", h("kbd", {}, "r"), " ", h("kbd", {}, "e"), " choose the verdict · ", h("kbd", {}, "Enter"), " submits · ", h("kbd", {}, "?"), " all shortcuts"),
     outcome,
