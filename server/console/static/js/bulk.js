@@ -7,7 +7,7 @@ import { badge, errorBox, fill, h, spinner, wide } from "./dom.js";
 import { when } from "./format.js";
 import { itemLink } from "./item.js";
 import * as ops from "./operations.js";
-import { explain } from "./refusals.js";
+import { refusalBox } from "./refusals.js";
 
 // Live changes come in bursts (a bulk action is many): read the list again once they settle.
 const REREAD_AFTER_MS = 500;
@@ -194,11 +194,6 @@ export function startWaitingItems(body, page, scope) {
     fill(form, actionForm);
     refreshBar();
     actionForm.querySelector("input, select")?.focus();
-  }
-
-  function refusalBox(result) {
-    const { title, detail, next } = explain(result);
-    return h("div", { class: "notice notice-error", role: "alert" }, h("p", { class: "notice-title", text: title }), detail ? h("p", { class: "muted", text: detail }) : null, next ? h("p", { text: next }) : null);
   }
 
   async function apply({ operation, field: resultField, input, noRevokeReason = false }) {

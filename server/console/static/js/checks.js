@@ -13,7 +13,7 @@ import { call } from "./api.js";
 import { activityPanel } from "./activity.js";
 import { leasePanel } from "./claim.js";
 import { decisionSummary, reasonCatalogue, reasonText } from "./decisions.js";
-import { errorBox, fill, h } from "./dom.js";
+import { errorBox, fill, h, refusalNotice } from "./dom.js";
 import { verdictDone, verdictWord } from "./format.js";
 import { itemCard } from "./item.js";
 import * as ops from "./operations.js";
@@ -21,16 +21,6 @@ import { CONTEXTS, explain } from "./refusals.js";
 
 // An override approves or rejects; an escalation is not a second reviewer's to make.
 const OVERRIDE_VERDICTS = ["APPROVE", "REJECT"];
-
-function refusalNotice({ title, detail, next }) {
-  return h(
-    "div",
-    { class: "notice notice-error", role: "alert" },
-    h("p", { class: "notice-title", text: title }),
-    detail ? h("p", { class: "muted", text: detail }) : null,
-    next ? h("p", { text: next }) : null,
-  );
-}
 
 /** Nothing is sent: the field that must change is marked, said and focused. */
 function holdBack(outcome, field, notice) {

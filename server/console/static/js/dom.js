@@ -113,6 +113,36 @@ export function errorBox(message, hint) {
   );
 }
 
+/** A refusal in words (refusals.js's `explain`): what happened, the server's detail, what next. */
+export function refusalNotice({ title, detail, next }) {
+  return h(
+    "div",
+    { class: "notice notice-error", role: "alert" },
+    h("p", { class: "notice-title", text: title }),
+    detail ? h("p", { class: "muted", text: detail }) : null,
+    next ? h("p", { text: next }) : null,
+  );
+}
+
+/**
+ * The one record a page shows, read by `read`; when it cannot be read, or the token does not
+ * cover it (`missing`: the message and its hint), `target` says so and the answer is null.
+ */
+export async function readOrSay(target, read, unreadable, missing) {
+  let found;
+  try {
+    found = await read();
+  } catch (error) {
+    fill(target, errorBox(unreadable, error.message));
+    return null;
+  }
+  if (!found) {
+    fill(target, errorBox(...missing));
+    return null;
+  }
+  return found;
+}
+
 /**
  * Lets `box` (a .scroller: it scrolls sideways) be scrolled with the keyboard while its
  * content is wider than it: then, and only then, it is a named region in the tab order. A

@@ -4,12 +4,12 @@
 
 import { call } from "./api.js";
 import { activeClaim, claimNext, leasePanel } from "./claim.js";
-import { badge, errorBox, facts, fill, h, spinner, wide } from "./dom.js";
+import { badge, errorBox, facts, fill, h, readOrSay, spinner, wide } from "./dom.js";
 import { count, duration, relative, when, words } from "./format.js";
 import * as live from "./live.js";
 import * as ops from "./operations.js";
 import { renderPayload } from "./payload.js";
-import { explain } from "./refusals.js";
+import { refusalBox } from "./refusals.js";
 import * as session from "./session.js";
 
 const STATES = ["NEEDS_REVIEW", "AWAITING_APPROVAL", "REDRIVE_PENDING", "CLOSED"];
@@ -362,14 +362,7 @@ function typedValue(text) {
 
 function outcomeBox(result, success) {
   if (success) return h("div", { class: "notice notice-success", role: "status" }, h("p", { class: "notice-title", text: success }));
-  const { title, detail, next } = explain(result);
-  return h(
-    "div",
-    { class: "notice notice-error", role: "alert" },
-    h("p", { class: "notice-title", text: title }),
-    detail ? h("p", { class: "muted", text: detail }) : null,
-    next ? h("p", { text: next }) : null,
-  );
+  return refusalBox(result);
 }
 
 export function exceptionPage(main, id) {
@@ -689,17 +682,11 @@ export function exceptionPage(main, id) {
   }
 
   async function reload({ actions = false } = {}) {
-    let found;
-    try {
-      found = (await call(ops.EXCEPTION, { id })).exception;
-    } catch (error) {
-      fill(left, errorBox("The exception could not be read.", error.message));
-      return;
-    }
-    if (!found) {
-      fill(left, errorBox(`There is no exception ${id} that your token covers.`, "It may belong to a workflow outside your queues."));
-      return;
-    }
+    const found = await readOrSay(left, async () => (await call(ops.EXCEPTION, { id })).exception, "The exception could not be read.", [
+      `There is no exception ${id} that your token covers.`,
+      "It may belong to a workflow outside your queues.",
+    ]);
+    if (!found) return;
     const first = exception === null;
     exception = found;
     renderAll();

@@ -6,8 +6,8 @@ import { call } from "./api.js";
 import { activeClaim } from "./claim.js";
 import { activityPanel } from "./activity.js";
 import { decisionLabels, decisionList, statusWords } from "./decisions.js";
-import { badge, errorBox, facts, fill, h, spinner } from "./dom.js";
-import { explain } from "./refusals.js";
+import { badge, errorBox, facts, fill, h, readOrSay, spinner } from "./dom.js";
+import { refusalBox } from "./refusals.js";
 import * as session from "./session.js";
 import { clock, preciseWhen, relative, shortHash, verdictDone, when, words } from "./format.js";
 import * as ops from "./operations.js";
@@ -84,17 +84,6 @@ function isoFrom(input) {
   if (!input.value) return null;
   const moment = new Date(input.value);
   return Number.isNaN(moment.getTime()) ? undefined : moment.toISOString();
-}
-
-function refusalBox(result) {
-  const { title, detail, next } = explain(result);
-  return h(
-    "div",
-    { class: "notice notice-error", role: "alert" },
-    h("p", { class: "notice-title", text: title }),
-    detail ? h("p", { class: "muted", text: detail }) : null,
-    next ? h("p", { text: next }) : null,
-  );
 }
 
 /**
@@ -199,17 +188,11 @@ export function itemPage(main, id) {
   fill(main, h("div", { class: "page-head" }, h("div", {}, crumbs, title)), content);
 
   (async () => {
-    let item;
-    try {
-      item = (await call(ops.ITEM, { id })).item;
-    } catch (error) {
-      fill(content, errorBox("The item could not be read.", error.message));
-      return;
-    }
-    if (!item) {
-      fill(content, errorBox(`There is no item ${id} that your token covers.`, "Check the address, or ask for a token that covers its queue."));
-      return;
-    }
+    const item = await readOrSay(content, async () => (await call(ops.ITEM, { id })).item, "The item could not be read.", [
+      `There is no item ${id} that your token covers.`,
+      "Check the address, or ask for a token that covers its queue.",
+    ]);
+    if (!item) return;
     fill(title, `Item ${item.externalKey}`);
     crumbs.append(h("a", { href: `#/queue/${encodeURIComponent(item.queue)}`, text: item.queue }), " / ");
     if (item.exception) {

@@ -1,6 +1,7 @@
 // Every typed refusal of the API in words, with what to do next. The server's own message
 // is kept as the detail: it names the queue, the code or the state.
 
+import { refusalNotice } from "./dom.js";
 import { verdictWord, words } from "./format.js";
 
 // What was being done when a refusal came: a second review (confirm or override) or a QA
@@ -148,4 +149,9 @@ export function explain(result, context = null) {
     default:
       return { title: "The server refused this.", detail, next: "" };
   }
+}
+
+/** A refused result as a notice on the page. */
+export function refusalBox(result, context) {
+  return refusalNotice(explain(result, context));
 }

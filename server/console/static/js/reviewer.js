@@ -5,7 +5,7 @@ import { ApiError, call, serverNow } from "./api.js";
 import { activityPanel } from "./activity.js";
 import { qaWorkspace, secondReviewWorkspace } from "./checks.js";
 import { activeClaim, claimNext, leasePanel, myLeases, resumeLease } from "./claim.js";
-import { errorBox, fill, h, spinner } from "./dom.js";
+import { errorBox, fill, h, readOrSay, spinner } from "./dom.js";
 import { clock, count, countdown, duration, verdictDone, verdictWord, when, words } from "./format.js";
 import { itemCard } from "./item.js";
 import * as live from "./live.js";
@@ -329,16 +329,11 @@ export function queuePage(main, name) {
   });
 
   (async () => {
-    try {
-      queue = (await call(ops.QUEUE, { name })).queue;
-    } catch (error) {
-      fill(workspace, errorBox("The queue could not be read.", error.message));
-      return;
-    }
-    if (!queue) {
-      fill(workspace, errorBox(`There is no queue ${name} that your token covers.`, "Check the name, or ask for a token that names it."));
-      return;
-    }
+    queue = await readOrSay(workspace, async () => (await call(ops.QUEUE, { name })).queue, "The queue could not be read.", [
+      `There is no queue ${name} that your token covers.`,
+      "Check the name, or ask for a token that names it.",
+    ]);
+    if (!queue) return;
     const figures = backlogFigures(queue, queue.stats);
     fill(figuresSlot, figures);
     watchBacklog(scope, queue, figures);
