@@ -76,7 +76,7 @@ def decision_input(claim: dict[str, Any], verdict: str, reason: str) -> dict[str
 
 
 async def statements_of(
-    gql: GraphQL, token: str, query: str, monkeypatch: pytest.MonkeyPatch
+    gql: GraphQL, token: str, query: str, monkeypatch: pytest.MonkeyPatch, **variables: Any
 ) -> tuple[dict[str, Any], list[str]]:
     """The answer's data, and the names of the statements sent while it resolved."""
     calls: list[str] = []
@@ -88,7 +88,7 @@ async def statements_of(
 
     with monkeypatch.context() as patch:
         patch.setattr(Database, "fetch", counting_fetch)
-        body = await gql(token, query)
+        body = await gql(token, query, **variables)
     assert "errors" not in body, body
     data: dict[str, Any] = body["data"]
     return data, calls

@@ -8,8 +8,7 @@ import pytest
 from server.domain.model import Role
 from server.store.database import Database
 from tests.api.conftest import GraphQL, Tokens
-from tests.api.helpers import CLAIM, DECIDE, ENQUEUE, decision_input
-from tests.api.statements import statements_of
+from tests.api.helpers import CLAIM, DECIDE, ENQUEUE, decision_input, statements_of
 from tests.conftest import token_maker
 
 QUEUES = ("q1", "q2", "q3", "q4")

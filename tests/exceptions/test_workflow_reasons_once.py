@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.api.conftest import GraphQL
-from tests.api.statements import statements_of
+from tests.api.helpers import statements_of
 from tests.exceptions.conftest import People
 
 REASONS = "exception_reasons_get_by_workflows"
