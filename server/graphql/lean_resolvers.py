@@ -20,6 +20,8 @@ from graphql import GraphQLObjectType, GraphQLResolveInfo
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
 
+from server.graphql.strawberry_internals import graphql_schema_of
+
 
 def _lean(definition: StrawberryField, info_class: Callable[..., Any]) -> Callable[..., Any] | None:
     resolver = definition.base_resolver
@@ -57,7 +59,7 @@ def lean_resolvers(schema: strawberry.Schema) -> None:
     schema with any keeps Strawberry's."""
     if schema.exception_handlers:
         return
-    graphql_schema = schema._schema
+    graphql_schema = graphql_schema_of(schema)
     roots = {
         root.name
         for root in (

@@ -28,7 +28,7 @@ from strawberry.extensions import MaskErrors, MaxAliasesLimiter, QueryDepthLimit
 from server.graphql import guards, observe
 from server.graphql.codes import RETRY_AFTER_SECONDS, ClientError, ErrorCode, with_code
 from server.graphql.cost import CostLimit
-from server.graphql.strawberry_internals import PRE_EXECUTION_REFUSALS
+from server.graphql.strawberry_internals import PRE_EXECUTION_REFUSALS, graphql_schema_of
 
 MAX_DEPTH = 10
 MAX_ALIASES = 30
@@ -134,7 +134,7 @@ class CaseworkOperation(MaskUnexpectedErrors):
         context = self.execution_context
         assert context.graphql_document is not None
         context.pre_execution_errors = guards.validate_cached(
-            context.schema._schema,
+            graphql_schema_of(context.schema),
             context.query,
             context.graphql_document,
             context.validation_rules,

@@ -30,6 +30,7 @@ from server.graphql.quality.mutations import QualityMutation
 from server.graphql.review.mutations import Mutation
 from server.graphql.review.queries import Query
 from server.graphql.review.subscriptions import Subscription
+from server.graphql.strawberry_internals import graphql_schema_of
 from server.graphql.timeline.mutations import TimelineMutation
 from server.observability import tracing
 
@@ -120,5 +121,5 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     # Methods without arguments called directly (lean_resolvers.py), then unstorable or
     # over-long strings in any root field's arguments refused (input_strings.py).
     lean_resolvers(schema)
-    guard_root_fields(schema._schema)
+    guard_root_fields(graphql_schema_of(schema))
     return schema

@@ -13,6 +13,8 @@
   and are the client's mistake there too (server/graphql/codes.py).
 - The HTTP view's private `_get_stream_transport_from_headers` (`asks_for_a_stream`), for the
   fast path of a plain JSON POST in server/app.py.
+- A schema's graphql-core schema, `Schema._schema` (`graphql_schema_of`), which Strawberry
+  keeps private: the lean resolvers, the cached validation and the string guards walk it.
 
 pyproject.toml names the Strawberry versions this is known to work with;
 tests/unit/test_strawberry_internals.py reads Strawberry's source and fails on an upgrade that
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from graphql import GraphQLError, GraphQLSyntaxError
+from graphql import GraphQLError, GraphQLSchema, GraphQLSyntaxError
 from strawberry.exceptions import MissingQueryError
 from strawberry.http.base import BaseView
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
@@ -85,3 +87,9 @@ class RefusingTransportWSHandler(BaseGraphQLTransportWSHandler[ContextT, RootVal
 def asks_for_a_stream(view: BaseView[Any], headers: Mapping[str, str]) -> bool:
     """Whether the request's Accept header asks for a streamed answer (multipart or SSE)."""
     return view._get_stream_transport_from_headers(headers) is not None
+
+
+def graphql_schema_of(schema: Any) -> GraphQLSchema:
+    """The graphql-core schema a Strawberry schema built and executes against."""
+    built: GraphQLSchema = schema._schema
+    return built

@@ -9,6 +9,7 @@ import importlib.metadata
 import inspect
 import tomllib
 
+from graphql import GraphQLSchema
 from packaging.requirements import Requirement
 from packaging.version import Version
 from strawberry.http.async_base_view import AsyncBaseHTTPView
@@ -21,10 +22,12 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
 
 from server.app import CaseworkGraphQL
 from server.config import REPO_ROOT
+from server.graphql.schema import build_schema
 from server.graphql.strawberry_internals import (
     OVERRIDDEN_STEPS,
     PRE_EXECUTION_REFUSALS,
     RefusingTransportWSHandler,
+    graphql_schema_of,
 )
 from server.graphql.websocket import TransportWSHandler
 
@@ -105,3 +108,11 @@ def test_the_installed_strawberry_is_one_known_to_work() -> None:
     assert declared.specifier.contains(installed), (str(declared), str(installed))
     # A range closed above: a newer Strawberry is tried and named before it is allowed.
     assert any(spec.operator == "<" for spec in declared.specifier), str(declared)
+
+
+def test_a_schema_still_keeps_its_graphql_core_schema() -> None:
+    built = graphql_schema_of(build_schema())
+
+    assert isinstance(built, GraphQLSchema)
+    assert built.query_type is not None
+    assert built.query_type.name == "Query"
