@@ -668,3 +668,62 @@ async def item_ids(api: Api, tokens: ConsoleTokens) -> dict[str, str]:
     return {
         edge["node"]["externalKey"]: edge["node"]["id"] for edge in data["queue"]["items"]["edges"]
     }
+
+
+# --- second review and QA (test_second_look.py, test_accessibility.py) ---------------------
+
+SECOND_REVIEW_QUEUE = "kyc-second-review"
+
+
+QA_QUEUE = "kyc-qa"
+
+
+SECOND_REVIEW_OF_REJECTIONS = """
+mutation {
+  configureQueue(input: {name: "kyc", secondReview: {verdicts: [REJECT]}}) {
+    __typename ... on Error { message }
+  }
+}
+"""
+
+
+SAMPLE_EVERY_DECISION = """
+mutation {
+  configureQueue(input: {name: "kyc", qaSampleRate: 1.0}) { __typename ... on Error { message } }
+  agree: defineReasonCode(input: {queue: "kyc-qa", code: "checks_out",
+        label: "The evidence supports it", verdicts: [APPROVE]}) {
+    __typename ... on Error { message }
+  }
+  disagree: defineReasonCode(input: {queue: "kyc-qa", code: "missed_mismatch",
+        label: "A mismatch was missed", verdicts: [REJECT]}) {
+    __typename ... on Error { message }
+  }
+}
+"""
+
+
+@dataclass(frozen=True)
+class People:
+    admin: str
+    integration: str
+    manager: str
+    # Reviewers of kyc, of its second-review queue and of its QA queue.
+    alice: str
+    bob: str
+
+
+async def setup(api: Api, people: People, configure: str, *keys: str) -> dict[str, str]:
+    """Queue kyc with its reason codes, `configure` applied, and an application per key
+    (the first key claimed first); returns the items' ids by key."""
+    data = await api.call(people.admin, SETUP_QUEUE, name="kyc", ttl=None)
+    assert data["configureQueue"]["__typename"] == "QueueConfigured", data
+    configured = await api.call(people.admin, configure)
+    for result in configured.values():
+        assert "message" not in result, configured
+    ids = {}
+    for number, key in enumerate(keys, start=1):
+        [item] = await api.enqueue(
+            people.integration, "kyc", {key: application(number)}, priority=90 - number
+        )
+        ids[key] = item["id"]
+    return ids

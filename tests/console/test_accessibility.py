@@ -19,9 +19,14 @@ from tests.conftest import token_maker
 from tests.console.accessibility import Audit
 from tests.console.helpers import (
     EXPIRE_LEASE,
+    QA_QUEUE,
+    SAMPLE_EVERY_DECISION,
+    SECOND_REVIEW_OF_REJECTIONS,
+    SECOND_REVIEW_QUEUE,
     SHOWN_WITHIN_MS,
     SUBMIT_CORRECTION,
     ConsoleTokens,
+    People,
     WorkflowTokens,
     console_context,
     hold_reasons,
@@ -30,17 +35,10 @@ from tests.console.helpers import (
     section,
     seed_kyc_history,
     seed_workflow_history,
+    setup,
     setup_kyc,
     setup_workflow,
     sign_in,
-)
-from tests.console.test_second_look import (
-    QA_QUEUE,
-    SAMPLE_EVERY_DECISION,
-    SECOND_REVIEW_OF_REJECTIONS,
-    SECOND_REVIEW_QUEUE,
-    People,
-    setup,
 )
 from tests.live.helpers import Casework
 

@@ -5,7 +5,6 @@ are the API's own."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,40 +15,23 @@ from server.store.database import Database
 from tests.api.helpers import DECIDE, decision_input
 from tests.conftest import token_maker
 from tests.console.helpers import (
-    SETUP_QUEUE,
+    QA_QUEUE,
+    SAMPLE_EVERY_DECISION,
+    SECOND_REVIEW_OF_REJECTIONS,
+    SECOND_REVIEW_QUEUE,
     SHOWN_WITHIN_MS,
+    People,
     application,
     console_context,
     screenshot,
     screenshot_of,
+    setup,
     sign_in,
 )
 from tests.live.helpers import Api, Casework
 
 # The console's possessive, as a reader sees it.
 APOSTROPHE = "\N{RIGHT SINGLE QUOTATION MARK}"
-SECOND_REVIEW_QUEUE = "kyc-second-review"
-QA_QUEUE = "kyc-qa"
-SECOND_REVIEW_OF_REJECTIONS = """
-mutation {
-  configureQueue(input: {name: "kyc", secondReview: {verdicts: [REJECT]}}) {
-    __typename ... on Error { message }
-  }
-}
-"""
-SAMPLE_EVERY_DECISION = """
-mutation {
-  configureQueue(input: {name: "kyc", qaSampleRate: 1.0}) { __typename ... on Error { message } }
-  agree: defineReasonCode(input: {queue: "kyc-qa", code: "checks_out",
-        label: "The evidence supports it", verdicts: [APPROVE]}) {
-    __typename ... on Error { message }
-  }
-  disagree: defineReasonCode(input: {queue: "kyc-qa", code: "missed_mismatch",
-        label: "A mismatch was missed", verdicts: [REJECT]}) {
-    __typename ... on Error { message }
-  }
-}
-"""
 DECISIONS = """
 query($id: ID!) {
   item(id: $id) {
@@ -79,16 +61,6 @@ QA_FIGURES = ("sampled", "checked", "agreed", "agreementRate", "overturnRate")
 ROW_FIGURES = ("decided", "sampled", "checked", "agreed", "agreementRate", "overturnRate")
 
 
-@dataclass(frozen=True)
-class People:
-    admin: str
-    integration: str
-    manager: str
-    # Reviewers of kyc, of its second-review queue and of its QA queue.
-    alice: str
-    bob: str
-
-
 @pytest.fixture
 async def people(owner_db: Database) -> People:
     make = token_maker(owner_db)
@@ -100,23 +72,6 @@ async def people(owner_db: Database) -> People:
         alice=await make("alice", Role.REVIEWER, *queues),
         bob=await make("bob", Role.REVIEWER, *queues),
     )
-
-
-async def setup(api: Api, people: People, configure: str, *keys: str) -> dict[str, str]:
-    """Queue kyc with its reason codes, `configure` applied, and an application per key
-    (the first key claimed first); returns the items' ids by key."""
-    data = await api.call(people.admin, SETUP_QUEUE, name="kyc", ttl=None)
-    assert data["configureQueue"]["__typename"] == "QueueConfigured", data
-    configured = await api.call(people.admin, configure)
-    for result in configured.values():
-        assert "message" not in result, configured
-    ids = {}
-    for number, key in enumerate(keys, start=1):
-        [item] = await api.enqueue(
-            people.integration, "kyc", {key: application(number)}, priority=90 - number
-        )
-        ids[key] = item["id"]
-    return ids
 
 
 def said(region: Locator, text: str) -> Locator:
