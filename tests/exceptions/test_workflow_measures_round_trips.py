@@ -116,6 +116,6 @@ async def test_many_workflows_cost_the_round_trips_of_a_few(
     ]
 
     assert few == many
-    # The workflows, their reasons (for the scope check, then for `reasons`), and one
+    # The workflows, their reasons (once: the scope check's read serves `reasons`), and one
     # statement per figure group: now, ages, activity, repeats.
-    assert many == 7
+    assert many == 6
