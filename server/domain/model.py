@@ -92,16 +92,59 @@ class Actor(TypedDict):
     actor_role: str
 
 
+class CredentialKind(enum.Enum):
+    """How a caller proved who it is."""
+
+    SESSION = "session"  # the console's cookie, after an OpenID Connect login
+    JWT = "jwt"  # an access token from the configured identity provider
+    CLI_TOKEN = "cli_token"  # an opaque token minted by `casework token create`
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A role, and the queues it covers, as the claim-mapping rules give it.
+
+    queues are patterns as the rule file writes them (`kyc*`); for a role other than
+    reviewer, none means every queue. rules names the rules that gave it, in rule order."""
+
+    role: Role
+    queues: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Authentication:
+    """How a principal authenticated, as decisions record it (append-only).
+
+    id is the row in `authentications` that says this, once recorded."""
+
+    kind: CredentialKind
+    issuer: str | None = None
+    subject: str | None = None
+    session_id: int | None = None
+    token_id: int | None = None
+    auth_time: datetime | None = None
+    acr: str | None = None
+    rules: tuple[str, ...] = ()
+    id: int | None = None
+
+
 @dataclass(frozen=True)
 class Principal:
-    """Whoever the bearer token belongs to. Never taken from an argument."""
+    """Whoever the credential belongs to, acting under one role. Never taken from an argument.
+
+    role and queues are the active grant's (queues expanded to queue names); grants are all
+    of them, for a principal the rules gave several."""
 
     user: str
     role: Role
     queues: frozenset[str]
-    # When the token stops working (an open websocket is closed then). It belongs to the
-    # token, not to who the caller is, so it takes no part in comparing principals.
+    # When the credential stops working (an open websocket is closed then). It belongs to
+    # the credential, not to who the caller is, so it takes no part in comparing principals.
     expires_at: datetime | None = field(default=None, compare=False)
+    grants: tuple[Grant, ...] = field(default=(), compare=False)
+    authentication: Authentication | None = field(default=None, compare=False)
+    display_name: str | None = field(default=None, compare=False)
 
     def works_in(self, queue: str) -> bool:
         # A reviewer's token names its queues; for other roles an empty list means all.
@@ -117,6 +160,11 @@ class Principal:
         if self.role is not Role.REVIEWER and not self.queues:
             return None
         return sorted(self.queues)
+
+    @property
+    def authentication_id(self) -> int | None:
+        """The recorded row of how this principal authenticated, for provenance columns."""
+        return None if self.authentication is None else self.authentication.id
 
 
 @dataclass(frozen=True)
