@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,119 @@ DEFAULT_TOKEN_CACHE_SECONDS = 5.0
 # 12 MiB as \uXXXX escapes, 1,000 keys of 200 characters up to 2.3 MiB, about 14.4 MiB in
 # all (tests/api/test_limits.py sends it).
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class AuthMode(enum.Enum):
+    """How people and integrations may sign in (CASEWORK_AUTH_MODES, comma-separated)."""
+
+    OIDC = "oidc"  # the organisation's identity provider: console logins and its JWTs
+    TOKEN = "token"  # opaque tokens from `casework token create`
+
+
+DEFAULT_SESSION_IDLE_SECONDS = 8 * 3600
+DEFAULT_SESSION_MAX_SECONDS = 12 * 3600
+DEFAULT_OIDC_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """Sign-in (docs/authentication.md). With the defaults, only CLI tokens work."""
+
+    modes: frozenset[AuthMode] = frozenset({AuthMode.TOKEN})
+    # The claim-mapping rule file (TOML or YAML); required with oidc.
+    rules_file: Path | None = None
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = None
+    # The API identifier that access tokens must name in `aud`.
+    oidc_audience: str | None = None
+    # Shown on the console's sign-in page: "Sign in with <name>".
+    oidc_provider_name: str = "your identity provider"
+    oidc_algorithms: tuple[str, ...] = DEFAULT_OIDC_ALGORITHMS
+    # Providers that write `typ: JWT` on access tokens (Entra ID) rather than `at+jwt`.
+    oidc_accept_typ_jwt: bool = False
+    oidc_scopes: str = "openid profile email"
+    session_idle_seconds: int = DEFAULT_SESSION_IDLE_SECONDS
+    session_max_seconds: int = DEFAULT_SESSION_MAX_SECONDS
+    # Signs the short-lived login-state cookie (state, nonce, PKCE verifier). Every process
+    # of a deployment needs the same one; unset, each process makes its own (one process).
+    session_secret: str | None = None
+    # The service's origin as browsers reach it (https://casework.example.com), for the
+    # redirect URIs given to the provider; unset, taken from each request.
+    public_url: str | None = None
+
+    @property
+    def oidc(self) -> bool:
+        return AuthMode.OIDC in self.modes
+
+    @property
+    def tokens(self) -> bool:
+        return AuthMode.TOKEN in self.modes
+
+    def __post_init__(self) -> None:
+        if not self.modes:
+            raise ConfigError("CASEWORK_AUTH_MODES: name at least one of oidc, token")
+        if self.oidc:
+            missing = [
+                name
+                for name, value in (
+                    ("CASEWORK_OIDC_ISSUER", self.oidc_issuer),
+                    ("CASEWORK_OIDC_CLIENT_ID", self.oidc_client_id),
+                    ("CASEWORK_OIDC_AUDIENCE", self.oidc_audience),
+                    ("CASEWORK_AUTH_RULES", self.rules_file),
+                )
+                if not value
+            ]
+            if missing:
+                raise ConfigError(
+                    "CASEWORK_AUTH_MODES names oidc, which needs " + ", ".join(missing)
+                )
+        if self.session_idle_seconds > self.session_max_seconds:
+            raise ConfigError(
+                "CASEWORK_SESSION_IDLE_SECONDS is more than CASEWORK_SESSION_MAX_SECONDS"
+            )
+        refused = [alg for alg in self.oidc_algorithms if alg == "none" or alg.startswith("HS")]
+        if refused:
+            raise ConfigError(
+                f"CASEWORK_OIDC_ALGORITHMS: {', '.join(refused)} cannot verify a provider's "
+                "tokens (only asymmetric algorithms: RS256, PS256, ES256, EdDSA, ...)"
+            )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> AuthSettings:
+        modes = frozenset(
+            AuthMode(_one_of("CASEWORK_AUTH_MODES", part.strip().lower(), AUTH_MODES))
+            for part in (env.get("CASEWORK_AUTH_MODES") or "token").split(",")
+            if part.strip()
+        )
+        rules = env.get("CASEWORK_AUTH_RULES") or None
+        algorithms = env.get("CASEWORK_OIDC_ALGORITHMS") or ""
+        return cls(
+            modes=modes,
+            rules_file=Path(rules).resolve() if rules else None,
+            oidc_issuer=(env.get("CASEWORK_OIDC_ISSUER") or "").rstrip("/") or None,
+            oidc_client_id=env.get("CASEWORK_OIDC_CLIENT_ID") or None,
+            oidc_client_secret=env.get("CASEWORK_OIDC_CLIENT_SECRET") or None,
+            oidc_audience=env.get("CASEWORK_OIDC_AUDIENCE") or None,
+            oidc_provider_name=env.get("CASEWORK_OIDC_PROVIDER_NAME") or "your identity provider",
+            oidc_algorithms=tuple(a.strip() for a in algorithms.split(",") if a.strip())
+            or DEFAULT_OIDC_ALGORITHMS,
+            oidc_accept_typ_jwt=_flag(
+                "CASEWORK_OIDC_ACCEPT_TYP_JWT", env.get("CASEWORK_OIDC_ACCEPT_TYP_JWT")
+            ),
+            oidc_scopes=env.get("CASEWORK_OIDC_SCOPES") or "openid profile email",
+            session_idle_seconds=_integer(
+                env, "CASEWORK_SESSION_IDLE_SECONDS", DEFAULT_SESSION_IDLE_SECONDS, minimum=60
+            ),
+            session_max_seconds=_integer(
+                env, "CASEWORK_SESSION_MAX_SECONDS", DEFAULT_SESSION_MAX_SECONDS, minimum=60
+            ),
+            session_secret=env.get("CASEWORK_SESSION_SECRET") or None,
+            public_url=(env.get("CASEWORK_PUBLIC_URL") or "").rstrip("/") or None,
+        )
+
+
+AUTH_MODES = tuple(mode.value for mode in AuthMode)
 
 
 @dataclass(frozen=True)
@@ -70,6 +184,9 @@ class Settings:
     # casework_decisions_unapplied_older_than_threshold counts decisions older than this.
     metrics_unapplied_threshold_seconds: float = 300.0
 
+    # --- sign-in (docs/authentication.md) ---
+    auth: AuthSettings = AuthSettings()
+
     def __post_init__(self) -> None:
         if self.pool_min_size > self.pool_max_size:
             raise ConfigError(
@@ -114,6 +231,7 @@ class Settings:
                 env.get("CASEWORK_MULTIPLEX_SUBSCRIPTIONS") or "1",
             ),
             **_observability_settings(env),
+            auth=AuthSettings.from_env(env),
         )
 
 
