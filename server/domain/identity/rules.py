@@ -109,10 +109,11 @@ def grant_to_json(grant: Grant) -> dict[str, Any]:
     return {"role": grant.role.value, "queues": list(grant.queues), "rules": list(grant.rules)}
 
 
-def describe_grant(grant: Grant) -> str:
+def describe_grant(grant: Grant, *, with_rules: bool = True) -> str:
     """`reviewer in kyc*, fraud (rules: kyc reviewers)`."""
     scope = ", ".join(grant.queues) if grant.queues else "every queue"
-    return f"{grant.role.value} in {scope} (rules: {', '.join(grant.rules)})"
+    rules = f" (rules: {', '.join(grant.rules)})" if with_rules else ""
+    return f"{grant.role.value} in {scope}{rules}"
 
 
 # --- the rule set ------------------------------------------------------------------------
