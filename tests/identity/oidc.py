@@ -44,7 +44,7 @@ import selectors
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,6 +153,15 @@ class Tokens:
             int(body["expires_in"]),
             body,
         )
+
+
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    url: str
+    redirect_uri: str
+    state: str
+    nonce: str
+    code_verifier: str
 
 
 @dataclass(frozen=True)
@@ -412,48 +421,61 @@ class OidcProvider:
         location = await self._authorize(http, start_url, subject)
         return await http.get(location)
 
-    async def code_flow_tokens(
-        self, subject: str, *, scope: str = "openid profile email groups", prompt: str | None = None
-    ) -> Tokens:
-        """Tokens for `subject` from the console client's authorization code flow with PKCE,
-        as a relying party gets them (for tests that need tokens, not a Casework session)."""
+    def authorization_request(
+        self,
+        redirect_uri: str = TOKEN_ONLY_REDIRECT_URI,
+        *,
+        scope: str = "openid profile email groups",
+        **extra: str,
+    ) -> AuthorizationRequest:
+        """An authorization request of the console client with PKCE S256, state and nonce,
+        for the API's resource (`extra`: prompt, max_age, login_hint, ...)."""
         verifier = secrets.token_urlsafe(48)
-        challenge = (
-            base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
-            .rstrip(b"=")
-            .decode()
-        )
+        digest = hashlib.sha256(verifier.encode()).digest()
+        challenge = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
         state, nonce = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
         params = {
             "client_id": self.console.client_id,
             "response_type": "code",
-            "redirect_uri": TOKEN_ONLY_REDIRECT_URI,
+            "redirect_uri": redirect_uri,
             "scope": scope,
             "state": state,
             "nonce": nonce,
             "code_challenge": challenge,
             "code_challenge_method": "S256",
             "resource": self.api_audience,
+            **extra,
         }
-        if prompt:
-            params["prompt"] = prompt
+        url = self.url(f"/auth?{urlencode(params)}")
+        return AuthorizationRequest(url, redirect_uri, state, nonce, verifier)
+
+    async def exchange_code(self, request: AuthorizationRequest, callback_url: str) -> Tokens:
+        """The token endpoint's answer for the code in `callback_url` (the provider's redirect
+        back), checked against `request`'s state."""
+        query = parse_qs(urlsplit(callback_url).query)
+        if query.get("state") != [request.state] or "code" not in query:
+            raise AssertionError(f"the provider redirected to {callback_url}")
         async with httpx.AsyncClient() as http:
-            location = await self._authorize(http, self.url(f"/auth?{urlencode(params)}"), subject)
-            query = parse_qs(urlsplit(location).query)
-            if query.get("state") != [state] or "code" not in query:
-                raise AssertionError(f"the provider redirected to {location}")
             response = await http.post(
                 self.url("/token"),
                 auth=self.console.basic_auth,
                 data={
                     "grant_type": "authorization_code",
                     "code": query["code"][0],
-                    "redirect_uri": TOKEN_ONLY_REDIRECT_URI,
-                    "code_verifier": verifier,
+                    "redirect_uri": request.redirect_uri,
+                    "code_verifier": request.code_verifier,
                 },
             )
         response.raise_for_status()
         return Tokens.of(response.json())
+
+    async def code_flow_tokens(self, subject: str, **extra: str) -> Tokens:
+        """Tokens for `subject` from the console client's authorization code flow with PKCE,
+        as a relying party gets them (for tests that need tokens, not a Casework session)."""
+        request = self.authorization_request(**extra)
+        async with httpx.AsyncClient() as http:
+            location = await self._authorize(http, request.url, subject)
+        return await self.exchange_code(request, location)
 
     async def refresh(self, refresh_token: str) -> Tokens:
         async with httpx.AsyncClient() as http:
@@ -539,7 +561,7 @@ def _b64json(part: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def running_provider(workdir: Path, **options: Any) -> Any:
+def running_provider(workdir: Path, **options: Any) -> Iterator[OidcProvider]:
     """An OidcProvider started in `workdir`, stopped on the way out."""
     provider = OidcProvider(workdir, **options)
     provider.start()
