@@ -1,9 +1,9 @@
 """A real OpenID Connect provider for the identity tests, and the helpers that drive it.
 
 The provider is the npm `oidc-provider` (pinned in tests/identity/provider/package-lock.json)
-run by this machine's Node from tests/identity/provider/provider.mjs. `install_provider()`
-runs `npm ci` there on first use (one xdist worker at a time); `OidcProvider` writes the
-configuration, starts `node provider.mjs` and waits for the line it prints once listening.
+run by this machine's Node from tests/identity/provider/provider.mjs: `OidcProvider` writes its
+configuration and runs it (tests/identity/provider_process.py: `npm ci` on first use, then
+`node provider.mjs`, awaited on the readiness line it prints).
 
 What the provider offers (its clients, accounts and keys are set from Python):
 
@@ -33,18 +33,13 @@ What the provider offers (its clients, accounts and keys are set from Python):
 from __future__ import annotations
 
 import base64
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import re
 import secrets
-import selectors
-import shutil
-import subprocess
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +48,8 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 import httpx
 from joserfc.jwk import ECKey, Key, RSAKey
 
-PROVIDER_DIR = Path(__file__).parent / "provider"
+from tests.identity.provider_process import ProviderProcess
+
 API_AUDIENCE = "https://casework.test/api"
 API_SCOPE = "casework"
 CONSOLE_CLIENT_ID = "casework-console"
@@ -63,8 +59,6 @@ INTEGRATION_CLAIMS: dict[str, Any] = {"groups": ["integrations"]}
 # redirect to it and never connects (port 9 is discard).
 TOKEN_ONLY_REDIRECT_URI = "http://127.0.0.1:9/oidc-test-callback"
 UNUSED_BACKCHANNEL_URI = "http://127.0.0.1:9/oidc-test-backchannel-logout"
-READY_TIMEOUT_SECONDS = 30.0
-STOP_TIMEOUT_SECONDS = 10.0
 DEFAULT_TTL = {
     "AccessToken": 300,
     "ClientCredentials": 300,
@@ -75,30 +69,6 @@ DEFAULT_TTL = {
     "Session": 86400,
     "Grant": 86400,
 }
-_STAMP = ".casework-installed"
-
-
-def install_provider() -> None:
-    """`npm ci` in tests/identity/provider unless node_modules matches package-lock.json.
-
-    xdist workers take a file lock, so one installs while the others wait for it."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        raise RuntimeError(
-            "the identity tests run a real OpenID provider on Node.js (18 or later): "
-            "install `nodejs` and `npm` (.ci/run does on Debian)"
-        )
-    lock_digest = hashlib.sha256((PROVIDER_DIR / "package-lock.json").read_bytes()).hexdigest()
-    stamp = PROVIDER_DIR / "node_modules" / _STAMP
-    with open(PROVIDER_DIR / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and stamp.read_text() == lock_digest:
-            return
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=PROVIDER_DIR,
-            check=True,
-        )
-        stamp.write_text(lock_digest)
 
 
 def generate_key(alg: str) -> Key:
@@ -189,7 +159,10 @@ class OidcProvider:
     keys: list[Key] = field(default_factory=lambda: [generate_key("RS256"), generate_key("ES256")])
     _port: int = 0
     _issuer: str | None = None
-    _process: subprocess.Popen[bytes] | None = None
+    _process: ProviderProcess = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._process = ProviderProcess(self.log_file)
 
     # -- the process ------------------------------------------------------------------------
 
@@ -201,7 +174,7 @@ class OidcProvider:
 
     @property
     def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return self._process.running
 
     @property
     def accounts_file(self) -> Path:
@@ -218,57 +191,18 @@ class OidcProvider:
     def start(self) -> float:
         """Starts the provider (on the port it had, if it ran before); returns the seconds it
         took to answer. Raises with the provider's log when it does not come up."""
-        if self.running:
-            raise RuntimeError("the provider is already running")
-        install_provider()
         self.workdir.mkdir(parents=True, exist_ok=True)
         if not self.accounts_file.exists():
             self.accounts_file.write_text("{}")
         config = self.workdir / "config.json"
         config.write_text(json.dumps(self._config()))
         started = time.monotonic()
-        with open(self.log_file, "ab") as log:
-            process = subprocess.Popen(
-                ["node", "provider.mjs", str(config)],
-                cwd=PROVIDER_DIR,
-                stdout=subprocess.PIPE,
-                stderr=log,
-            )
-        self._process = process
-        ready = self._await_ready(process)
+        ready = self._process.start(config)
         self._issuer, self._port = ready["issuer"], int(ready["port"])
         return time.monotonic() - started
 
-    def _await_ready(self, process: subprocess.Popen[bytes]) -> dict[str, Any]:
-        assert process.stdout is not None
-        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-        with selectors.DefaultSelector() as selector:
-            selector.register(process.stdout, selectors.EVENT_READ)
-            while (left := deadline - time.monotonic()) > 0:
-                if not selector.select(left):
-                    break
-                line = process.stdout.readline()
-                if not line:
-                    break
-                if line.startswith(b"READY "):
-                    ready: dict[str, Any] = json.loads(line[len(b"READY ") :])
-                    return ready
-        self.stop()
-        raise RuntimeError(f"the OpenID provider did not start:\n{self.log_file.read_text()}")
-
     def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(STOP_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        self._process.stop()
 
     def restart(self) -> float:
         """Stops and starts again with the current configuration, on the same port."""
@@ -558,14 +492,3 @@ class OidcProvider:
 def _b64json(part: str) -> dict[str, Any]:
     decoded: dict[str, Any] = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
     return decoded
-
-
-@contextlib.contextmanager
-def running_provider(workdir: Path, **options: Any) -> Iterator[OidcProvider]:
-    """An OidcProvider started in `workdir`, stopped on the way out."""
-    provider = OidcProvider(workdir, **options)
-    provider.start()
-    try:
-        yield provider
-    finally:
-        provider.stop()

@@ -12,7 +12,8 @@ from playwright.async_api import async_playwright
 
 from tests.apply.receiver import Receiver, webhook_receiver
 from tests.console.helpers import CHROMIUM_ARGS, chromium_executable
-from tests.identity.oidc import PROVIDER_DIR, OidcProvider
+from tests.identity.oidc import OidcProvider
+from tests.identity.provider_process import PROVIDER_DIR
 
 ALICE = {"groups": ["kyc-reviewers", "approvers"], "name": "Alice", "preferred_username": "alice"}
 
