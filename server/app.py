@@ -34,8 +34,14 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from server.config import Settings
 from server.console import console_routes, graphiql_page
+from server.domain.identity.access_tokens import AccessTokenVerifier, ProviderUnavailable
 from server.domain.identity.grants import NoAccess, RoleNotHeld
 from server.domain.identity.principals import CredentialResolver, Credentials
+from server.domain.identity.provider_tokens import (
+    ProviderAccessTokens,
+    load_rules,
+    provider_verifier,
+)
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
@@ -78,6 +84,10 @@ class Runtime:
         self._tokens: CredentialResolver | None = None
         self._live: LiveUpdates | None = None
         self.worker: ApplyWorker | None = None
+        # Read before the process serves: a bad rule file stops `casework serve` with its
+        # message, rather than refusing every login later.
+        self.rules = load_rules(settings.auth)
+        self.verifier: AccessTokenVerifier | None = None
 
     @property
     def settings(self) -> Settings:
@@ -122,8 +132,15 @@ class Runtime:
             Queries(settings.db_dir / "queries"),
             publish_hints=publish_hints,
         )
+        access_tokens = None
+        if self.rules is not None:
+            self.verifier = provider_verifier(settings.auth)
+            access_tokens = ProviderAccessTokens(self._db, self.verifier, self.rules)
         self._tokens = CredentialResolver(
-            self._db, ttl=settings.token_cache_seconds, auth=settings.auth
+            self._db,
+            ttl=settings.token_cache_seconds,
+            auth=settings.auth,
+            access_tokens=access_tokens,
         )
         self._live = LiveUpdates(self._db, transport)
         worker_task = None
@@ -140,6 +157,8 @@ class Runtime:
                 if not await _within_shutdown(worker_task, "the apply worker"):
                     worker_task.cancel()
             await _within_shutdown(self._live.stop(), "live updates")
+            if self.verifier is not None:
+                await self.verifier.aclose()
             self._db = self._tokens = self._live = self.worker = None
             if not await _within_shutdown(pool.close(), "the pool"):
                 # A connection still held by a request that never finished.
@@ -321,6 +340,13 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             principal = await runtime.tokens.resolve(credentials)
         except (RoleNotHeld, NoAccess) as refusal:
             raise HTTPException(HTTP_403_FORBIDDEN, str(refusal)) from None
+        except ProviderUnavailable as error:
+            log.warning("access token: the identity provider is unreachable: %r", error)
+            raise HTTPException(
+                HTTP_503_SERVICE_UNAVAILABLE,
+                "The identity provider cannot be reached to check this token; "
+                f"try again in {RETRY_AFTER_SECONDS} seconds.",
+            ) from error
         except Exception as error:
             if not is_unavailable(error):
                 raise

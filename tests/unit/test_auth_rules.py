@@ -11,12 +11,9 @@ import pytest
 from server.domain.identity.rules import (
     GROUPS_OVERAGE,
     NO_GRANT,
-    RoleNotHeld,
     RuleFileError,
     RuleSet,
-    choose_active,
     describe_grant,
-    expand_queues,
 )
 from server.domain.model import Grant, Role
 
@@ -275,44 +272,6 @@ def test_describe_grant() -> None:
     assert describe_grant(Grant(Role.MANAGER, (), ("a", "b"))) == (
         "manager in every queue (rules: a, b)"
     )
-
-
-# --- queues and the active grant ---------------------------------------------------------
-
-
-def test_expand_queues_matches_patterns_against_the_known_queues() -> None:
-    known = ["kyc", "kyc-senior", "fraud", "payouts", "KYC-upper"]
-
-    assert expand_queues(["kyc*"], known) == {"kyc", "kyc-senior"}
-    assert expand_queues(["kyc?senior", "f[ar]aud"], known) == {"kyc-senior", "fraud"}
-    assert expand_queues(["pay*", "kyc"], known) == {"payouts", "kyc"}
-    # A plain name stands for itself, as a token's queue does, created yet or not.
-    assert expand_queues(["refunds"], known) == {"refunds"}
-    assert expand_queues(["nothing*"], known) == frozenset()
-
-
-APPROVER = Grant(Role.APPROVER, ("kyc-exceptions",), ("approvers",))
-
-
-def test_choose_active_defaults_to_the_first_grant() -> None:
-    assert choose_active((KYC, APPROVER), None) is KYC
-    assert choose_active((), None) is None
-
-
-def test_choose_active_takes_a_held_role() -> None:
-    assert choose_active((KYC, APPROVER), "approver") is APPROVER
-    assert choose_active((KYC, APPROVER), " Approver ") is APPROVER
-
-
-def test_choose_active_refuses_a_role_not_held() -> None:
-    outcome = choose_active((KYC, APPROVER), "admin")
-
-    assert outcome == RoleNotHeld("admin", (Role.REVIEWER, Role.APPROVER))
-    assert isinstance(outcome, RoleNotHeld)
-    assert outcome.message == (
-        "the role 'admin' is not one of your grants (you hold: reviewer, approver)"
-    )
-    assert choose_active((), "reviewer") == RoleNotHeld("reviewer", ())
 
 
 # --- rule files refused ------------------------------------------------------------------

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
 from server.domain.model import Grant
+from server.store import sql
+from server.store.database import Database
 
 _PATTERN_CHARACTERS = frozenset("*?[")
 
@@ -51,3 +53,11 @@ def queue_names(patterns: Iterable[str], known: Iterable[str]) -> frozenset[str]
     wild = [pattern for pattern in patterns if not _PATTERN_CHARACTERS.isdisjoint(pattern)]
     matched = (queue for queue in known if any(fnmatchcase(queue, p) for p in wild))
     return frozenset(patterns).union(matched)
+
+
+async def granted_queues(db: Database, grant: Grant) -> frozenset[str]:
+    """The grant's queue patterns as queue names (patterns read the queues there are)."""
+    known: Iterable[str] = ()
+    if has_patterns(grant.queues):
+        known = [row["name"] for row in await db.fetch(sql.identity.QUEUE_NAMES_LIST)]
+    return queue_names(grant.queues, known)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -14,10 +13,9 @@ from typing import Protocol
 from server.config import AuthSettings
 from server.domain.identity import sessions
 from server.domain.identity.authentications import recorded
-from server.domain.identity.grants import RoleNotHeld, active_grant, has_patterns, queue_names
+from server.domain.identity.grants import RoleNotHeld, active_grant, granted_queues
 from server.domain.identity.tokens import TOKEN_PREFIX, authenticate
-from server.domain.model import Authentication, CredentialKind, Grant, Principal
-from server.store import sql
+from server.domain.model import Authentication, CredentialKind, Principal
 from server.store.database import Database
 
 # Credentials trusted at once per process. A full cache forgets the entry it trusted first
@@ -147,7 +145,7 @@ class CredentialResolver:
         return Principal(
             user=live.user_name,
             role=grant.role,
-            queues=await self.queues_of(grant),
+            queues=await granted_queues(self._db, grant),
             expires_at=live.expires_at,
             grants=live.grants,
             display_name=live.display_name,
@@ -161,13 +159,6 @@ class CredentialResolver:
                 rules=grant.rules,
             ),
         )
-
-    async def queues_of(self, grant: Grant) -> frozenset[str]:
-        """The grant's queue patterns as queue names (patterns read the queues there are)."""
-        known: Iterable[str] = ()
-        if has_patterns(grant.queues):
-            known = [row["name"] for row in await self._db.fetch(sql.identity.QUEUE_NAMES_LIST)]
-        return queue_names(grant.queues, known)
 
     def _remember(self, credentials: Credentials, principal: Principal) -> None:
         now = time.monotonic()

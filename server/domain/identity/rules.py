@@ -16,7 +16,6 @@ The server at each login or token refresh and `casework auth explain` call the s
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,13 +36,10 @@ from server.domain.model import Grant, Role
 
 __all__ = [
     "Explanation",
-    "RoleNotHeld",
     "RuleFileError",
     "RuleOutcome",
     "RuleSet",
-    "choose_active",
     "describe_grant",
-    "expand_queues",
     "merge_grants",
 ]
 
@@ -194,50 +190,3 @@ def _merged(role: Role, grants: Sequence[Grant]) -> Grant:
         return Grant(role, (), rules)
     queues = tuple(dict.fromkeys(queue for grant in grants for queue in grant.queues))
     return Grant(role, queues, rules)
-
-
-# --- queues and the active grant ---------------------------------------------------------
-
-
-def expand_queues(patterns: Iterable[str], known_queues: Iterable[str]) -> frozenset[str]:
-    """The queue names the patterns cover: a pattern with a wildcard names the known queues it
-    matches (case-sensitively); a plain name stands for itself, existing yet or not, as a
-    token's queue does.
-
-    Careful: for a role other than reviewer, an empty set means every queue. Patterns that
-    match nothing give an empty set too; the caller must not widen them to every queue."""
-    known = tuple(known_queues)
-    names: set[str] = set()
-    for pattern in patterns:
-        if WILDCARDS.isdisjoint(pattern):
-            names.add(pattern)
-        else:
-            names.update(queue for queue in known if fnmatch.fnmatchcase(queue, pattern))
-    return frozenset(names)
-
-
-@dataclass(frozen=True)
-class RoleNotHeld:
-    """A request asked to act under a role the person's grants do not give."""
-
-    requested: str
-    held: tuple[Role, ...]
-
-    @property
-    def message(self) -> str:
-        held = ", ".join(role.value for role in self.held) or "none"
-        return f"the role {self.requested!r} is not one of your grants (you hold: {held})"
-
-
-def choose_active(
-    grants: Sequence[Grant], requested_role: str | None
-) -> Grant | RoleNotHeld | None:
-    """The grant a request acts under: the requested role's, else the first. None: the
-    person holds no grant at all (deny by default)."""
-    if requested_role is None:
-        return grants[0] if grants else None
-    wanted = requested_role.strip().lower()
-    for grant in grants:
-        if grant.role.value == wanted:
-            return grant
-    return RoleNotHeld(requested_role, tuple(grant.role for grant in grants))
