@@ -66,6 +66,8 @@ from server.worker import ApplyWorker, worker_settings
 log = logging.getLogger("casework")
 
 MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
+# The role a request acts under, for a principal the rules gave several (default: the first).
+ROLE_HEADER = "x-casework-role"
 # The methods /graphql answers over HTTP (a CORS preflight never reaches the view).
 GRAPHQL_METHODS = frozenset({"GET", "POST"})
 GC_THRESHOLDS = (50_000, 20, 10)
@@ -335,7 +337,9 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             raise HTTPException(
                 HTTP_405_METHOD_NOT_ALLOWED, "GraphQL only supports GET and POST requests."
             )
-        credentials = Credentials.of(request.headers.get("authorization"))
+        credentials = Credentials.of(
+            request.headers.get("authorization"), role=request.headers.get(ROLE_HEADER)
+        )
         try:
             principal = await runtime.tokens.resolve(credentials)
         except (RoleNotHeld, NoAccess) as refusal:
@@ -376,7 +380,11 @@ class CaseworkGraphQL(GraphQL[Context, None]):
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         """connection_init: the token rides in its payload (forms: `authorization_of`)."""
-        credentials = Credentials.of(authorization_of(context.connection_params))
+        role = context.connection_params.get("role")
+        credentials = Credentials.of(
+            authorization_of(context.connection_params),
+            role=role if isinstance(role, str) else None,
+        )
         try:
             principal = await self.runtime.tokens.resolve(credentials)
         except (RoleNotHeld, NoAccess) as refusal:
@@ -417,7 +425,7 @@ def _refusal_response(refusal: HTTPException) -> JSONResponse:
 
 # --- CORS: browser consoles on other origins (CASEWORK_ALLOWED_ORIGINS). ---
 # Outermost, so that refusals (401, 413, 503) carry the headers a console needs to read them.
-CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "X-Request-ID")
+CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "X-Request-ID", "X-Casework-Role")
 CORS_EXPOSED_HEADERS = ("Retry-After", "WWW-Authenticate", "X-Request-ID")
 CORS_MAX_AGE_SECONDS = 600
 
