@@ -1,5 +1,5 @@
-"""The `casework` command: serve, worker, migrate, token create/list/revoke, export, auth
-explain."""
+"""The `casework` command: serve, worker, migrate, token create/list/revoke, session
+list/revoke, export, auth explain."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from server.cli.arguments import (
     item_id,
     moment,
     queue_name,
+    session_id,
     token_id,
     user_name,
     workers,
@@ -23,6 +24,7 @@ from server.cli.arguments import (
 from server.cli.auth import run_auth_explain
 from server.cli.export import run_export_item, run_export_queue
 from server.cli.serve import run_migrate, run_serve, run_worker
+from server.cli.sessions import run_session_list, run_session_revoke
 from server.cli.tokens import run_token_create, run_token_list, run_token_revoke
 from server.config import ConfigError, Settings
 from server.domain.model import Role
@@ -149,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     revoke.set_defaults(run=run_token_revoke)
 
     _add_auth_commands(commands)
+    _add_session_commands(commands)
 
     export = commands.add_parser(
         "export", help="write audit packs: everything recorded about items, hashed (JSON)"
@@ -182,6 +185,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     export_queue.set_defaults(run=run_export_queue, parser=export_queue)
     return parser
+
+
+def _add_session_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    session = commands.add_parser("session", help="single sign-on sessions of the console")
+    session_commands = session.add_subparsers(
+        title="session commands", required=True, metavar="ACTION"
+    )
+    listing = session_commands.add_parser(
+        "list", help="list live sessions: user, grants, signed in, last seen, when they end"
+    )
+    listing.add_argument("--all", action="store_true", help="include ended and timed-out ones")
+    listing.set_defaults(run=run_session_list)
+    revoke = session_commands.add_parser(
+        "revoke", help="end one session (its id, from `session list`)"
+    )
+    revoke.add_argument(
+        "session_id", type=session_id, metavar="ID", help="the session (see `session list`)"
+    )
+    revoke.set_defaults(run=run_session_revoke)
 
 
 def _add_auth_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

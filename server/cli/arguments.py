@@ -18,10 +18,18 @@ def workers(value: str) -> int:
     return int(value)
 
 
-def token_id(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"a token id is a positive whole number: {value!r}")
+def _positive_id(what: str, value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) < 2**63:
+        raise argparse.ArgumentTypeError(f"a {what} id is a positive whole number: {value!r}")
     return int(value)
+
+
+def token_id(value: str) -> int:
+    return _positive_id("token", value)
+
+
+def session_id(value: str) -> int:
+    return _positive_id("session", value)
 
 
 def item_id(value: str) -> int:

@@ -66,13 +66,12 @@ class LiveSession:
     expires_at: datetime
 
 
-def grants_json(grants: tuple[Grant, ...]) -> str:
-    return json.dumps(
-        [
-            {"role": grant.role.value, "queues": list(grant.queues), "rules": list(grant.rules)}
-            for grant in grants
-        ]
-    )
+def grants_json(grants: tuple[Grant, ...]) -> list[dict[str, Any]]:
+    """As the `grants` column holds them (the pool encodes jsonb)."""
+    return [
+        {"role": grant.role.value, "queues": list(grant.queues), "rules": list(grant.rules)}
+        for grant in grants
+    ]
 
 
 def grants_from_json(raw: str | list[dict[str, Any]]) -> tuple[Grant, ...]:
