@@ -123,6 +123,8 @@ class Authentication:
     subject: str | None = None
     session_id: int | None = None
     token_id: int | None = None
+    # The OAuth client a token was issued to (client credentials: the integration).
+    client_id: str | None = None
     auth_time: datetime | None = None
     acr: str | None = None
     rules: tuple[str, ...] = ()
