@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.status import (
     HTTP_401_UNAUTHORIZED,
+    HTTP_403_FORBIDDEN,
     HTTP_405_METHOD_NOT_ALLOWED,
     HTTP_503_SERVICE_UNAVAILABLE,
 )
@@ -33,7 +34,8 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from server.config import Settings
 from server.console import console_routes, graphiql_page
-from server.domain.identity.principals import TokenResolver
+from server.domain.identity.grants import NoAccess, RoleNotHeld
+from server.domain.identity.principals import CredentialResolver, Credentials
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
@@ -73,7 +75,7 @@ class Runtime:
         self._settings = settings
         self._run_worker = run_worker
         self._db: Database | None = None
-        self._tokens: TokenResolver | None = None
+        self._tokens: CredentialResolver | None = None
         self._live: LiveUpdates | None = None
         self.worker: ApplyWorker | None = None
 
@@ -88,7 +90,7 @@ class Runtime:
         return self._db
 
     @property
-    def tokens(self) -> TokenResolver:
+    def tokens(self) -> CredentialResolver:
         if self._tokens is None:
             raise RuntimeError("the application has not started")
         return self._tokens
@@ -120,7 +122,9 @@ class Runtime:
             Queries(settings.db_dir / "queries"),
             publish_hints=publish_hints,
         )
-        self._tokens = TokenResolver(self._db, ttl=settings.token_cache_seconds)
+        self._tokens = CredentialResolver(
+            self._db, ttl=settings.token_cache_seconds, auth=settings.auth
+        )
         self._live = LiveUpdates(self._db, transport)
         worker_task = None
         if self._run_worker:
@@ -312,9 +316,11 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             raise HTTPException(
                 HTTP_405_METHOD_NOT_ALLOWED, "GraphQL only supports GET and POST requests."
             )
-        authorization = request.headers.get("authorization")
+        credentials = Credentials.of(request.headers.get("authorization"))
         try:
-            principal = await runtime.tokens.resolve(authorization)
+            principal = await runtime.tokens.resolve(credentials)
+        except (RoleNotHeld, NoAccess) as refusal:
+            raise HTTPException(HTTP_403_FORBIDDEN, str(refusal)) from None
         except Exception as error:
             if not is_unavailable(error):
                 raise
@@ -333,7 +339,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 Loaders(runtime.db),
                 runtime.live,
                 runtime.tokens,
-                authorization=authorization,
+                credentials=credentials,
                 response=response if isinstance(response, Response) else None,
                 effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
             )
@@ -344,11 +350,14 @@ class CaseworkGraphQL(GraphQL[Context, None]):
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         """connection_init: the token rides in its payload (forms: `authorization_of`)."""
-        authorization = authorization_of(context.connection_params)
-        principal = await self.runtime.tokens.resolve(authorization)
+        credentials = Credentials.of(authorization_of(context.connection_params))
+        try:
+            principal = await self.runtime.tokens.resolve(credentials)
+        except (RoleNotHeld, NoAccess) as refusal:
+            raise ConnectionRejectionError({"reason": str(refusal)}) from None
         if principal is None:
             raise ConnectionRejectionError({"reason": "a valid bearer token is required"})
-        context.principal, context.authorization = principal, authorization
+        context.principal, context.credentials = principal, credentials
         return cast(UnsetType, UNSET)
 
 
@@ -365,6 +374,8 @@ def _refusal_response(refusal: HTTPException) -> JSONResponse:
     if refusal.status_code == HTTP_401_UNAUTHORIZED:
         code = ErrorCode.UNAUTHENTICATED
         headers["WWW-Authenticate"] = "Bearer"
+    elif refusal.status_code == HTTP_403_FORBIDDEN:
+        code = ErrorCode.FORBIDDEN
     elif refusal.status_code == HTTP_503_SERVICE_UNAVAILABLE:
         code = ErrorCode.UNAVAILABLE
         headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
