@@ -32,10 +32,11 @@ from strawberry.http import GraphQLRequestData
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types.unset import UNSET, UnsetType
 
-from server.config import Settings
+from server.config import ConfigError, Settings
 from server.console import console_routes, graphiql_page
 from server.domain.identity.grants import NoAccess, RoleNotHeld
-from server.domain.identity.principals import CredentialResolver, Credentials
+from server.domain.identity.principals import CredentialResolver
+from server.domain.identity.rules import RuleFileError, RuleSet
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
@@ -55,6 +56,8 @@ from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.errors import is_unavailable
 from server.store.queries import Queries
+from server.web.cookies import CookieRefused, http_credentials, socket_credentials
+from server.web.login import Login
 from server.worker import ApplyWorker, worker_settings
 
 log = logging.getLogger("casework")
@@ -219,6 +222,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
     graphql_transport_ws_handler_class = TransportWSHandler
 
     def __init__(self, runtime: Runtime, *, dev: bool) -> None:
+        self.dev = dev
         super().__init__(
             build_schema(dev=dev),
             graphql_ide="graphiql" if dev else None,
@@ -316,10 +320,10 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             raise HTTPException(
                 HTTP_405_METHOD_NOT_ALLOWED, "GraphQL only supports GET and POST requests."
             )
-        credentials = Credentials.of(request.headers.get("authorization"))
         try:
+            credentials = http_credentials(request, runtime.settings, dev=self.dev)
             principal = await runtime.tokens.resolve(credentials)
-        except (RoleNotHeld, NoAccess) as refusal:
+        except (CookieRefused, RoleNotHeld, NoAccess) as refusal:
             raise HTTPException(HTTP_403_FORBIDDEN, str(refusal)) from None
         except Exception as error:
             if not is_unavailable(error):
@@ -346,14 +350,28 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         if request.scope.get("method") == "GET":
             # GraphiQL's page carries no token; the operations it sends do.
             return None
-        raise HTTPException(401, "a valid bearer token is required: Authorization: Bearer <token>")
+        raise HTTPException(
+            401,
+            "a valid bearer token is required (Authorization: Bearer <token>), "
+            "or a console session",
+        )
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
-        """connection_init: the token rides in its payload (forms: `authorization_of`)."""
-        credentials = Credentials.of(authorization_of(context.connection_params))
+        """connection_init: the token rides in its payload (forms: `authorization_of`), the
+        role as `role`; without a token, the upgrade request's session cookie counts."""
+        params = context.connection_params
+        role = params.get("role")
+        assert context.socket is not None
         try:
+            credentials = socket_credentials(
+                context.socket,
+                authorization_of(params),
+                role if isinstance(role, str) else None,
+                self.runtime.settings,
+                dev=self.dev,
+            )
             principal = await self.runtime.tokens.resolve(credentials)
-        except (RoleNotHeld, NoAccess) as refusal:
+        except (CookieRefused, RoleNotHeld, NoAccess) as refusal:
             raise ConnectionRejectionError({"reason": str(refusal)}) from None
         if principal is None:
             raise ConnectionRejectionError({"reason": "a valid bearer token is required"})
@@ -391,7 +409,7 @@ def _refusal_response(refusal: HTTPException) -> JSONResponse:
 
 # --- CORS: browser consoles on other origins (CASEWORK_ALLOWED_ORIGINS). ---
 # Outermost, so that refusals (401, 413, 503) carry the headers a console needs to read them.
-CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "X-Request-ID")
+CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "X-Casework-Role", "X-Request-ID")
 CORS_EXPOSED_HEADERS = ("Retry-After", "WWW-Authenticate", "X-Request-ID")
 CORS_MAX_AGE_SECONDS = 600
 
@@ -399,7 +417,8 @@ CORS_MAX_AGE_SECONDS = 600
 def cors(allowed_origins: tuple[str, ...]) -> Middleware:
     """Preflights answered by Starlette's CORSMiddleware: 200 for a listed origin, 400 for
     any other (with none listed, every cross-origin preflight is refused: same origin only).
-    Tokens travel in the Authorization header, never in cookies, so no credentials mode."""
+    Tokens travel in the Authorization header; the console's session cookie serves its
+    own origin only, so no credentials mode."""
     return Middleware(
         CORSMiddleware,
         allow_origins=list(allowed_origins),
@@ -423,6 +442,7 @@ def create_app(
     there (`casework serve --workers N`, N > 1)."""
     runtime = Runtime(app_dsn, settings or Settings.from_env(), run_worker=run_worker)
     graphql = CaseworkGraphQL(runtime, dev=dev)
+    login = Login(runtime.settings, dev=dev, db=lambda: runtime.db, rules=_rules(runtime.settings))
     metrics = MetricsEndpoint(
         runtime.settings,
         lambda: runtime.db,
@@ -438,6 +458,7 @@ def create_app(
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
             *console_routes(dev=dev),
+            *login.routes(),
             Route("/metrics", metrics.scrape, methods=["GET"]),
         ],
         middleware=[
@@ -447,3 +468,14 @@ def create_app(
         ],
         lifespan=runtime.lifespan,
     )
+
+
+def _rules(settings: Settings) -> RuleSet | None:
+    """The claim-mapping rules, read once at startup (with oidc): a bad file stops it."""
+    path = settings.auth.rules_file
+    if not settings.auth.oidc or path is None:
+        return None
+    try:
+        return RuleSet.load(path)
+    except RuleFileError as error:
+        raise ConfigError(f"CASEWORK_AUTH_RULES: {error}") from error

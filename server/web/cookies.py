@@ -18,6 +18,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import Response
 
 from server.config import Settings
+from server.domain.identity.principals import Credentials
 
 SESSION_COOKIE = "__Host-casework-session"
 DEV_SESSION_COOKIE = "casework-session"
@@ -88,8 +89,7 @@ def cookie_post_refusal(connection: HTTPConnection, settings: Settings) -> str |
     """Why a cookie-authenticated POST is refused before anything runs, or None."""
     if connection.headers.get(CSRF_HEADER) != "1":
         return (
-            "a request authenticated by the session cookie must carry the header "
-            "X-Casework-CSRF: 1"
+            "a request authenticated by the session cookie must carry the header X-Casework-CSRF: 1"
         )
     origin = connection.headers.get("origin")
     if origin is not None and origin not in own_origins(connection, settings).union(
@@ -105,3 +105,47 @@ def cookie_socket_refusal(connection: HTTPConnection, settings: Settings) -> str
     if origin is None or origin not in own_origins(connection, settings):
         return "a live connection authenticated by the session cookie must come from this site"
     return None
+
+
+class CookieRefused(Exception):
+    """A cookie-authenticated request without the CSRF header or from a foreign origin."""
+
+
+def http_credentials(request: HTTPConnection, settings: Settings, *, dev: bool) -> Credentials:
+    """What a /graphql request presents: its bearer token if it has one (the cookie is then
+    ignored), else the session cookie when sign-in by provider is on; and the role header.
+    Raises CookieRefused for a POST the cookie may not authenticate."""
+    role = request.headers.get(ROLE_HEADER)
+    credentials = Credentials.of(request.headers.get("authorization"), role=role)
+    if credentials.bearer is not None or not settings.auth.oidc:
+        return credentials
+    session = session_of(request, dev=dev)
+    if session is None:
+        return credentials
+    if request.scope.get("method") == "POST":
+        refusal = cookie_post_refusal(request, settings)
+        if refusal is not None:
+            raise CookieRefused(refusal)
+    return Credentials.of(None, session=session, role=role)
+
+
+def socket_credentials(
+    socket: HTTPConnection,
+    authorization: str | None,
+    role: str | None,
+    settings: Settings,
+    *,
+    dev: bool,
+) -> Credentials:
+    """What a websocket presents in connection_init (a token, a role), else the session
+    cookie of its upgrade request. Raises CookieRefused for a cookie from another origin."""
+    credentials = Credentials.of(authorization, role=role)
+    if credentials.bearer is not None or not settings.auth.oidc:
+        return credentials
+    session = session_of(socket, dev=dev)
+    if session is None:
+        return credentials
+    refusal = cookie_socket_refusal(socket, settings)
+    if refusal is not None:
+        raise CookieRefused(refusal)
+    return Credentials.of(None, session=session, role=role)

@@ -84,16 +84,14 @@ class Login:
         dev: bool,
         db: Callable[[], Database],
         rules: RuleSet | None,
-        forget_session: Callable[[str], None] = lambda secret: None,
     ) -> None:
-        """db: the running pool (read per request); forget_session: drops a session from
-        the credential cache at logout, so it stops working at once in this process."""
+        """db: the running pool (read per request); rules: the claim-mapping rules, loaded
+        once at startup (None without oidc)."""
         self.settings = settings
         self.auth = settings.auth
         self.dev = dev
         self._db = db
         self._rules = rules
-        self._forget_session = forget_session
         self._oauth = OAuth()
         if self.auth.oidc:
             self._oauth.register(
@@ -146,7 +144,8 @@ class Login:
     async def login(self, request: Request) -> Response:
         if not self.auth.oidc:
             return sign_in_failed_page(
-                request, reason="This Casework does not sign in with an identity provider.",
+                request,
+                reason="This Casework does not sign in with an identity provider.",
                 status_code=404,
             )
         query = request.query_params
@@ -163,7 +162,9 @@ class Login:
 
     async def callback(self, request: Request) -> Response:
         if not self.auth.oidc or self._rules is None:
-            return sign_in_failed_page(request, reason="Sign-in is not configured.", status_code=404)
+            return sign_in_failed_page(
+                request, reason="Sign-in is not configured.", status_code=404
+            )
         try:
             token = await self.client.authorize_access_token(request)
         except OAuthError as error:
@@ -216,17 +217,26 @@ class Login:
         secret = cookies.session_of(request, dev=self.dev)
         if secret is not None:
             ended = await end_session(self._db(), secret, SessionEnd.LOGOUT)
-            self._forget_session(secret)
+            # Within CASEWORK_TOKEN_CACHE_SECONDS every process refuses it, as a revoked token.
             if ended is not None and self.auth.oidc:
-                logout = await self.client.create_logout_url(
-                    post_logout_redirect_uri=home,
-                    id_token_hint=ended.id_token,
-                    state=secrets.token_urlsafe(16),
-                )
-                location = str(logout["url"])
+                location = await self._end_session_url(home, ended.id_token)
         response = JSONResponse({"location": location}, headers={"cache-control": "no-store"})
         cookies.clear_session_cookie(response, request, dev=self.dev)
         return response
+
+    async def _end_session_url(self, home: str, id_token: str | None) -> str:
+        """The provider's end-session URL (RP-initiated logout), or `home` when the provider
+        has none (the Casework session has ended either way)."""
+        try:
+            logout = await self.client.create_logout_url(
+                post_logout_redirect_uri=home,
+                id_token_hint=id_token,
+                state=secrets.token_urlsafe(16),
+            )
+        except RuntimeError as error:
+            log.info("logout: the provider has no end-session endpoint: %s", error)
+            return home
+        return str(logout["url"])
 
 
 def _text(value: object) -> str | None:

@@ -25,7 +25,8 @@ _PAGE = """<!doctype html>
   <body>
     <main class="signin" id="main">
       <div class="signin-card">
-        <div class="brand brand-large"><span class="brand-mark" aria-hidden="true"></span>Casework</div>
+        <div class="brand brand-large"><span class="brand-mark" aria-hidden="true"></span>
+          Casework</div>
         <h1>{title}</h1>
 {body}
       </div>
@@ -36,9 +37,7 @@ _PAGE = """<!doctype html>
 
 
 def _page(request: Request, title: str, body: str, status_code: int) -> HTMLResponse:
-    response = HTMLResponse(
-        _PAGE.format(title=escape(title), body=body), status_code=status_code
-    )
+    response = HTMLResponse(_PAGE.format(title=escape(title), body=body), status_code=status_code)
     for name, value in security_headers(request.scope):
         response.headers[name.decode()] = value.decode()
     return response
