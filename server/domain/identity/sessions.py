@@ -66,13 +66,13 @@ class LiveSession:
     expires_at: datetime
 
 
-def grants_json(grants: tuple[Grant, ...]) -> str:
-    return json.dumps(
-        [
-            {"role": grant.role.value, "queues": list(grant.queues), "rules": list(grant.rules)}
-            for grant in grants
-        ]
-    )
+def grants_json(grants: tuple[Grant, ...]) -> list[dict[str, Any]]:
+    """The grants as the jsonb column holds them (the pool's codec encodes the list: a str
+    would be stored as one JSON string, which the column's CHECK refuses)."""
+    return [
+        {"role": grant.role.value, "queues": list(grant.queues), "rules": list(grant.rules)}
+        for grant in grants
+    ]
 
 
 def grants_from_json(raw: str | list[dict[str, Any]]) -> tuple[Grant, ...]:
