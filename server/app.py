@@ -36,7 +36,7 @@ from server.config import Settings
 from server.console import console_routes, graphiql_page
 from server.domain.identity.access_tokens import AccessTokenVerifier, ProviderUnavailable
 from server.domain.identity.grants import NoAccess, RoleNotHeld
-from server.domain.identity.principals import CredentialResolver, Credentials
+from server.domain.identity.principals import CredentialResolver
 from server.domain.identity.provider_tokens import (
     ProviderAccessTokens,
     load_rules,
@@ -61,13 +61,13 @@ from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.errors import is_unavailable
 from server.store.queries import Queries
+from server.web.cookies import CookieRefused, http_credentials, socket_credentials
+from server.web.login import Login
 from server.worker import ApplyWorker, worker_settings
 
 log = logging.getLogger("casework")
 
 MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
-# The role a request acts under, for a principal the rules gave several (default: the first).
-ROLE_HEADER = "x-casework-role"
 # The methods /graphql answers over HTTP (a CORS preflight never reaches the view).
 GRAPHQL_METHODS = frozenset({"GET", "POST"})
 GC_THRESHOLDS = (50_000, 20, 10)
@@ -240,6 +240,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
     graphql_transport_ws_handler_class = TransportWSHandler
 
     def __init__(self, runtime: Runtime, *, dev: bool) -> None:
+        self.dev = dev
         super().__init__(
             build_schema(dev=dev),
             graphql_ide="graphiql" if dev else None,
@@ -337,12 +338,10 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             raise HTTPException(
                 HTTP_405_METHOD_NOT_ALLOWED, "GraphQL only supports GET and POST requests."
             )
-        credentials = Credentials.of(
-            request.headers.get("authorization"), role=request.headers.get(ROLE_HEADER)
-        )
         try:
+            credentials = http_credentials(request, runtime.settings, dev=self.dev)
             principal = await runtime.tokens.resolve(credentials)
-        except (RoleNotHeld, NoAccess) as refusal:
+        except (CookieRefused, RoleNotHeld, NoAccess) as refusal:
             raise HTTPException(HTTP_403_FORBIDDEN, str(refusal)) from None
         except ProviderUnavailable as error:
             log.warning("access token: the identity provider is unreachable: %r", error)
@@ -376,18 +375,28 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         if request.scope.get("method") == "GET":
             # GraphiQL's page carries no token; the operations it sends do.
             return None
-        raise HTTPException(401, "a valid bearer token is required: Authorization: Bearer <token>")
+        raise HTTPException(
+            401,
+            "a valid bearer token is required (Authorization: Bearer <token>), "
+            "or a console session",
+        )
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
-        """connection_init: the token rides in its payload (forms: `authorization_of`)."""
-        role = context.connection_params.get("role")
-        credentials = Credentials.of(
-            authorization_of(context.connection_params),
-            role=role if isinstance(role, str) else None,
-        )
+        """connection_init: the token rides in its payload (forms: `authorization_of`), the
+        role as `role`; without a token, the upgrade request's session cookie counts."""
+        params = context.connection_params
+        role = params.get("role")
+        assert context.socket is not None
         try:
+            credentials = socket_credentials(
+                context.socket,
+                authorization_of(params),
+                role if isinstance(role, str) else None,
+                self.runtime.settings,
+                dev=self.dev,
+            )
             principal = await self.runtime.tokens.resolve(credentials)
-        except (RoleNotHeld, NoAccess) as refusal:
+        except (CookieRefused, RoleNotHeld, NoAccess) as refusal:
             raise ConnectionRejectionError({"reason": str(refusal)}) from None
         if principal is None:
             raise ConnectionRejectionError({"reason": "a valid bearer token is required"})
@@ -425,7 +434,7 @@ def _refusal_response(refusal: HTTPException) -> JSONResponse:
 
 # --- CORS: browser consoles on other origins (CASEWORK_ALLOWED_ORIGINS). ---
 # Outermost, so that refusals (401, 413, 503) carry the headers a console needs to read them.
-CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "X-Request-ID", "X-Casework-Role")
+CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "X-Casework-Role", "X-Request-ID")
 CORS_EXPOSED_HEADERS = ("Retry-After", "WWW-Authenticate", "X-Request-ID")
 CORS_MAX_AGE_SECONDS = 600
 
@@ -433,7 +442,8 @@ CORS_MAX_AGE_SECONDS = 600
 def cors(allowed_origins: tuple[str, ...]) -> Middleware:
     """Preflights answered by Starlette's CORSMiddleware: 200 for a listed origin, 400 for
     any other (with none listed, every cross-origin preflight is refused: same origin only).
-    Tokens travel in the Authorization header, never in cookies, so no credentials mode."""
+    Tokens travel in the Authorization header; the console's session cookie serves its
+    own origin only, so no credentials mode."""
     return Middleware(
         CORSMiddleware,
         allow_origins=list(allowed_origins),
@@ -457,6 +467,7 @@ def create_app(
     there (`casework serve --workers N`, N > 1)."""
     runtime = Runtime(app_dsn, settings or Settings.from_env(), run_worker=run_worker)
     graphql = CaseworkGraphQL(runtime, dev=dev)
+    login = Login(runtime.settings, dev=dev, db=lambda: runtime.db, rules=runtime.rules)
     metrics = MetricsEndpoint(
         runtime.settings,
         lambda: runtime.db,
@@ -472,6 +483,7 @@ def create_app(
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
             *console_routes(dev=dev),
+            *login.routes(),
             Route("/metrics", metrics.scrape, methods=["GET"]),
         ],
         middleware=[

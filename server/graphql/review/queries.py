@@ -14,8 +14,9 @@ from server.domain.parsing import parse_id
 from server.domain.review import queues
 from server.graphql.codes import ClientError, ErrorCode
 from server.graphql.context import Context
+from server.graphql.review.me import Me
 from server.graphql.review.queues import Queue
-from server.graphql.review.types import Decision, Me, ReviewItem
+from server.graphql.review.types import Decision, ReviewItem
 
 
 def _parse_id(value: strawberry.ID, field: str) -> int:
@@ -62,7 +63,6 @@ class Query:
         found = await info.context.loaders.decision.load(_parse_id(id, "id"))
         return Decision.from_domain(found) if _visible(found, info.context.principal) else None
 
-    @strawberry.field(description="Who the bearer token belongs to.")
+    @strawberry.field(description="Who the credentials belong to, and how they signed in.")
     def me(self, info: Info[Context, None]) -> Me:
-        principal = info.context.principal
-        return Me(user=principal.user, role=principal.role.value, queues=sorted(principal.queues))
+        return Me.of(info.context.principal)

@@ -12,7 +12,7 @@ from strawberry.types import Info
 
 from server.domain import model, reads
 from server.domain.quality import audit
-from server.domain.review import apply, leases
+from server.domain.review import apply
 from server.graphql.context import Context
 from server.graphql.controls.types import Assignment, Hold
 from server.graphql.loaders import AuditKey
@@ -397,18 +397,3 @@ class HeldLease:
             lease_token=str(claim.lease_token),
             lease_expires_at=claim.lease_expires_at,
         )
-
-
-@strawberry.type
-class Me:
-    user: str
-    role: str
-    queues: list[str]
-
-    @strawberry.field(
-        description="Your live leases, soonest to run out first, with their tokens: a "
-        "reloaded console takes its work up again from here."
-    )
-    async def leases(self, info: Info[Context, None]) -> list[HeldLease]:
-        found = await leases.held_leases(info.context.db, info.context.principal)
-        return [HeldLease.from_domain(claim) for claim in found]

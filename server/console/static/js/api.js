@@ -30,15 +30,27 @@ function observeClock(response, sentAt, receivedAt) {
   skewMs = Math.abs(observed) > 1500 + (receivedAt - sentAt) ? observed : 0;
 }
 
+/** The headers of a request: the bearer token, or (signed in by the provider) none but the
+ *  CSRF header the server asks of cookie-authenticated POSTs; and the chosen role. */
+function headersFor(token) {
+  const headers = { "content-type": "application/json" };
+  if (token) headers.authorization = `Bearer ${token}`;
+  else headers["x-casework-csrf"] = "1";
+  const role = session.role();
+  if (role) headers["x-casework-role"] = role;
+  return headers;
+}
+
 export async function graphql(query, variables = {}, { token = session.token() } = {}) {
   const sentAt = Date.now();
   let response;
   try {
     response = await fetch("/graphql", {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      headers: headersFor(token),
       body: JSON.stringify({ query, variables }),
-      credentials: "omit",
+      // The session cookie rides only to this origin; with a token, no cookie is needed.
+      credentials: token ? "omit" : "same-origin",
       cache: "no-store",
     });
   } catch (error) {
@@ -72,7 +84,11 @@ export async function call(query, variables = {}) {
     return await graphql(query, variables);
   } catch (error) {
     if (error instanceof ApiError && error.code === "UNAUTHENTICATED") {
-      session.signOut("Your token is no longer accepted (revoked or expired). Sign in again.");
+      session.signOut(
+        session.byCookie()
+          ? "Your session has ended (signed out, timed out or revoked). Sign in again."
+          : "Your token is no longer accepted (revoked or expired). Sign in again.",
+      );
     }
     throw error;
   }

@@ -1,14 +1,16 @@
 // The console's shell: sign-in, the header (who you are, the connection), the sections and
 // the hash router. Routes hold no secret: #/queue/kyc, #/item/42, #/exceptions/exc_…, #/manage/….
 
-import { ApiError, graphql } from "./api.js";
+import { graphql } from "./api.js";
 import { forgetClaim } from "./claim.js";
 import { h, fill } from "./dom.js";
 import { words } from "./format.js";
 import * as live from "./live.js";
 import * as ops from "./operations.js";
+import { roleSwitch } from "./roles.js";
 import * as session from "./session.js";
 import * as shortcuts from "./shortcuts.js";
+import { signInOptions, signInPage, signOut } from "./signin.js";
 import { exceptionPage, exceptionsPage } from "./exceptions.js";
 import { itemPage } from "./item.js";
 import { managerHome, queueManagerPage, workflowManagerPage } from "./manager.js";
@@ -36,82 +38,6 @@ function section(hash) {
   if (hash.startsWith("#/exceptions")) return "exceptions";
   if (hash.startsWith("#/manage")) return "manage";
   return "review";
-}
-
-// ---- Sign-in ----------------------------------------------------------------------------
-
-function signInPage(reason) {
-  const input = h("input", {
-    id: "token",
-    name: "token",
-    type: "text",
-    class: "input input-secret",
-    autocomplete: "off",
-    autocapitalize: "off",
-    spellcheck: "false",
-    placeholder: "cw_…",
-    required: true,
-  });
-  const problem = h("div", { class: "form-problem", role: "alert" });
-  const button = h("button", { type: "submit", class: "button button-primary button-wide" }, "Sign in");
-  const form = h(
-    "form",
-    { class: "signin-form", novalidate: true },
-    h("label", { for: "token", class: "label" }, "Token"),
-    input,
-    h(
-      "p",
-      { class: "hint" },
-      "The bearer token printed by ",
-      h("code", {}, "casework token create"),
-      " (or by ",
-      h("code", {}, "casework serve --demo"),
-      "). It stays in this tab only and is forgotten when the tab closes.",
-    ),
-    problem,
-    button,
-  );
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const token = input.value.trim();
-    if (!token) {
-      fill(problem, "Paste your token first.");
-      return;
-    }
-    button.disabled = true;
-    fill(problem);
-    try {
-      const { me } = await graphql(ops.ME, {}, { token });
-      input.value = "";
-      session.signIn(token, me);
-    } catch (error) {
-      fill(
-        problem,
-        error instanceof ApiError && error.code === "UNAUTHENTICATED"
-          ? "That token was not accepted. Check that it was copied whole, or ask an admin for a new one."
-          : `Could not sign in: ${error.message}`,
-      );
-    } finally {
-      button.disabled = false;
-    }
-  });
-  fill(
-    root,
-    h(
-      "main",
-      { class: "signin", id: "main" },
-      h(
-        "div",
-        { class: "signin-card" },
-        h("div", { class: "brand brand-large" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "Casework"),
-        h("h1", {}, "Review console"),
-        h("p", { class: "muted" }, "Claim review items, decide them, work exceptions, and watch the queues."),
-        reason ? h("div", { class: "notice notice-warning", role: "status" }, reason) : null,
-        form,
-      ),
-    ),
-  );
-  input.focus();
 }
 
 // ---- The shell --------------------------------------------------------------------------
@@ -145,7 +71,7 @@ function header(me) {
     h(
       "div",
       { class: "who", "aria-label": "Signed in as" },
-      h("span", { class: "who-user", text: me.user }),
+      h("span", { class: "who-user", text: me.displayName || me.user }),
       h("span", { class: "who-role", text: words(me.role) }),
       h("span", { class: "who-queues", title: queues, text: queues }),
     ),
@@ -154,11 +80,8 @@ function header(me) {
       { type: "button", class: "icon-button", "aria-label": "Keyboard shortcuts", title: "Keyboard shortcuts (?)", onclick: shortcuts.showShortcuts },
       "?",
     ),
-    h(
-      "button",
-      { type: "button", class: "button button-quiet", onclick: () => session.signOut() },
-      "Sign out",
-    ),
+    roleSwitch(me),
+    h("button", { type: "button", class: "button button-quiet", onclick: () => signOut() }, "Sign out"),
   );
 }
 
@@ -231,7 +154,7 @@ function start(me, reason) {
     forgetClaim();
     live.disconnect();
     main = null;
-    signInPage(reason);
+    signInPage(root, reason);
     return;
   }
   live.connect();
@@ -246,7 +169,18 @@ session.onChange(start);
 (async () => {
   const saved = session.token();
   if (!saved) {
-    signInPage();
+    // Signed in with the identity provider? Then the session cookie answers `me`.
+    const { modes } = await signInOptions();
+    if (modes.includes("oidc")) {
+      try {
+        const { me } = await graphql(ops.ME, {}, { token: null });
+        session.signIn(null, me);
+        return;
+      } catch {
+        // No session (or it ended): the sign-in page.
+      }
+    }
+    signInPage(root);
     return;
   }
   try {

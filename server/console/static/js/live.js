@@ -50,8 +50,13 @@ export function connect() {
   const connection = createClient({
     url: socketUrl(),
     lazy: false,
-    // The token rides in connection_init, never in the URL.
-    connectionParams: () => ({ authorization: `Bearer ${session.token()}` }),
+    // The token rides in connection_init, never in the URL; signed in by the provider, the
+    // session cookie rides the upgrade request instead. The chosen role goes along.
+    connectionParams: () => {
+      const params = session.token() ? { authorization: `Bearer ${session.token()}` } : {};
+      if (session.role()) params.role = session.role();
+      return params;
+    },
     keepAlive: 10_000,
     retryAttempts: Infinity,
     // 4403: the token was refused or revoked; retrying would not help.
@@ -71,7 +76,7 @@ export function connect() {
         if (client !== connection) return;
         if (event && event.code === FORBIDDEN) {
           setState("refused");
-          session.signOut("The server refused this token on the live connection. Sign in again.");
+          session.signOut("The server refused this sign-in on the live connection. Sign in again.");
           return;
         }
         setState(everConnected ? "reconnecting" : "connecting");

@@ -2,7 +2,7 @@
 // against a production-mode server, and each document stays inside the server's limits
 // (depth 10, 2,000 tokens, a cost of 10,000 rows; a `first` is written into the text).
 
-export const ME = `query Me { me { user role queues } }`;
+export const ME = `query Me { me { user role queues activeRole displayName grants { role queues rules } authentication { kind } } }`;
 
 export const QUEUES = `
 query Queues {
