@@ -32,6 +32,7 @@ class AuthMode(enum.Enum):
 
 DEFAULT_SESSION_IDLE_SECONDS = 8 * 3600
 DEFAULT_SESSION_MAX_SECONDS = 12 * 3600
+DEFAULT_SESSION_REFRESH_SECONDS = 300
 DEFAULT_OIDC_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
 
 
@@ -55,6 +56,8 @@ class AuthSettings:
     oidc_scopes: str = "openid profile email"
     session_idle_seconds: int = DEFAULT_SESSION_IDLE_SECONDS
     session_max_seconds: int = DEFAULT_SESSION_MAX_SECONDS
+    # How old a session's grants may get before they are recomputed with a refresh token.
+    session_refresh_seconds: int = DEFAULT_SESSION_REFRESH_SECONDS
     # Signs the short-lived login-state cookie (state, nonce, PKCE verifier). Every process
     # of a deployment needs the same one; unset, each process makes its own (one process).
     session_secret: str | None = None
@@ -127,6 +130,12 @@ class AuthSettings:
             ),
             session_max_seconds=_integer(
                 env, "CASEWORK_SESSION_MAX_SECONDS", DEFAULT_SESSION_MAX_SECONDS, minimum=60
+            ),
+            session_refresh_seconds=_integer(
+                env,
+                "CASEWORK_SESSION_REFRESH_SECONDS",
+                DEFAULT_SESSION_REFRESH_SECONDS,
+                minimum=1,
             ),
             session_secret=env.get("CASEWORK_SESSION_SECRET") or None,
             public_url=(env.get("CASEWORK_PUBLIC_URL") or "").rstrip("/") or None,

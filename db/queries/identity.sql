@@ -141,3 +141,50 @@ RETURNING jti;
 
 -- name: queue_names_list
 SELECT name FROM queues ORDER BY name;
+
+-- name: sessions_claim_refresh
+-- Up to :limit live sessions with a refresh token whose grants are older than
+-- :refresh_seconds, claimed for this process (a claim older than :lease_seconds is taken
+-- over). SKIP LOCKED: processes claiming at once each take other sessions, never the same.
+UPDATE sessions AS s
+SET refresh_claimed_at = clock_timestamp()
+FROM principals AS p
+WHERE p.id = s.principal_id
+  AND s.id IN (
+      SELECT id FROM sessions
+      WHERE ended_at IS NULL
+        AND refresh_token IS NOT NULL
+        AND grants_at < now() - make_interval(secs => :refresh_seconds)
+        AND expires_at > now()
+        AND last_seen_at > now() - make_interval(secs => idle_seconds)
+        AND (refresh_claimed_at IS NULL
+             OR refresh_claimed_at < now() - make_interval(secs => :lease_seconds))
+      ORDER BY grants_at
+      LIMIT :limit
+      FOR UPDATE SKIP LOCKED
+  )
+RETURNING s.id, s.refresh_token, s.refresh_claimed_at AS claimed_at, p.issuer, p.subject,
+          p.user_name;
+
+-- name: session_refreshed
+-- The refresh's outcome, written only while this process's claim holds.
+UPDATE sessions
+SET grants = :grants, grants_at = now(), refresh_claimed_at = NULL,
+    refresh_token = coalesce(:refresh_token, refresh_token),
+    id_token = coalesce(:id_token, id_token)
+WHERE id = :session_id AND refresh_claimed_at = :claimed_at AND ended_at IS NULL
+RETURNING id;
+
+-- name: session_refresh_release
+-- Nothing learnt (the provider could not be asked): the session is due again next round.
+UPDATE sessions
+SET refresh_claimed_at = NULL
+WHERE id = :session_id AND refresh_claimed_at = :claimed_at
+RETURNING id;
+
+-- name: session_refresh_end
+-- The provider refused the refresh, or the rules grant nothing now: the session ends.
+UPDATE sessions
+SET ended_at = now(), end_reason = :reason, refresh_claimed_at = NULL
+WHERE id = :session_id AND refresh_claimed_at = :claimed_at AND ended_at IS NULL
+RETURNING id;

@@ -1,5 +1,6 @@
 """Verifying the provider's JWTs: access tokens presented as `Authorization: Bearer` (RFC 9068
-profile) and back-channel logout tokens (OpenID Connect Back-Channel Logout 1.0).
+profile), back-channel logout tokens (OpenID Connect Back-Channel Logout 1.0), and the ID
+tokens a refresh-token grant returns (`aud` is then the client id, `typ` JWT where present).
 
 `AccessTokenVerifier(issuer, audience)` discovers the provider's `jwks_uri` from
 `<issuer>/.well-known/openid-configuration` and keeps its keys. A token is accepted only when:
@@ -14,22 +15,21 @@ profile) and back-channel logout tokens (OpenID Connect Back-Channel Logout 1.0)
 - `iss` is exactly the issuer, `aud` (a string or a list) contains the audience, `exp` has not
   passed and `nbf` has, both with `leeway_seconds`.
 
-Keys are cached. An unknown `kid` makes the verifier fetch the JWKS again, as does a key set
-older than `max_key_age_seconds` (so a retired key stops working), but never more than one
-fetch per `refetch_interval_seconds`, the first fetch included: a flood of tokens with made-up
-kids costs the provider one request per interval. Concurrent callers share the fetch in
-flight. When the provider cannot be reached the last good keys stay in use; only when there
-are none at all does `verify` raise `ProviderUnavailable` (an outage, not the caller's fault).
+Keys are cached (provider_keys.py). An unknown `kid` makes the verifier fetch the JWKS
+again, as does a key set older than `max_key_age_seconds` (so a retired key stops working),
+but never more than one fetch per `refetch_interval_seconds`, the first fetch included: a
+flood of tokens with made-up kids costs the provider one request per interval. Concurrent
+callers share the fetch in flight. When the provider cannot be reached the last good keys
+stay in use; only when there are none at all does `verify` raise `ProviderUnavailable` (an
+outage, not the caller's fault).
 
-Refusals raise `AccessTokenRefused` (or `LogoutTokenRefused`) with a `RefusalReason` and a
-detail meant for one log line: never the token itself.
+Refusals raise `AccessTokenRefused` (`LogoutTokenRefused`, `IdTokenRefused`) with a
+`RefusalReason` and a detail meant for one log line: never the token itself.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,33 +40,22 @@ from typing import Any
 import httpx
 from joserfc import jws
 from joserfc.errors import JoseError
-from joserfc.jwk import ECKey, Key, OKPKey, RSAKey, import_key
+from joserfc.jwk import Key
 
-log = logging.getLogger("casework.identity")
+from server.domain.identity.provider_keys import KEY_TYPES, ProviderKeys
+from server.domain.identity.provider_keys import ProviderUnavailable as ProviderUnavailable
 
 MAX_TOKEN_BYTES = 8 * 1024
 DEFAULT_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
 ACCESS_TOKEN_TYPES = frozenset({"at+jwt", "application/at+jwt"})
 LOGOUT_TOKEN_TYPES = frozenset({"logout+jwt", "application/logout+jwt"})
+ID_TOKEN_TYPES = frozenset({"jwt"})
 BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"
 # A logout token older than this is refused: whoever records the jti of accepted tokens (to
 # refuse a replay) needs to keep them this long, plus the leeway.
 LOGOUT_TOKEN_MAX_AGE_SECONDS = 600
 # Claims only an ID token carries: a token with one of them is not an access token.
 ID_TOKEN_CLAIMS = ("nonce", "at_hash", "c_hash", "s_hash")
-HTTP_TIMEOUT_SECONDS = 5.0
-_KEY_TYPES: Mapping[str, tuple[type[Key], str | None]] = {
-    "RS256": (RSAKey, None),
-    "RS384": (RSAKey, None),
-    "RS512": (RSAKey, None),
-    "PS256": (RSAKey, None),
-    "PS384": (RSAKey, None),
-    "PS512": (RSAKey, None),
-    "ES256": (ECKey, "P-256"),
-    "ES384": (ECKey, "P-384"),
-    "ES512": (ECKey, "P-521"),
-    "EdDSA": (OKPKey, None),
-}
 
 
 class RefusalReason(StrEnum):
@@ -105,8 +94,8 @@ class LogoutTokenRefused(TokenRefused):
     pass
 
 
-class ProviderUnavailable(Exception):
-    """The provider's keys could not be fetched and none were ever fetched: an outage."""
+class IdTokenRefused(TokenRefused):
+    pass
 
 
 @dataclass(frozen=True)
@@ -179,10 +168,10 @@ class AccessTokenVerifier:
         max_key_age_seconds: float = 3600,
         http: httpx.AsyncClient | None = None,
     ) -> None:
-        unsupported = [alg for alg in algorithms if alg not in _KEY_TYPES]
+        unsupported = [alg for alg in algorithms if alg not in KEY_TYPES]
         if unsupported or not algorithms:
             raise ValueError(
-                f"algorithms must be asymmetric signature algorithms from {sorted(_KEY_TYPES)};"
+                f"algorithms must be asymmetric signature algorithms from {sorted(KEY_TYPES)};"
                 f" refused: {unsupported or 'an empty list'}"
             )
         self.issuer = issuer
@@ -190,7 +179,7 @@ class AccessTokenVerifier:
         self.algorithms = algorithms
         self.accept_typ_jwt = accept_typ_jwt
         self.leeway_seconds = leeway_seconds
-        self._keys = _KeyCache(
+        self._keys = ProviderKeys(
             issuer, http, refetch_interval=refetch_interval_seconds, max_age=max_key_age_seconds
         )
 
@@ -212,13 +201,31 @@ class AccessTokenVerifier:
             raise AccessTokenRefused(
                 RefusalReason.AUDIENCE, f"audience {audiences} does not include {self.audience}"
             )
-        now = time.time()
-        expires_at = self._check_times(claims, now, AccessTokenRefused)
-        subject = claims.get("sub")
-        if not isinstance(subject, str) or not subject:
-            raise AccessTokenRefused(RefusalReason.MISSING_CLAIM, "the token has no sub")
         client_id = claims.get("client_id", claims.get("azp", claims.get("appid")))
-        acr = claims.get("acr")
+        return self._identity(claims, client_id, AccessTokenRefused)
+
+    async def verify_id_token(self, token: str, *, client_id: str) -> VerifiedToken:
+        """An ID token issued to `client_id` (a refresh-token grant's), or IdTokenRefused."""
+        claims = (await self._verified(token, IdTokenRefused, ID_TOKEN_TYPES)).claims
+        if client_id not in _audiences(claims):
+            raise IdTokenRefused(
+                RefusalReason.AUDIENCE,
+                f"audience {_audiences(claims)} does not include the client {client_id}",
+            )
+        return self._identity(claims, client_id, IdTokenRefused)
+
+    async def endpoint(self, name: str) -> str:
+        """An endpoint of the provider's discovery document (`token_endpoint`, ...), read
+        with its keys. Raises ProviderUnavailable when it cannot be had."""
+        return await self._keys.endpoint(name)
+
+    def _identity(
+        self, claims: dict[str, Any], client_id: object, refused: type[TokenRefused]
+    ) -> VerifiedToken:
+        expires_at = self._check_times(claims, time.time(), refused)
+        subject, acr = claims.get("sub"), claims.get("acr")
+        if not isinstance(subject, str) or not subject:
+            raise refused(RefusalReason.MISSING_CLAIM, "the token has no sub")
         return VerifiedToken(
             issuer=self.issuer,
             subject=subject,
@@ -341,129 +348,3 @@ def _signature_ok(token: str, key: Key, alg: str) -> bool:
     except JoseError:
         return False
     return True
-
-
-def _fits(key: Key, alg: str) -> bool:
-    key_type, curve = _KEY_TYPES[alg]
-    if not isinstance(key, key_type):
-        return False
-    if curve is not None and key.get("crv") != curve:
-        return False
-    if alg == "EdDSA" and key.get("crv") not in ("Ed25519", "Ed448"):
-        return False
-    return key.get("alg") in (None, alg) and key.get("use") in (None, "sig")
-
-
-def _import_keys(jwks: Any) -> dict[str | None, list[Key]]:
-    """The usable public keys of a JWKS by kid; keys this verifier cannot use are skipped."""
-    if not isinstance(jwks, dict) or not isinstance(jwks.get("keys"), list):
-        raise ValueError("the JWKS has no keys list")
-    found: dict[str | None, list[Key]] = {}
-    for data in jwks["keys"]:
-        if not isinstance(data, dict) or data.get("kty") not in ("RSA", "EC", "OKP"):
-            continue
-        try:
-            key = import_key(data)
-        except (JoseError, ValueError) as error:
-            log.warning("skipping a JWKS key (kid %r): %s", data.get("kid"), error)
-            continue
-        found.setdefault(key.kid, []).append(key)
-    return found
-
-
-class _KeyCache:
-    """The provider's keys, fetched on demand, at most once per refetch interval."""
-
-    def __init__(
-        self,
-        issuer: str,
-        http: httpx.AsyncClient | None,
-        *,
-        refetch_interval: float,
-        max_age: float,
-    ) -> None:
-        self._issuer = issuer
-        self._own_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS)
-        self._refetch_interval = refetch_interval
-        self._max_age = max_age
-        self._keys: dict[str | None, list[Key]] | None = None
-        self._jwks_uri: str | None = None
-        self._fetched_at = float("-inf")  # the last good fetch (time.monotonic())
-        self._tried_at = float("-inf")  # the last attempt, good or not
-        self._fetch: asyncio.Task[None] | None = None
-        self.last_fetch_ok = True
-
-    async def aclose(self) -> None:
-        if self._own_http:
-            await self._http.aclose()
-
-    async def keys_for(self, kid: str | None, alg: str) -> list[Key]:
-        """The keys that may have signed an `alg` token with `kid` (no kid: every key of that
-        type). Raises ProviderUnavailable when no keys were ever fetched."""
-        now = time.monotonic()
-        if self._keys is None or now - self._fetched_at > self._max_age:
-            await self._refetch()
-        found = self._lookup(kid, alg)
-        if not found:
-            await self._refetch()
-            found = self._lookup(kid, alg)
-        return found
-
-    def _lookup(self, kid: str | None, alg: str) -> list[Key]:
-        if self._keys is None:
-            return []
-        if kid is None:
-            candidates = [key for keys in self._keys.values() for key in keys]
-        else:
-            candidates = self._keys.get(kid, [])
-        return [key for key in candidates if _fits(key, alg)]
-
-    async def _refetch(self) -> None:
-        """Fetches the JWKS unless one was tried within the interval; callers arriving while
-        a fetch runs share it. Raises ProviderUnavailable when there are still no keys."""
-        if self._fetch is None:
-            if time.monotonic() - self._tried_at < self._refetch_interval:
-                if self._keys is None:
-                    raise ProviderUnavailable(f"the keys of {self._issuer} could not be fetched")
-                return
-            self._tried_at = time.monotonic()
-            self._fetch = asyncio.ensure_future(self._fetch_keys())
-        # Shielded: a caller that gives up does not cancel the fetch the others wait for.
-        await asyncio.shield(self._fetch)
-        if self._keys is None:
-            raise ProviderUnavailable(f"the keys of {self._issuer} could not be fetched")
-
-    async def _fetch_keys(self) -> None:
-        try:
-            await self._fetch_keys_once()
-        finally:
-            self._fetch = None
-
-    async def _fetch_keys_once(self) -> None:
-        try:
-            if self._jwks_uri is None:
-                self._jwks_uri = await self._discover()
-            response = await self._http.get(self._jwks_uri)
-            response.raise_for_status()
-            keys = _import_keys(response.json())
-        except (httpx.HTTPError, ValueError) as error:
-            self.last_fetch_ok = False
-            kept = "keeping the last good keys" if self._keys is not None else "no keys yet"
-            log.warning("the JWKS of %s could not be fetched (%s); %s", self._issuer, error, kept)
-            return
-        self._keys = keys
-        self._fetched_at = time.monotonic()
-        self.last_fetch_ok = True
-
-    async def _discover(self) -> str:
-        url = f"{self._issuer.rstrip('/')}/.well-known/openid-configuration"
-        response = await self._http.get(url)
-        response.raise_for_status()
-        document = response.json()
-        if not isinstance(document, dict) or document.get("issuer") != self._issuer:
-            raise ValueError(f"{url} names another issuer")
-        jwks_uri = document.get("jwks_uri")
-        if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("https://", "http://")):
-            raise ValueError(f"{url} has no jwks_uri")
-        return jwks_uri

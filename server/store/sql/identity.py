@@ -68,3 +68,22 @@ LOGOUT_TOKEN_INSERT = Query("logout_token_insert", lambda *, issuer, jti: None)
 
 # db/queries/identity.sql:142
 QUEUE_NAMES_LIST = Query("queue_names_list", lambda: None)
+
+# db/queries/identity.sql:145
+SESSIONS_CLAIM_REFRESH = Query("sessions_claim_refresh", lambda *, refresh_seconds, lease_seconds, limit: None)
+"""Up to :limit live sessions with a refresh token whose grants are older than
+:refresh_seconds, claimed for this process (a claim older than :lease_seconds is taken
+over). SKIP LOCKED: processes claiming at once each take other sessions, never the same.
+"""
+
+# db/queries/identity.sql:169
+SESSION_REFRESHED = Query("session_refreshed", lambda *, grants, refresh_token, id_token, session_id, claimed_at: None)
+"""The refresh's outcome, written only while this process's claim holds."""
+
+# db/queries/identity.sql:178
+SESSION_REFRESH_RELEASE = Query("session_refresh_release", lambda *, session_id, claimed_at: None)
+"""Nothing learnt (the provider could not be asked): the session is due again next round."""
+
+# db/queries/identity.sql:185
+SESSION_REFRESH_END = Query("session_refresh_end", lambda *, reason, session_id, claimed_at: None)
+"""The provider refused the refresh, or the rules grant nothing now: the session ends."""
