@@ -42,6 +42,7 @@ from server.domain.identity.provider_tokens import (
     load_rules,
     provider_verifier,
 )
+from server.domain.identity.refresh import SessionRefresher
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
@@ -151,9 +152,11 @@ class Runtime:
             self._live.observe(self.worker.hint, self.worker.wake)
             worker_task = asyncio.create_task(self.worker.run(), name="casework-apply-worker")
         await self._live.start()
+        refresher = SessionRefresher.started(self._db, settings.auth, self.rules, self.verifier)
         try:
             yield
         finally:
+            await _within_shutdown(refresher.stop(), "the session refresh")
             if self.worker is not None and worker_task is not None:
                 self.worker.stop()
                 if not await _within_shutdown(worker_task, "the apply worker"):

@@ -30,6 +30,9 @@ class SessionEnd(Enum):
     REVOKED = "revoked by an operator"
     USER_REVOKED = "the person's access was revoked"
     PROVIDER_LOGOUT = "logged out at the identity provider"
+    # At a refresh of the grants (refresh.py).
+    NO_ROLE = "the rules no longer grant a role"
+    PROVIDER_REFUSED = "the identity provider refused to refresh it"
 
 
 @dataclass(frozen=True)
