@@ -9,7 +9,9 @@ state and nonce, through Authlib's Starlette client).
 
 The login state (state, nonce, PKCE verifier, `next`) lives for ten minutes in a signed
 cookie scoped to /auth (Starlette's SessionMiddleware). Grants are computed from the ID
-token's claims at every login: a group removed at the provider is gone at the next login.
+token's claims at every login, and again with the refresh token while the session lasts
+(server/domain/identity/refresh.py): a group removed at the provider is gone within
+CASEWORK_SESSION_REFRESH_SECONDS.
 """
 
 from __future__ import annotations
