@@ -23,6 +23,7 @@ from server.graphql.errors import (
     LeaseLimitReached,
     NotPermitted,
     QueueEmpty,
+    ReauthenticationRequired,
     StaleLease,
     from_failure,
 )
@@ -157,12 +158,18 @@ DecisionUnderLease = (
     | StaleLease
     | EvidenceChanged
     | InvalidReasonCode
+    | ReauthenticationRequired
     | NotPermitted
     | InvalidInput
 )
 SubmitDecisionResult = Annotated[DecisionUnderLease, strawberry.union("SubmitDecisionResult")]
 OverturnDecisionResult = Annotated[
-    DecisionRecorded | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput,
+    DecisionRecorded
+    | AlreadySuperseded
+    | InvalidReasonCode
+    | ReauthenticationRequired
+    | NotPermitted
+    | InvalidInput,
     strawberry.union("OverturnDecisionResult"),
 ]
 ConfigureQueueResult = Annotated[

@@ -49,3 +49,14 @@ LEASES_GET_HELD = Query("leases_get_held", lambda *, actor, queue, queue_scope: 
 token covers, :queue_scope NULL: all). Reads the live leases of those queues
 (review_items_lease_expiry) and keeps the caller's.
 """
+
+# db/queries/leases.sql:142
+LEASES_REVOKE_FOR_USER = Query("leases_revoke_for_user", lambda *, user_name, actor, actor_role, reason, authentication_id: None)
+"""The one revocation routine (server/domain/identity/revocation.py) ends every live lease
+:user_name holds, on review and exception items alike, as lease_revoke ends one: each
+holder's token is stale at once, each item claimable again, none counted as abandoned.
+Each item's timeline gets a `revoked` row naming the owner, the revoker and :reason (why:
+"access revoked: <source>: <reason>"), with the revoker's authentication when known.
+Fence: live leases only (pending, a token, unexpired). Reads the live leases of every
+queue (review_items_lease_expiry) and keeps the user's.
+"""
