@@ -114,9 +114,9 @@ revoked AS (
 ),
 noted AS (
     INSERT INTO item_events (item_id, queue, kind, actor, actor_role, lease_token,
-                             lease_started_at, body, detail)
+                             lease_started_at, body, detail, authentication_id)
     SELECT t.id, t.queue, 'revoked', :actor, :actor_role, t.lease_token, t.lease_started_at,
-           :reason, jsonb_build_object('owner', t.lease_owner)
+           :reason, jsonb_build_object('owner', t.lease_owner), :authentication_id
     FROM target AS t
 )
 SELECT revoked.*, target.lease_owner AS revoked_owner, hint.notification

@@ -181,8 +181,8 @@ WITH target AS (
       AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
 ),
 noted AS (
-    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, body)
-    SELECT t.id, t.queue, 'noted', :actor, :actor_role, :body
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, body, authentication_id)
+    SELECT t.id, t.queue, 'noted', :actor, :actor_role, :body, :authentication_id
     FROM target AS t
     RETURNING *
 )

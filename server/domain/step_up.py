@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
-from server.domain.failures import ReauthenticationRequired
+from server.domain.failures import InvalidInput, ReauthenticationRequired
 from server.domain.model import Principal
 from server.store.database import Row
 
@@ -51,3 +51,25 @@ def step_up_refusal(principal: Principal, state: Row | None) -> Reauthentication
         acr=state["require_acr"],
         authenticated_at=None if auth is None else auth.auth_time,
     )
+
+
+# The longest a step-up window may be (a day); the columns' CHECK wants more than 0.
+MAX_WITHIN_SECONDS = 86_400
+MAX_ACR = 255
+
+
+def check_step_up(within_seconds: int | None, acr: str | None) -> InvalidInput | None:
+    """requireAuthWithinSeconds (0 clears it) and requireAcr ("" clears it), as an admin
+    gives them to configureQueue or configureWorkflow."""
+    if within_seconds is not None and not 0 <= within_seconds <= MAX_WITHIN_SECONDS:
+        return InvalidInput(
+            f"requireAuthWithinSeconds must be between 1 and {MAX_WITHIN_SECONDS} (0: not "
+            "required)",
+            "requireAuthWithinSeconds",
+        )
+    if acr is not None and (len(acr) > MAX_ACR or acr != acr.strip()):
+        return InvalidInput(
+            f'requireAcr is an acr value of at most {MAX_ACR} characters ("" clears it)',
+            "requireAcr",
+        )
+    return None

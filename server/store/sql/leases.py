@@ -34,7 +34,7 @@ LEASES_GET_EXPIRED_BETWEEN = Query("leases_get_expired_between", lambda *, queue
 """Leases that ran out in (after, until]: what the expiry timer announces. Reads only."""
 
 # db/queries/leases.sql:88
-LEASE_REVOKE = Query("lease_revoke", lambda *, item_id, queue_scope, actor, actor_role, reason: None)
+LEASE_REVOKE = Query("lease_revoke", lambda *, item_id, queue_scope, actor, actor_role, reason, authentication_id: None)
 """A manager ends someone else's live lease: the holder's token is stale at once (its next
 renew, release or decision is refused), the item is claimable again, and the revocation
 is not an abandonment. The timeline row (`revoked`) carries the revoked lease's token,

@@ -36,7 +36,7 @@ Reads only each item's rows: item_events_item, review_decisions_item, the item's
 """
 
 # db/queries/timeline.sql:171
-ITEM_NOTE_ADD = Query("item_note_add", lambda *, item_id, queue_scope, actor, actor_role, body: None)
+ITEM_NOTE_ADD = Query("item_note_add", lambda *, item_id, queue_scope, actor, actor_role, body, authentication_id: None)
 """Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 that open consoles re-read. No lease is needed: whoever may see the item may note it.
 Fence: a review item (an exception's item has its own history) in a queue the caller's
