@@ -325,6 +325,7 @@ class Item:
 
 # The columns of a decision that not every statement selects.
 _DECISION_OPTIONAL = (
+    "authentication_id",
     "superseded_by",
     "lease_count",
     "lease_started_at",
@@ -360,6 +361,9 @@ class Decision:
     confirmed_at: datetime | None = None
     # An override's: the second-review queue its lease was held in (None: `queue`).
     review_queue: str | None = None
+    # How the decider authenticated (migration 0023; None on older rows): its row in
+    # `authentications`, read by `reads.authentications_by_ids`.
+    authentication_id: int | None = field(default=None, compare=False)
 
     @property
     def lease_queue(self) -> str:

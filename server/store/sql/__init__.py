@@ -5,6 +5,7 @@ Generated from db/queries/*.sql by `python -m server.store.sqlgen`: do not edit.
 
 from server.store.sql import (
     applications,
+    authentications,
     bulk,
     controls,
     decisions,
@@ -32,6 +33,7 @@ from server.store.sql import (
 
 __all__ = [
     "applications",
+    "authentications",
     "bulk",
     "controls",
     "decisions",
