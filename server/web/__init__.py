@@ -1,0 +1,1 @@
+"""HTTP routes beside the GraphQL endpoint that identity needs (back-channel logout)."""
