@@ -49,7 +49,7 @@ class BackchannelLogout:
     # The console's OAuth client: the logout token's audience.
     client_id: str
 
-    async def __call__(self, request: Request) -> JSONResponse:
+    async def handle(self, request: Request) -> JSONResponse:
         body = await request.body()
         if len(body) > MAX_BODY_BYTES:
             return _refused("invalid_request", "the request is too large")
@@ -136,4 +136,4 @@ def _refused(error: str, description: str) -> JSONResponse:
 
 def backchannel_routes(handler: BackchannelLogout) -> list[Route]:
     """`POST /auth/backchannel-logout`, for create_app's routes."""
-    return [Route(PATH, handler, methods=["POST"])]
+    return [Route(PATH, handler.handle, methods=["POST"])]

@@ -66,13 +66,17 @@ class LiveSession:
     expires_at: datetime
 
 
+def grants_value(grants: tuple[Grant, ...]) -> list[dict[str, Any]]:
+    """The grants as the jsonb column takes them (the pool's codec encodes the value: a
+    string given here would be stored as one JSON string, which the column refuses)."""
+    return [
+        {"role": grant.role.value, "queues": list(grant.queues), "rules": list(grant.rules)}
+        for grant in grants
+    ]
+
+
 def grants_json(grants: tuple[Grant, ...]) -> str:
-    return json.dumps(
-        [
-            {"role": grant.role.value, "queues": list(grant.queues), "rules": list(grant.rules)}
-            for grant in grants
-        ]
-    )
+    return json.dumps(grants_value(grants))
 
 
 def grants_from_json(raw: str | list[dict[str, Any]]) -> tuple[Grant, ...]:
@@ -99,7 +103,7 @@ async def start_session(
         sql.identity.SESSION_INSERT,
         token_hash=hash_token(secret),
         principal_id=person.id,
-        grants=grants_json(grants),
+        grants=grants_value(grants),
         provider_sid=facts.provider_sid,
         id_token=facts.id_token,
         refresh_token=facts.refresh_token,
