@@ -41,7 +41,7 @@ async def test_the_decision_timeline_and_audit_pack_say_how_the_decider_authenti
     page = PageKey(held.item.id, None, 100)
     [event] = [e for e in (await events_pages(db, [page]))[page] if e.kind is TimelineKind.DECIDED]
     assert event.authentication_id == alice.authentication_id
-    pack = (await read_packs(db, [held.item.id], Viewer()))[held.item.id]
+    pack = (await read_packs(db, [held.item.id], Viewer()))[held.item.id]["pack"]
     [decision] = pack["decisions"]
     shown = decision["authentication"]
     assert (shown["kind"], shown["issuer"], shown["subject"], shown["rules"]) == (
