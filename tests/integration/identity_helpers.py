@@ -26,10 +26,11 @@ async def signed_in(
     signed_in_ago: timedelta = timedelta(seconds=5),
     acr: str | None = None,
     provider_sid: str | None = None,
+    issuer: str = ISSUER,
 ) -> tuple[Principal, Person, StartedSession]:
     """A person the provider vouched for, with a live session and its recorded
     authentication: the principal the resolver would build for the session's cookie."""
-    person = await person_seen(db, ISSUER, {"sub": subject, "preferred_username": subject})
+    person = await person_seen(db, issuer, {"sub": subject, "preferred_username": subject})
     grant = Grant(role, queues, (RULE,))
     auth_time = datetime.now(UTC) - signed_in_ago
     session = await start_session(
@@ -46,7 +47,7 @@ async def signed_in(
         grants=(grant,),
         authentication=Authentication(
             kind=CredentialKind.SESSION,
-            issuer=ISSUER,
+            issuer=issuer,
             subject=subject,
             session_id=session.id,
             auth_time=auth_time,
