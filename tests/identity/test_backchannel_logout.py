@@ -5,6 +5,7 @@ released with a timeline row saying why, and the same token again is refused."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -21,7 +22,6 @@ from server.domain.identity.sessions import live_session
 from server.domain.review.leases import claim_next
 from server.store.database import Database
 from server.web.backchannel import PATH, BackchannelLogout, backchannel_routes
-from tests.api.live_server import free_port
 from tests.identity.oidc import OidcProvider
 from tests.integration.helpers import enqueue_one
 from tests.integration.identity_helpers import signed_in
@@ -45,24 +45,20 @@ async def served_backchannel(
         bodies.append(await request.body())
         return await endpoint(request)
 
-    started = asyncio.Event()
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        started.set()
-        yield
-
-    port = free_port()
-    app = Starlette(routes=[Route(PATH, recording, methods=["POST"])], lifespan=lifespan)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    await started.wait()
+    # Bound and listening before uvicorn runs: the kernel queues a connection that comes
+    # first, so nothing waits for the server to start.
+    listening = socket.create_server(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    app = Starlette(routes=[Route(PATH, recording, methods=["POST"])])
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    task = asyncio.create_task(server.serve(sockets=[listening]))
     try:
         yield f"http://127.0.0.1:{port}{PATH}"
     finally:
         server.should_exit = True
         await task
         await verifier.aclose()
+        listening.close()
 
 
 async def test_the_providers_logout_ends_the_session_releases_the_lease_and_a_replay_fails(
