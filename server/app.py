@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.status import (
     HTTP_401_UNAUTHORIZED,
+    HTTP_403_FORBIDDEN,
     HTTP_405_METHOD_NOT_ALLOWED,
     HTTP_503_SERVICE_UNAVAILABLE,
 )
@@ -33,7 +34,14 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from server.config import Settings
 from server.console import console_routes, graphiql_page
-from server.domain.identity.principals import TokenResolver
+from server.domain.identity.access_tokens import AccessTokenVerifier, ProviderUnavailable
+from server.domain.identity.grants import NoAccess, RoleNotHeld
+from server.domain.identity.principals import CredentialResolver, Credentials
+from server.domain.identity.provider_tokens import (
+    ProviderAccessTokens,
+    load_rules,
+    provider_verifier,
+)
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
@@ -58,6 +66,8 @@ from server.worker import ApplyWorker, worker_settings
 log = logging.getLogger("casework")
 
 MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
+# The role a request acts under, for a principal the rules gave several (default: the first).
+ROLE_HEADER = "x-casework-role"
 # The methods /graphql answers over HTTP (a CORS preflight never reaches the view).
 GRAPHQL_METHODS = frozenset({"GET", "POST"})
 GC_THRESHOLDS = (50_000, 20, 10)
@@ -73,9 +83,13 @@ class Runtime:
         self._settings = settings
         self._run_worker = run_worker
         self._db: Database | None = None
-        self._tokens: TokenResolver | None = None
+        self._tokens: CredentialResolver | None = None
         self._live: LiveUpdates | None = None
         self.worker: ApplyWorker | None = None
+        # Read before the process serves: a bad rule file stops `casework serve` with its
+        # message, rather than refusing every login later.
+        self.rules = load_rules(settings.auth)
+        self.verifier: AccessTokenVerifier | None = None
 
     @property
     def settings(self) -> Settings:
@@ -88,7 +102,7 @@ class Runtime:
         return self._db
 
     @property
-    def tokens(self) -> TokenResolver:
+    def tokens(self) -> CredentialResolver:
         if self._tokens is None:
             raise RuntimeError("the application has not started")
         return self._tokens
@@ -120,7 +134,16 @@ class Runtime:
             Queries(settings.db_dir / "queries"),
             publish_hints=publish_hints,
         )
-        self._tokens = TokenResolver(self._db, ttl=settings.token_cache_seconds)
+        access_tokens = None
+        if self.rules is not None:
+            self.verifier = provider_verifier(settings.auth)
+            access_tokens = ProviderAccessTokens(self._db, self.verifier, self.rules)
+        self._tokens = CredentialResolver(
+            self._db,
+            ttl=settings.token_cache_seconds,
+            auth=settings.auth,
+            access_tokens=access_tokens,
+        )
         self._live = LiveUpdates(self._db, transport)
         worker_task = None
         if self._run_worker:
@@ -136,6 +159,8 @@ class Runtime:
                 if not await _within_shutdown(worker_task, "the apply worker"):
                     worker_task.cancel()
             await _within_shutdown(self._live.stop(), "live updates")
+            if self.verifier is not None:
+                await self.verifier.aclose()
             self._db = self._tokens = self._live = self.worker = None
             if not await _within_shutdown(pool.close(), "the pool"):
                 # A connection still held by a request that never finished.
@@ -312,9 +337,20 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             raise HTTPException(
                 HTTP_405_METHOD_NOT_ALLOWED, "GraphQL only supports GET and POST requests."
             )
-        authorization = request.headers.get("authorization")
+        credentials = Credentials.of(
+            request.headers.get("authorization"), role=request.headers.get(ROLE_HEADER)
+        )
         try:
-            principal = await runtime.tokens.resolve(authorization)
+            principal = await runtime.tokens.resolve(credentials)
+        except (RoleNotHeld, NoAccess) as refusal:
+            raise HTTPException(HTTP_403_FORBIDDEN, str(refusal)) from None
+        except ProviderUnavailable as error:
+            log.warning("access token: the identity provider is unreachable: %r", error)
+            raise HTTPException(
+                HTTP_503_SERVICE_UNAVAILABLE,
+                "The identity provider cannot be reached to check this token; "
+                f"try again in {RETRY_AFTER_SECONDS} seconds.",
+            ) from error
         except Exception as error:
             if not is_unavailable(error):
                 raise
@@ -333,7 +369,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 Loaders(runtime.db),
                 runtime.live,
                 runtime.tokens,
-                authorization=authorization,
+                credentials=credentials,
                 response=response if isinstance(response, Response) else None,
                 effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
             )
@@ -344,11 +380,18 @@ class CaseworkGraphQL(GraphQL[Context, None]):
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         """connection_init: the token rides in its payload (forms: `authorization_of`)."""
-        authorization = authorization_of(context.connection_params)
-        principal = await self.runtime.tokens.resolve(authorization)
+        role = context.connection_params.get("role")
+        credentials = Credentials.of(
+            authorization_of(context.connection_params),
+            role=role if isinstance(role, str) else None,
+        )
+        try:
+            principal = await self.runtime.tokens.resolve(credentials)
+        except (RoleNotHeld, NoAccess) as refusal:
+            raise ConnectionRejectionError({"reason": str(refusal)}) from None
         if principal is None:
             raise ConnectionRejectionError({"reason": "a valid bearer token is required"})
-        context.principal, context.authorization = principal, authorization
+        context.principal, context.credentials = principal, credentials
         return cast(UnsetType, UNSET)
 
 
@@ -365,6 +408,8 @@ def _refusal_response(refusal: HTTPException) -> JSONResponse:
     if refusal.status_code == HTTP_401_UNAUTHORIZED:
         code = ErrorCode.UNAUTHENTICATED
         headers["WWW-Authenticate"] = "Bearer"
+    elif refusal.status_code == HTTP_403_FORBIDDEN:
+        code = ErrorCode.FORBIDDEN
     elif refusal.status_code == HTTP_503_SERVICE_UNAVAILABLE:
         code = ErrorCode.UNAVAILABLE
         headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
@@ -380,7 +425,7 @@ def _refusal_response(refusal: HTTPException) -> JSONResponse:
 
 # --- CORS: browser consoles on other origins (CASEWORK_ALLOWED_ORIGINS). ---
 # Outermost, so that refusals (401, 413, 503) carry the headers a console needs to read them.
-CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "X-Request-ID")
+CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "X-Request-ID", "X-Casework-Role")
 CORS_EXPOSED_HEADERS = ("Retry-After", "WWW-Authenticate", "X-Request-ID")
 CORS_MAX_AGE_SECONDS = 600
 

@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from server.config import Settings
-from server.domain.identity.principals import TokenResolver
+from server.domain.identity.principals import CredentialResolver, Credentials
 from server.domain.measures.metrics import Figures, QueueFigures, read_figures
 from server.domain.model import Role
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
@@ -117,7 +117,7 @@ class MetricsEndpoint:
         self,
         settings: Settings,
         db: Callable[[], Database],
-        tokens: Callable[[], TokenResolver],
+        tokens: Callable[[], CredentialResolver],
         *,
         merged_metrics_dir: Path | None = None,
     ) -> None:
@@ -148,7 +148,7 @@ class MetricsEndpoint:
 
     async def _refusal(self, authorization: str | None) -> Response | None:
         try:
-            principal = await self._tokens().resolve(authorization)
+            principal = await self._tokens().resolve(Credentials.of(authorization))
         except Exception as error:
             if not is_unavailable(error):
                 raise

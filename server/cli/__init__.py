@@ -1,5 +1,5 @@
 """The `casework` command: serve, worker, migrate, token create/list/revoke, user revoke,
-export."""
+export, auth explain."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from server.cli.arguments import (
     user_name,
     workers,
 )
+from server.cli.auth import run_auth_explain
 from server.cli.export import run_export_item, run_export_queue
 from server.cli.serve import run_migrate, run_serve, run_worker
 from server.cli.tokens import run_token_create, run_token_list, run_token_revoke
@@ -162,6 +163,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     user_revoke.set_defaults(run=run_user_revoke)
 
+    _add_auth_commands(commands)
+
     export = commands.add_parser(
         "export", help="write audit packs: everything recorded about items, hashed (JSON)"
     )
@@ -194,6 +197,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     export_queue.set_defaults(run=run_export_queue, parser=export_queue)
     return parser
+
+
+def _add_auth_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    auth = commands.add_parser("auth", help="single sign-on: test the claim-mapping rules")
+    auth_commands = auth.add_subparsers(title="auth commands", required=True, metavar="ACTION")
+    explain = auth_commands.add_parser(
+        "explain",
+        help="which rules match a set of claims and the grants that result (exit 0: granted, "
+        "1: denied, 2: a bad rule file or input)",
+    )
+    explain.add_argument(
+        "--rules",
+        type=Path,
+        metavar="FILE",
+        help="the rule file, TOML or YAML (default: CASEWORK_AUTH_RULES)",
+    )
+    source = explain.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--claims", metavar="FILE", help="a JSON object of claims; - reads standard input"
+    )
+    source.add_argument(
+        "--token",
+        metavar="JWT",
+        help="read the claims from this token (its signature is NOT checked)",
+    )
+    explain.add_argument(
+        "--json", action="store_true", help="print the explanation as JSON, for scripts"
+    )
+    explain.set_defaults(run=run_auth_explain)
 
 
 def _version() -> str:

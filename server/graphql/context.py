@@ -9,7 +9,8 @@ from typing import Any
 from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketState
 
-from server.domain.identity.principals import TokenResolver
+from server.domain.identity.grants import NoAccess, RoleNotHeld
+from server.domain.identity.principals import CredentialResolver, Credentials
 from server.domain.model import Principal, Role
 from server.events.live import LiveUpdates
 from server.events.subscriber import Inbox, LatestValue, Message
@@ -20,6 +21,9 @@ from server.store.errors import is_unavailable
 # A socket's caller until connection_init names a token: a reviewer of no queue, who may
 # do nothing. Strawberry refuses subscriptions before the init is acknowledged anyway.
 NOBODY = Principal("", Role.REVIEWER, frozenset())
+
+# A socket's credentials until connection_init presents some.
+NO_CREDENTIALS = Credentials()
 
 # Close codes a console can act on (4400-4499 are the protocol's application range).
 CLOSE_TOKEN_REVOKED = 4403
@@ -33,9 +37,9 @@ class Context:
     principal: Principal
     loaders: Loaders
     live: LiveUpdates
-    tokens: TokenResolver
-    # The bearer token as sent, to re-check it on every event of a subscription.
-    authorization: str | None = None
+    tokens: CredentialResolver
+    # The credentials as presented, to re-check them on every event of a subscription.
+    credentials: Credentials = NO_CREDENTIALS
     socket: WebSocket | None = None
     # An HTTP request's sub-response: where an UNAVAILABLE error sets 503 and Retry-After.
     response: Response | None = None
@@ -69,7 +73,10 @@ class Context:
         if self.expires_at is not None and self.expires_at <= datetime.now(UTC):
             return False
         try:
-            principal = await self.tokens.resolve(self.authorization)
+            principal = await self.tokens.resolve(self.credentials)
+        except (RoleNotHeld, NoAccess):
+            # The grants changed under the socket (a new login recomputed them).
+            return False
         except Exception as error:
             if is_unavailable(error):
                 return None

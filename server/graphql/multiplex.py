@@ -15,7 +15,7 @@ the same *key* share one execution (a `Group`):
   member's message is that text with only its operation id spliced in.
 
 What stays per member, as before: its socket, its own token check before each message
-(TokenResolver's cache makes it a dict look-up), complete/unsubscribe, and a bounded
+(CredentialResolver's cache makes it a dict look-up), complete/unsubscribe, and a bounded
 outbox: `queueBacklog` keeps only the newest figure (as `LatestValue` did), `leaseEvents`
 keeps INBOX_LIMIT messages and, past that, drops them for a RESYNC meant for that member
 only (the group executes one, for the members waiting for it). A member that joins a

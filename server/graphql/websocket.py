@@ -4,7 +4,7 @@ the socket is open, and errors a client can act on.
 - `connection_init` carries the token as `authorization` (any case) or inside `headers`
   (`{"headers": {"Authorization": "Bearer …"}}`, any case): see `authorization_of`.
 - Every operation that starts on the socket re-resolves the token first (through the
-  TokenResolver, so within CASEWORK_TOKEN_CACHE_SECONDS). A revoked or expired token gets an
+  CredentialResolver, so within CASEWORK_TOKEN_CACHE_SECONDS). A revoked or expired token gets an
   `error` message coded UNAUTHENTICATED and the socket is closed with 4403; nothing runs.
 - A timer per socket (`_schedule_token_check`) closes it with 4403 at the token's expiry and
   when a periodic check finds it revoked, even if nothing happens on the socket. A check the

@@ -30,18 +30,30 @@ async def casework_process(
     env: dict[str, str],
     *args: str,
     cwd: Path | None = REPO_ROOT,
+    stdin: int | None = None,
     stdout: int = asyncio.subprocess.PIPE,
     stderr: int = asyncio.subprocess.PIPE,
 ) -> asyncio.subprocess.Process:
     """`casework ARGS` in a process of its own (this interpreter's `-m server.cli`)."""
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", *args, cwd=cwd, env=env, stdout=stdout, stderr=stderr
+        sys.executable,
+        "-m",
+        "server.cli",
+        *args,
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
     )
 
 
-async def run_casework(env: dict[str, str], *args: str) -> Run:
-    process = await casework_process(env, *args)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=COMMAND_SECONDS)
+async def run_casework(env: dict[str, str], *args: str, stdin: bytes | None = None) -> Run:
+    """`casework ARGS` to its end; stdin, when given, is what the command reads."""
+    process = await casework_process(
+        env, *args, stdin=None if stdin is None else asyncio.subprocess.PIPE
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(stdin), timeout=COMMAND_SECONDS)
     assert process.returncode is not None
     return Run(process.returncode, stdout.decode(), stderr.decode())
 

@@ -68,6 +68,8 @@ def test_the_cli_section_names_options_the_parser_takes() -> None:
         "token revoke --user rita",
         "export item 42 --output pack.json",
         "export queue kyc --since 2026-11-01 --until 2026-12-01T00:00:00Z --output kyc.jsonl",
+        "auth explain --rules rules.toml --claims - --json",
+        "auth explain --token eyJ.e30.c2ln",
     ):
         parser.parse_args(shlex.split(argv))
 

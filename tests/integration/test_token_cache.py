@@ -11,7 +11,7 @@ import pytest
 
 from server.domain.identity import principals as identity
 from server.domain.identity import tokens
-from server.domain.identity.principals import TokenResolver
+from server.domain.identity.principals import CredentialResolver, Credentials
 from server.domain.model import Principal, Role
 from server.store.database import Database
 from tests.conftest import token_maker
@@ -47,9 +47,12 @@ async def test_a_burst_with_one_new_token_sends_one_lookup(
 ) -> None:
     token = await token_maker(owner_db)("alice", Role.REVIEWER, "kyc")
     lookups = HeldLookups(monkeypatch)
-    resolver = TokenResolver(db, ttl=60)
+    resolver = CredentialResolver(db, ttl=60)
 
-    burst = [asyncio.create_task(resolver.resolve(f"Bearer {token}")) for _ in range(BURST)]
+    burst = [
+        asyncio.create_task(resolver.resolve(Credentials.of(f"Bearer {token}")))
+        for _ in range(BURST)
+    ]
     await asyncio.wait_for(lookups.entered.wait(), WAIT_SECONDS)
     # The first caller hangs up while the lookup is out: the others still get the answer.
     burst[0].cancel()
@@ -61,7 +64,7 @@ async def test_a_burst_with_one_new_token_sends_one_lookup(
     assert all(p is not None for p in answers)
     assert burst[0].cancelled()
     # And it is cached now: no further lookup.
-    assert await resolver.resolve(f"Bearer {token}") == answers[0]
+    assert await resolver.resolve(Credentials.of(f"Bearer {token}")) == answers[0]
     assert lookups.tokens == [token]
 
 
@@ -70,16 +73,19 @@ async def test_an_outage_reaches_every_waiter_and_the_next_call_asks_again(
 ) -> None:
     token = await token_maker(owner_db)("alice", Role.REVIEWER, "kyc")
     lookups = HeldLookups(monkeypatch, fail_first=True)
-    resolver = TokenResolver(db, ttl=60)
+    resolver = CredentialResolver(db, ttl=60)
 
-    burst = [asyncio.create_task(resolver.resolve(f"Bearer {token}")) for _ in range(BURST)]
+    burst = [
+        asyncio.create_task(resolver.resolve(Credentials.of(f"Bearer {token}")))
+        for _ in range(BURST)
+    ]
     await asyncio.wait_for(lookups.entered.wait(), WAIT_SECONDS)
     lookups.release.set()
     outcomes = await asyncio.gather(*burst, return_exceptions=True)
 
     assert len(outcomes) == BURST
     assert all(isinstance(outcome, ConnectionError) for outcome in outcomes)
-    principal = await resolver.resolve(f"Bearer {token}")
+    principal = await resolver.resolve(Credentials.of(f"Bearer {token}"))
     assert principal is not None
     assert principal.user == "alice"
     assert lookups.tokens == [token, token]
@@ -95,15 +101,15 @@ async def test_a_full_cache_forgets_the_entry_it_trusted_first(
     monkeypatch.setattr(identity, "CACHE_LIMIT", 3)
     lookups = HeldLookups(monkeypatch)
     lookups.release.set()
-    resolver = TokenResolver(db, ttl=60)
+    resolver = CredentialResolver(db, ttl=60)
 
     for token in (first, second, third, fourth):
-        assert await resolver.resolve(f"Bearer {token}") is not None
+        assert await resolver.resolve(Credentials.of(f"Bearer {token}")) is not None
     assert lookups.tokens == [first, second, third, fourth]
     # The three newest are still trusted: no lookup for them.
     for token in (second, third, fourth):
-        assert await resolver.resolve(f"Bearer {token}") is not None
+        assert await resolver.resolve(Credentials.of(f"Bearer {token}")) is not None
     assert len(lookups.tokens) == 4
     # The first one was forgotten, alone, to make room for the fourth.
-    assert await resolver.resolve(f"Bearer {first}") is not None
+    assert await resolver.resolve(Credentials.of(f"Bearer {first}")) is not None
     assert lookups.tokens[4:] == [first]

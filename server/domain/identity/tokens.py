@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
-from server.domain.model import Principal, Role
+from server.domain.model import Authentication, CredentialKind, Principal, Role
 from server.domain.rows import from_row
 from server.store import sql
 from server.store.database import Database
@@ -67,6 +67,7 @@ async def authenticate(db: Database, token: str) -> Principal | None:
         role=Role(row["role"]),
         queues=frozenset(row["queues"]),
         expires_at=row["expires_at"],
+        authentication=Authentication(kind=CredentialKind.CLI_TOKEN, token_id=row["id"]),
     )
 
 
