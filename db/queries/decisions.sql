@@ -21,7 +21,11 @@
 -- `second_review`, routed to both queues. A queue without second review pays one
 -- comparison against its empty list.
 -- The row keeps when its lease began, the item's lease count and when the item was
--- enqueued, for the queue's measures.
+-- enqueued, for the queue's measures, and how the reviewer authenticated
+-- (:authentication_id, migration 0023).
+-- Step-up (migration 0023): a queue with require_auth_within_seconds (or require_acr)
+-- takes decisions only from a login at most that old (:auth_time; NULL, as for a CLI
+-- token, never passes) with that acr; a queue without them pays two IS NULL tests.
 -- QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
 -- draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
 -- queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
@@ -69,6 +73,10 @@ WITH moved AS (
       AND EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts)
                     AND (NOT r.requires_note OR casework_has_text(:note)))
+      AND (q.require_auth_within_seconds IS NULL
+           OR :auth_time::timestamptz
+              > now() - make_interval(secs => q.require_auth_within_seconds))
+      AND (q.require_acr IS NULL OR q.require_acr = :acr::text)
     -- `q` is the row joined to the item as it was: q.name is the queue the item left. The
     -- decision does not change the lease's start, the lease count or the enqueue time.
     -- The payload, priority and QA settings are for `qa_sampled` (the item as decided).
@@ -81,12 +89,12 @@ recorded AS (
     INSERT INTO review_decisions
         (id, item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
          evidence_hash, lease_token, lease_started_at, lease_count, item_created_at,
-         traceparent, provisional)
+         traceparent, provisional, authentication_id)
     OVERRIDING SYSTEM VALUE
     SELECT coalesce(m.awaiting_decision_id, nextval('review_decisions_id_seq')),
            m.id, m.decided_in, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
            :evidence_hash, :lease_token, m.lease_started_at, m.lease_count, m.created_at,
-           :traceparent, m.awaiting_decision_id IS NOT NULL
+           :traceparent, m.awaiting_decision_id IS NOT NULL, :authentication_id
     FROM moved AS m
     RETURNING *
 ),
@@ -137,8 +145,15 @@ SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        i.evidence_hash, i.awaiting_decision_id,
        r.code IS NOT NULL AS reason_allowed,
        coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing,
-       d.id AS prior_decision_id
+       d.id AS prior_decision_id,
+       q.require_auth_within_seconds, q.require_acr,
+       (q.require_auth_within_seconds IS NULL
+        OR coalesce(:auth_time::timestamptz
+                    > now() - make_interval(secs => q.require_auth_within_seconds), false))
+       AND (q.require_acr IS NULL OR coalesce(q.require_acr = :acr::text, false))
+           AS recent_enough
 FROM review_items AS i
+JOIN queues AS q ON q.name = i.queue
 LEFT JOIN reason_codes AS r
     ON r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts)
 LEFT JOIN review_decisions AS d ON d.lease_token = :lease_token AND d.item_id = i.id
@@ -155,8 +170,13 @@ WITH target AS (
     SELECT d.id, d.item_id, d.queue, d.evidence_hash,
            CASE d.outcome WHEN 'approve' THEN 'reject' ELSE 'approve' END AS outcome
     FROM review_decisions AS d
+    JOIN queues AS q ON q.name = d.queue
     WHERE d.id = :decision_id
       AND d.outcome IN ('approve', 'reject')
+      AND (q.require_auth_within_seconds IS NULL
+           OR :auth_time::timestamptz
+              > now() - make_interval(secs => q.require_auth_within_seconds))
+      AND (q.require_acr IS NULL OR q.require_acr = :acr::text)
       AND NOT EXISTS (SELECT 1 FROM review_decisions AS s WHERE s.supersedes = d.id)
       AND (NOT d.provisional
            OR EXISTS (SELECT 1 FROM decision_confirmations AS c WHERE c.decision_id = d.id))
@@ -164,12 +184,12 @@ WITH target AS (
 recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-         evidence_hash, supersedes, traceparent)
+         evidence_hash, supersedes, traceparent, authentication_id)
     -- :note is text, as casework_has_text reads it below; the column's domain (note_text,
     -- migration 0018) checks it on the way in. Without the cast the parameter would take
     -- the domain from this list first and then conflict with the function's text.
     SELECT t.item_id, t.queue, 'overturn', t.outcome, :reason_code, :note::text, :actor,
-           :actor_role, t.evidence_hash, t.id, :traceparent
+           :actor_role, t.evidence_hash, t.id, :traceparent, :authentication_id
     FROM target AS t
     WHERE EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = t.queue AND r.code = :reason_code AND t.outcome = ANY (r.verdicts)
@@ -195,8 +215,15 @@ SELECT s.id AS superseded_by,
        d.provisional AND NOT EXISTS (SELECT 1 FROM decision_confirmations AS c
                                      WHERE c.decision_id = d.id) AS awaits_review,
        r.code IS NOT NULL AS reason_allowed,
-       coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing
+       coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing,
+       q.require_auth_within_seconds, q.require_acr,
+       (q.require_auth_within_seconds IS NULL
+        OR coalesce(:auth_time::timestamptz
+                    > now() - make_interval(secs => q.require_auth_within_seconds), false))
+       AND (q.require_acr IS NULL OR coalesce(q.require_acr = :acr::text, false))
+           AS recent_enough
 FROM review_decisions AS d
+JOIN queues AS q ON q.name = d.queue
 LEFT JOIN review_decisions AS s ON s.supersedes = d.id
 LEFT JOIN reason_codes AS r
     ON r.queue = d.queue AND r.code = :reason_code
@@ -235,6 +262,10 @@ WITH moved AS (
       AND i.kind = 'review'
       AND i.queue = ANY (:queue_scope::text[])
       AND d.reviewer <> :actor
+      AND (q.require_auth_within_seconds IS NULL
+           OR :auth_time::timestamptz
+              > now() - make_interval(secs => q.require_auth_within_seconds))
+      AND (q.require_acr IS NULL OR q.require_acr = :acr::text)
       AND i.evidence_hash = :evidence_hash
       AND d.evidence_hash = :evidence_hash
     -- The decider, payload, priority and the decision queue's QA settings are for
@@ -246,9 +277,9 @@ WITH moved AS (
 confirmed AS (
     INSERT INTO decision_confirmations
         (decision_id, item_id, queue, review_queue, confirmed_by, confirmed_by_role,
-         evidence_hash, lease_token, lease_started_at, traceparent)
+         evidence_hash, lease_token, lease_started_at, traceparent, authentication_id)
     SELECT m.decision_id, m.id, m.queue, m.review_queue, :actor, :actor_role,
-           :evidence_hash, :lease_token, m.lease_started_at, :traceparent
+           :evidence_hash, :lease_token, m.lease_started_at, :traceparent, :authentication_id
     FROM moved AS m
     RETURNING *
 ),
@@ -317,6 +348,10 @@ WITH moved AS (
       AND i.kind = 'review'
       AND i.queue = ANY (:queue_scope::text[])
       AND d.reviewer <> :actor
+      AND (q.require_auth_within_seconds IS NULL
+           OR :auth_time::timestamptz
+              > now() - make_interval(secs => q.require_auth_within_seconds))
+      AND (q.require_acr IS NULL OR q.require_acr = :acr::text)
       AND i.evidence_hash = :evidence_hash
       AND :verdict IN ('approve', 'reject')
       AND EXISTS (SELECT 1 FROM reason_codes AS r
@@ -331,10 +366,10 @@ recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
          evidence_hash, lease_token, lease_started_at, lease_count, item_created_at,
-         supersedes, review_queue, traceparent)
+         supersedes, review_queue, traceparent, authentication_id)
     SELECT m.id, m.decided_in, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
            :evidence_hash, :lease_token, m.lease_started_at, m.lease_count, m.created_at,
-           m.superseded_id, m.review_queue, :traceparent
+           m.superseded_id, m.review_queue, :traceparent, :authentication_id
     FROM moved AS m
     RETURNING *
 ),
@@ -382,9 +417,16 @@ SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        r.code IS NOT NULL AS reason_allowed,
        coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing,
        c.decision_id AS confirmed_here, c.confirmed_by, c.evidence_hash AS confirmed_on,
-       o.id AS decided_here
+       o.id AS decided_here,
+       q.require_auth_within_seconds, q.require_acr,
+       (q.require_auth_within_seconds IS NULL
+        OR coalesce(:auth_time::timestamptz
+                    > now() - make_interval(secs => q.require_auth_within_seconds), false))
+       AND (q.require_acr IS NULL OR coalesce(q.require_acr = :acr::text, false))
+           AS recent_enough
 FROM review_items AS i
 LEFT JOIN review_decisions AS d ON d.id = i.awaiting_decision_id
+LEFT JOIN queues AS q ON q.name = d.queue
 LEFT JOIN reason_codes AS r
     ON r.queue = d.queue AND r.code = :reason_code AND :verdict::text = ANY (r.verdicts)
 LEFT JOIN decision_confirmations AS c ON c.lease_token = :lease_token AND c.item_id = i.id

@@ -43,9 +43,10 @@ changed AS (
     WHERE e.id = t.id
 ),
 logged AS (
-    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+    INSERT INTO exception_events (authentication_id, exception_id, workflow, kind, actor,
+                                  actor_role, from_state,
                                   to_state, version, evidence, detail, lease_started_at)
-    SELECT t.id, t.workflow, 'evidence_attached', :actor, :actor_role, t.state, t.state, t.version,
+    SELECT :authentication_id, t.id, t.workflow, 'evidence_attached', :actor, :actor_role, t.state, t.state, t.version,
            :evidence, :note, t.lease_started_at
     FROM target AS t
 )
@@ -107,9 +108,10 @@ moved AS (
     WHERE i.id = t.item_id
 ),
 logged AS (
-    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+    INSERT INTO exception_events (authentication_id, exception_id, workflow, kind, actor,
+                                  actor_role, from_state,
                                   to_state, version, evidence, detail, data, lease_started_at)
-    SELECT t.id, t.workflow, 'correction_submitted', :actor, :actor_role, t.state, 'awaiting_approval',
+    SELECT :authentication_id, t.id, t.workflow, 'correction_submitted', :actor, :actor_role, t.state, 'awaiting_approval',
            c.version, :evidence, :note,
            jsonb_build_object('changes', :changes::jsonb, 'staleSteps', :stale_steps::text[]),
            t.lease_started_at
@@ -126,13 +128,20 @@ JOIN correction AS c ON c.exception_id = t.id,
 -- Four-eyes: the approver is not whoever submitted this version. The exception then waits
 -- for a redrive; its item leaves every queue.
 -- Fence: awaiting_approval at :version, the reason allows approve_correction, the version
--- corrected by someone else, and the caller's live lease (:lease_token), in :queue_scope.
+-- corrected by someone else, and the caller's live lease (:lease_token), in :queue_scope;
+-- a sign-in as recent (:auth_time) and of the acr (:acr) the workflow's step-up setting
+-- asks for, if it has one (migration 0023; a workflow without it pays two IS NULL tests).
 WITH target AS (
     SELECT e.id, e.workflow, e.state, e.version, e.item_id, i.queue, i.lease_started_at
     FROM exceptions AS e
     JOIN review_items AS i ON i.id = e.item_id
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
+    JOIN workflows AS w ON w.name = e.workflow
     WHERE e.id = :exception_id
+      AND (w.require_auth_within_seconds IS NULL
+           OR :auth_time::timestamptz
+              > now() - make_interval(secs => w.require_auth_within_seconds))
+      AND (w.require_acr IS NULL OR w.require_acr = :acr::text)
       AND e.state = 'awaiting_approval'
       AND 'approve_correction' = ANY (r.allowed_actions)
       AND e.version = :version
@@ -160,9 +169,10 @@ parked AS (
     WHERE i.id = t.item_id
 ),
 logged AS (
-    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+    INSERT INTO exception_events (authentication_id, exception_id, workflow, kind, actor,
+                                  actor_role, from_state,
                                   to_state, version, detail, lease_started_at)
-    SELECT t.id, t.workflow, 'correction_approved', :actor, :actor_role, t.state, 'redrive_pending',
+    SELECT :authentication_id, t.id, t.workflow, 'correction_approved', :actor, :actor_role, t.state, 'redrive_pending',
            t.version, :note, t.lease_started_at
     FROM target AS t
 )
@@ -170,6 +180,19 @@ SELECT t.id, hint.notification
 FROM target AS t,
      casework_hint(kind => 'exception', queue => t.queue, item_id => t.item_id,
                    workflow => t.workflow, exception_id => t.id) AS hint (notification);
+
+-- name: exception_approval_step_up_diagnose
+-- Read-only: did exception_approve_correction write nothing because the workflow's step-up
+-- setting refused the caller's sign-in? Runs only on that failure path.
+SELECT w.require_auth_within_seconds, w.require_acr,
+       (w.require_auth_within_seconds IS NULL
+        OR coalesce(:auth_time::timestamptz
+                    > now() - make_interval(secs => w.require_auth_within_seconds), false))
+       AND (w.require_acr IS NULL OR coalesce(w.require_acr = :acr::text, false))
+           AS recent_enough
+FROM exceptions AS e
+JOIN workflows AS w ON w.name = e.workflow
+WHERE e.id = :exception_id;
 
 -- name: exception_reject_correction
 -- Back to the owner's queue, with the reason for the rejection kept on the record.
@@ -205,9 +228,10 @@ moved AS (
     WHERE i.id = t.item_id
 ),
 logged AS (
-    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+    INSERT INTO exception_events (authentication_id, exception_id, workflow, kind, actor,
+                                  actor_role, from_state,
                                   to_state, version, detail, lease_started_at)
-    SELECT t.id, t.workflow, 'correction_rejected', :actor, :actor_role, t.state, 'needs_review',
+    SELECT :authentication_id, t.id, t.workflow, 'correction_rejected', :actor, :actor_role, t.state, 'needs_review',
            t.version, :reason, t.lease_started_at
     FROM target AS t
 )
@@ -251,9 +275,10 @@ parked AS (
     WHERE i.id = t.item_id
 ),
 logged AS (
-    INSERT INTO exception_events (exception_id, workflow, kind, actor, actor_role, from_state,
+    INSERT INTO exception_events (authentication_id, exception_id, workflow, kind, actor,
+                                  actor_role, from_state,
                                   to_state, version, detail, data, lease_started_at)
-    SELECT t.id, t.workflow, 'closed', :actor, :actor_role, t.state, 'closed', t.version, :note,
+    SELECT :authentication_id, t.id, t.workflow, 'closed', :actor, :actor_role, t.state, 'closed', t.version, :note,
            jsonb_build_object('closure', :closure::text), t.lease_started_at
     FROM target AS t
 )

@@ -114,9 +114,9 @@ revoked AS (
 ),
 noted AS (
     INSERT INTO item_events (item_id, queue, kind, actor, actor_role, lease_token,
-                             lease_started_at, body, detail)
+                             lease_started_at, body, detail, authentication_id)
     SELECT t.id, t.queue, 'revoked', :actor, :actor_role, t.lease_token, t.lease_started_at,
-           :reason, jsonb_build_object('owner', t.lease_owner)
+           :reason, jsonb_build_object('owner', t.lease_owner), :authentication_id
     FROM target AS t
 )
 SELECT revoked.*, target.lease_owner AS revoked_owner, hint.notification
@@ -138,3 +138,43 @@ WHERE i.lease_owner = :actor
   AND (:queue::text IS NULL OR i.queue = :queue)
   AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
 ORDER BY i.lease_expires_at, i.id;
+
+-- name: leases_revoke_for_user
+-- The one revocation routine (server/domain/identity/revocation.py) ends every live lease
+-- :user_name holds, on review and exception items alike, as lease_revoke ends one: each
+-- holder's token is stale at once, each item claimable again, none counted as abandoned.
+-- Each item's timeline gets a `revoked` row naming the owner, the revoker and :reason (why:
+-- "access revoked: <source>: <reason>"), with the revoker's authentication when known.
+-- Fence: live leases only (pending, a token, unexpired). Reads the live leases of every
+-- queue (review_items_lease_expiry) and keeps the user's.
+WITH target AS (
+    SELECT i.id, i.queue, i.lease_owner, i.lease_token, i.lease_started_at
+    FROM review_items AS i
+    WHERE i.lease_owner = :user_name
+      AND i.state = 'pending'
+      AND i.lease_token IS NOT NULL
+      AND i.lease_expires_at > now()
+    FOR UPDATE OF i
+),
+revoked AS (
+    UPDATE review_items AS i
+    SET lease_owner = NULL,
+        lease_token = NULL,
+        lease_expires_at = NULL,
+        updated_at = now()
+    FROM target AS t
+    WHERE i.id = t.id
+    RETURNING i.id, i.queue
+),
+noted AS (
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, lease_token,
+                             lease_started_at, body, detail, authentication_id)
+    SELECT t.id, t.queue, 'revoked', :actor, :actor_role, t.lease_token, t.lease_started_at,
+           :reason, jsonb_build_object('owner', t.lease_owner, 'access_revoked', true),
+           :authentication_id
+    FROM target AS t
+)
+SELECT revoked.id, revoked.queue, hint.notification
+FROM revoked,
+     casework_hint(kind => 'revoked', queue => revoked.queue, item_id => revoked.id)
+         AS hint (notification);

@@ -40,17 +40,20 @@ WITH checked AS (
 recorded AS (
     INSERT INTO qa_results
         (decision_id, qa_item_id, queue, decision_queue, agrees, reason_code, note, reviewer,
-         reviewer_role, lease_token, lease_started_at, traceparent)
+         reviewer_role, lease_token, lease_started_at, traceparent, authentication_id)
     SELECT c.qa_of, c.id, c.queue, c.decision_queue, :agrees::boolean, :reason_code,
-           :note::text, :actor, :actor_role, :lease_token, c.lease_started_at, :traceparent
+           :note::text, :actor, :actor_role, :lease_token, c.lease_started_at, :traceparent,
+           :authentication_id
     FROM checked AS c
     RETURNING *
 ),
 noted AS (
-    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, body, detail)
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, body, detail,
+                             authentication_id)
     SELECT c.checked_item_id, c.decision_queue, 'qa_checked', :actor, :actor_role, :note::text,
            jsonb_build_object('decision_id', c.qa_of, 'qa_item_id', c.id,
-                              'agrees', :agrees::boolean, 'reason_code', :reason_code::text)
+                              'agrees', :agrees::boolean, 'reason_code', :reason_code::text),
+           :authentication_id
     FROM checked AS c
 )
 SELECT r.*, hint.notification

@@ -14,6 +14,7 @@
 -- to; it is created here (holder role reviewer, every other setting its default) when it
 -- does not exist yet. The foreign key is checked at the end of the statement, so the new
 -- row satisfies it.
+-- Step-up (migration 0023): :require_auth_within_seconds 0 and :require_acr '' clear them.
 WITH review_queue AS (
     INSERT INTO queues (name)
     SELECT :second_review_queue::text
@@ -32,7 +33,7 @@ INSERT INTO queues AS q (name, lease_ttl_seconds, max_abandons, escalation_queue
                          due_seconds_by_priority, hold_pauses_due, overdue_queue,
                          overdue_priority_boost, second_review_verdicts,
                          second_review_min_priority, second_review_queue, qa_sample_rate,
-                         qa_queue)
+                         qa_queue, require_auth_within_seconds, require_acr)
 VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :escalation_queue,
         coalesce(:escalation_priority_boost, 100), coalesce(:effect_kind, 'none'),
         :effect_target, :effect_secret, coalesce(:effect_max_attempts, 8),
@@ -44,7 +45,8 @@ VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :e
         coalesce(:overdue_priority_boost::integer, 100),
         coalesce(:second_review_verdicts::text[], '{}'), :second_review_min_priority::integer,
         :second_review_queue::text, coalesce(:qa_sample_rate::double precision, 0),
-        :qa_queue::text)
+        :qa_queue::text, nullif(:require_auth_within_seconds::integer, 0),
+        nullif(:require_acr::text, ''))
 ON CONFLICT (name) DO UPDATE
     SET lease_ttl_seconds = coalesce(:lease_ttl_seconds, q.lease_ttl_seconds),
         max_abandons = coalesce(:max_abandons, q.max_abandons),
@@ -79,6 +81,12 @@ ON CONFLICT (name) DO UPDATE
                                    ELSE :second_review_queue::text END,
         qa_sample_rate = coalesce(:qa_sample_rate::double precision, q.qa_sample_rate),
         qa_queue = coalesce(:qa_queue::text, q.qa_queue),
+        require_auth_within_seconds = CASE WHEN :require_auth_within_seconds::integer IS NULL
+                                           THEN q.require_auth_within_seconds
+                                           ELSE nullif(:require_auth_within_seconds::integer, 0)
+                                      END,
+        require_acr = CASE WHEN :require_acr::text IS NULL THEN q.require_acr
+                           ELSE nullif(:require_acr::text, '') END,
         updated_at = now()
 RETURNING q.*;
 

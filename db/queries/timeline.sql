@@ -22,6 +22,8 @@
 -- token. The page starts after (:after_at, :after_rank, :after_ref) unless :after_at is NULL.
 -- A lease is never shown by its token (a fence credential): `lease_id` is a number made
 -- from it by a one-way hash, as hexadecimal.
+-- `authentication_id`: how the actor authenticated (migration 0023), on the kinds people
+-- write; NULL on older rows, on what Casework does itself and on claims.
 -- Reads only each item's rows: item_events_item, review_decisions_item, the item's key.
 WITH items AS (
     SELECT i.id, i.queue, i.state, i.lease_token, i.lease_owner, i.lease_started_at,
@@ -91,20 +93,21 @@ story AS (
            e.id AS ref, e.queue, e.actor, e.actor_role, e.body, e.detail,
            e.lease_token, e.lease_owner, e.lease_started_at,
            -- QA_CHECKED: the decision checked (migration 0021).
-           (e.detail ->> 'decision_id')::bigint AS decision_id, e.recorded_at
+           (e.detail ->> 'decision_id')::bigint AS decision_id, e.recorded_at,
+           e.authentication_id
     FROM stored AS e
     UNION ALL
     SELECT c.item_id, 'claimed', c.lease_started_at, 30,
            ('x' || left(encode(sha256(convert_to(c.lease_token::text, 'UTF8')), 'hex'), 15))
                ::bit(60)::bigint,
            c.queue, c.owner, c.owner_role, NULL, NULL,
-           c.lease_token, c.owner, c.lease_started_at, NULL, NULL
+           c.lease_token, c.owner, c.lease_started_at, NULL, NULL, NULL::bigint
     FROM claims AS c
     UNION ALL
     -- After a noticed lapse (rank 20): a reader who saw it unnoticed does not see it again.
     SELECT i.id, 'lapsed', i.lease_expires_at, 21, 0,
            i.queue, i.lease_owner, i.holder_role, NULL, NULL,
-           i.lease_token, i.lease_owner, i.lease_started_at, NULL, NULL
+           i.lease_token, i.lease_owner, i.lease_started_at, NULL, NULL, NULL
     FROM items AS i
     WHERE i.state = 'pending' AND i.lease_token IS NOT NULL AND i.lease_expires_at <= now()
     UNION ALL
@@ -116,19 +119,20 @@ story AS (
                 ELSE 'decided' END,
            d.decided_at, 50, d.id, coalesce(d.review_queue, d.queue), d.reviewer,
            d.reviewer_role, d.note, NULL,
-           d.lease_token, d.reviewer, d.lease_started_at, d.id, NULL
+           d.lease_token, d.reviewer, d.lease_started_at, d.id, NULL, d.authentication_id
     FROM decisions AS d
     UNION ALL
     -- After the decisions of the same instant (rank 50): a confirmation follows its decision.
     SELECT c.item_id, 'confirmed', c.confirmed_at, 51, c.decision_id, c.review_queue,
            c.confirmed_by, c.confirmed_by_role, NULL, NULL,
-           c.lease_token, c.confirmed_by, c.lease_started_at, c.decision_id, NULL
+           c.lease_token, c.confirmed_by, c.lease_started_at, c.decision_id, NULL,
+           c.authentication_id
     FROM confirmations AS c
     UNION ALL
     -- A decision sampled for QA: read from its copy (review_items_one_qa_copy_each), made
     -- by the statement that recorded the decision, so at the same instant, after it.
     SELECT d.item_id, 'qa_sampled', c.created_at, 60, c.id, d.queue, 'casework', 'system',
-           NULL, jsonb_build_object('to_queue', c.queue), NULL, NULL, NULL, d.id, NULL
+           NULL, jsonb_build_object('to_queue', c.queue), NULL, NULL, NULL, d.id, NULL, NULL
     FROM decisions AS d
     JOIN review_items AS c ON c.qa_of = d.id
 ),
@@ -146,7 +150,7 @@ page AS (
        OR (o.at, o.rank, o.ref) > (:after_at::timestamptz, :after_rank::int, :after_ref::bigint)
 )
 SELECT p.item_id, p.kind, p.at, p.rank, p.ref, p.queue, p.actor, p.actor_role, p.body,
-       p.recorded_at, p.decision_id,
+       p.recorded_at, p.decision_id, p.authentication_id,
        CASE WHEN p.lease_token IS NOT NULL AND p.lease_started_at IS NOT NULL THEN
            lpad(to_hex(('x' || left(encode(sha256(convert_to(p.lease_token::text, 'UTF8')),
                                            'hex'), 15))::bit(60)::bigint), 15, '0')
@@ -181,8 +185,8 @@ WITH target AS (
       AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
 ),
 noted AS (
-    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, body)
-    SELECT t.id, t.queue, 'noted', :actor, :actor_role, :body
+    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, body, authentication_id)
+    SELECT t.id, t.queue, 'noted', :actor, :actor_role, :body, :authentication_id
     FROM target AS t
     RETURNING *
 )

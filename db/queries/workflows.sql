@@ -2,16 +2,19 @@
 -- Creates a workflow or changes its settings (NULL leaves one as it is; the redrive route,
 -- target and secret change together). :clear_reviewer_minutes and :clear_approver_minutes
 -- unset those minutes (NULL: capacity unknown). Its approval queue becomes a queue
--- approvers work.
+-- approvers work. Step-up (migration 0023): :require_auth_within_seconds 0 and
+-- :require_acr '' clear them, NULL leaves them.
 WITH upserted AS (
     INSERT INTO workflows AS w (name, approval_queue, redrive_via, redrive_target,
                                 redrive_secret, redrive_max_attempts, redrive_timeout_seconds,
-                                reviewer_minutes_per_day, approver_minutes_per_day)
+                                reviewer_minutes_per_day, approver_minutes_per_day,
+                                require_auth_within_seconds, require_acr)
     VALUES (:name, :approval_queue, coalesce(:redrive_via, 'subscription'), :redrive_target,
             :redrive_secret, coalesce(:redrive_max_attempts, 8),
             coalesce(:redrive_timeout_seconds::double precision, 10),
             :reviewer_minutes_per_day::double precision,
-            :approver_minutes_per_day::double precision)
+            :approver_minutes_per_day::double precision,
+            nullif(:require_auth_within_seconds::integer, 0), nullif(:require_acr::text, ''))
     ON CONFLICT (name) DO UPDATE
         SET approval_queue = coalesce(:approval_queue, w.approval_queue),
             redrive_via = coalesce(:redrive_via, w.redrive_via),
@@ -27,6 +30,12 @@ WITH upserted AS (
                 CASE WHEN :clear_approver_minutes::boolean THEN NULL
                      ELSE coalesce(:approver_minutes_per_day::double precision,
                                    w.approver_minutes_per_day) END,
+            require_auth_within_seconds =
+                CASE WHEN :require_auth_within_seconds::integer IS NULL
+                     THEN w.require_auth_within_seconds
+                     ELSE nullif(:require_auth_within_seconds::integer, 0) END,
+            require_acr = CASE WHEN :require_acr::text IS NULL THEN w.require_acr
+                               ELSE nullif(:require_acr::text, '') END,
             updated_at = now()
     RETURNING w.*
 ),

@@ -1,5 +1,5 @@
 """The `casework` command: serve, worker, migrate, token create/list/revoke, session
-list/revoke, export, auth explain."""
+list/revoke, user revoke, export, auth explain."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from server.cli.arguments import (
     item_id,
     moment,
     queue_name,
+    revocation_reason,
     session_id,
     token_id,
     user_name,
@@ -26,6 +27,7 @@ from server.cli.export import run_export_item, run_export_queue
 from server.cli.serve import run_migrate, run_serve, run_worker
 from server.cli.sessions import run_session_list, run_session_revoke
 from server.cli.tokens import run_token_create, run_token_list, run_token_revoke
+from server.cli.users import run_user_revoke
 from server.config import ConfigError, Settings
 from server.domain.model import Role
 from server.runtime import StartupError
@@ -149,6 +151,19 @@ def _parser() -> argparse.ArgumentParser:
         "--token-id", type=token_id, metavar="ID", help="revoke this token (see `token list`)"
     )
     revoke.set_defaults(run=run_token_revoke)
+
+    user = commands.add_parser("user", help="act on a person's access")
+    user_commands = user.add_subparsers(title="user commands", required=True, metavar="ACTION")
+    user_revoke = user_commands.add_parser(
+        "revoke",
+        help="revoke a person everywhere: end their sessions, revoke their tokens, refuse "
+        "their provider tokens issued before now, release their leases",
+    )
+    user_revoke.add_argument("--user", required=True, type=user_name, help="whom to revoke")
+    user_revoke.add_argument(
+        "--reason", type=revocation_reason, metavar="TEXT", help="why, for the record"
+    )
+    user_revoke.set_defaults(run=run_user_revoke)
 
     _add_auth_commands(commands)
     _add_session_commands(commands)

@@ -55,6 +55,12 @@ def user_name(value: str) -> str:
     return value.strip()
 
 
+def revocation_reason(value: str) -> str:
+    if not 1 <= len(value.strip()) <= 1000:
+        raise argparse.ArgumentTypeError("a reason is 1 to 1000 characters")
+    return value.strip()
+
+
 def queue_name(value: str) -> str:
     if not QUEUE_NAME.fullmatch(value):
         raise argparse.ArgumentTypeError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, get_args
 
 from typing_extensions import TypeIs
@@ -174,6 +175,27 @@ class ItemNotWaiting:
         return f"item {self.item_id} is {self.state}, not waiting for review; nothing was written"
 
 
+@dataclass(frozen=True)
+class ReauthenticationRequired:
+    """The queue (or workflow) asks for a login at most `required_within_seconds` old (and,
+    when `acr` is set, of that authentication context class); the caller's is older, of
+    another class, or unknown (a CLI token proves no login time). Nothing was written; a
+    lease held is untouched: sign in again and retry with it."""
+
+    required_within_seconds: int | None
+    acr: str | None
+    authenticated_at: datetime | None
+
+    @property
+    def message(self) -> str:
+        wants = []
+        if self.required_within_seconds is not None:
+            wants.append(f"a sign-in within the last {self.required_within_seconds} seconds")
+        if self.acr is not None:
+            wants.append(f"authentication context {self.acr[:100]!r}")
+        return f"this needs {' and '.join(wants)}: sign in again; nothing was written"
+
+
 Failure = (
     NotPermitted
     | InvalidInput
@@ -191,6 +213,7 @@ Failure = (
     | NotHeld
     | NotAssigned
     | ItemNotWaiting
+    | ReauthenticationRequired
 )
 
 

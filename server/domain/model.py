@@ -208,12 +208,17 @@ class Queue:
     # `qa_queue` for a check after the effect (0: none).
     qa_sample_rate: float = 0.0
     qa_queue: str | None = None
+    # Step-up (migration 0023): decisions here need a sign-in at most this many seconds old,
+    # and of this authentication context class (None: not required).
+    require_auth_within_seconds: int | None = None
+    require_acr: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:
         return from_row(
             cls,
             row,
+            optional=("require_auth_within_seconds", "require_acr"),
             effect_kind=EffectKind(row["effect_kind"]),
             holder_role=Role(row["holder_role"]),
             due_seconds_by_priority=tuple(
@@ -320,6 +325,7 @@ class Item:
 
 # The columns of a decision that not every statement selects.
 _DECISION_OPTIONAL = (
+    "authentication_id",
     "superseded_by",
     "lease_count",
     "lease_started_at",
@@ -355,6 +361,9 @@ class Decision:
     confirmed_at: datetime | None = None
     # An override's: the second-review queue its lease was held in (None: `queue`).
     review_queue: str | None = None
+    # How the decider authenticated (migration 0023; None on older rows): its row in
+    # `authentications`, read by `reads.authentications_by_ids`.
+    authentication_id: int | None = field(default=None, compare=False)
 
     @property
     def lease_queue(self) -> str:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from server.domain.model import Decision, DecisionStatus, Item, ItemState
+from server.domain.model import (
+    Authentication,
+    CredentialKind,
+    Decision,
+    DecisionStatus,
+    Item,
+    ItemState,
+)
 from server.domain.rows import grouped
 from server.store import sql
 from server.store.database import Database
@@ -21,6 +28,26 @@ async def decisions_by_ids(db: Database, ids: list[int]) -> dict[int, Decision]:
 async def decisions_by_item_ids(db: Database, item_ids: list[int]) -> dict[int, list[Decision]]:
     rows = await db.fetch(sql.decisions_read.DECISIONS_GET_BY_ITEM_IDS, item_ids=item_ids)
     return grouped(item_ids, "item_id", rows, Decision.from_row)
+
+
+async def authentications_by_ids(db: Database, ids: list[int]) -> dict[int, Authentication]:
+    """How the actors of recorded rows authenticated, by their `authentication_id`."""
+    rows = await db.fetch(sql.authentications.AUTHENTICATIONS_GET_BY_IDS, ids=ids)
+    return {
+        row["id"]: Authentication(
+            kind=CredentialKind(row["kind"]),
+            issuer=row["issuer"],
+            subject=row["subject"],
+            session_id=row["session_id"],
+            token_id=row["token_id"],
+            client_id=row["client_id"],
+            auth_time=row["auth_time"],
+            acr=row["acr"],
+            rules=tuple(row["rules"]),
+            id=row["id"],
+        )
+        for row in rows
+    }
 
 
 def effective_decision(decisions: list[Decision]) -> Decision | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import overload
 
 import strawberry
@@ -127,6 +128,24 @@ class ItemNotWaiting(Error):
     state: ItemState
 
 
+@strawberry.type(
+    description="The queue or workflow asks for a recent sign-in (requireAuthWithinSeconds, "
+    "requireAcr) and yours is older, of another authentication context, or unknown (a CLI "
+    "token proves none). Nothing was written and a lease held is untouched: sign in again "
+    "(the console sends you through the provider with prompt=login) and retry."
+)
+class ReauthenticationRequired(Error):
+    required_within_seconds: int | None = strawberry.field(
+        description="The most a sign-in may be old, in seconds; null: any age."
+    )
+    acr: str | None = strawberry.field(
+        description="The authentication context class required; null: any."
+    )
+    authenticated_at: datetime | None = strawberry.field(
+        description="When you last signed in, as your credentials say; null: unknown."
+    )
+
+
 ErrorType = (
     NotPermitted
     | InvalidInput
@@ -144,6 +163,7 @@ ErrorType = (
     | NotHeld
     | NotAssigned
     | ItemNotWaiting
+    | ReauthenticationRequired
 )
 
 
@@ -185,6 +205,8 @@ def from_failure(failure: failures.NotHeld) -> NotHeld: ...
 def from_failure(failure: failures.NotAssigned) -> NotAssigned: ...
 @overload
 def from_failure(failure: failures.ItemNotWaiting) -> ItemNotWaiting: ...
+@overload
+def from_failure(failure: failures.ReauthenticationRequired) -> ReauthenticationRequired: ...
 
 
 def from_failure(failure: failures.Failure) -> ErrorType:
@@ -260,5 +282,12 @@ def from_failure(failure: failures.Failure) -> ErrorType:
                 message=failure.message,
                 item_id=strawberry.ID(str(item_id)),
                 state=model.ItemState(failure.state),
+            )
+        case failures.ReauthenticationRequired():
+            return ReauthenticationRequired(
+                message=failure.message,
+                required_within_seconds=failure.required_within_seconds,
+                acr=failure.acr,
+                authenticated_at=failure.authenticated_at,
             )
     raise AssertionError(f"unmapped failure {failure!r}")

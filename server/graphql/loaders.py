@@ -23,7 +23,15 @@ from server.domain.exceptions.records import (
 )
 from server.domain.measures import queues as queue_measures
 from server.domain.measures.queues import MeasureKey
-from server.domain.model import Decision, HoldReason, Item, ItemState, Queue, ReasonCode
+from server.domain.model import (
+    Authentication,
+    Decision,
+    HoldReason,
+    Item,
+    ItemState,
+    Queue,
+    ReasonCode,
+)
 from server.domain.quality import audit, qa
 from server.domain.review import apply, live, queues
 from server.domain.timeline import events as timeline
@@ -149,6 +157,10 @@ class Loaders:
     @cached_property
     def decision(self) -> DataLoader[int, Decision | None]:
         return _loader(self._db, reads.decisions_by_ids, None)
+
+    @cached_property
+    def authentication(self) -> DataLoader[int, Authentication | None]:
+        return _loader(self._db, reads.authentications_by_ids, None)
 
     @cached_property
     def qa_check(self) -> DataLoader[int, qa.QaCheck | None]:

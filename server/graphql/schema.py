@@ -21,6 +21,7 @@ from server.graphql.errors import Error
 from server.graphql.exceptions.mutations import ExceptionMutation
 from server.graphql.exceptions.queries import ExceptionQuery
 from server.graphql.exceptions.subscriptions import ExceptionSubscription
+from server.graphql.identity.mutations import IdentityMutation
 from server.graphql.input_strings import guard_root_fields
 from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
@@ -111,6 +112,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
                 ControlMutation,
                 BulkMutation,
                 ExceptionMutation,
+                IdentityMutation,
             ),
         ),
         subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),

@@ -88,6 +88,8 @@ def event(
         "decision_id": decision_id,
         "hold_reason": None,
         "assignee": None,
+        "authentication_id": None,
+        "authentication": None,
     }
 
 
@@ -327,6 +329,8 @@ async def test_the_pack_of_a_scripted_item_is_the_document_its_story_gives(
                 "confirmed_at": None,
                 "status": "superseded",
                 "confirmation": None,
+                "authentication_id": None,
+                "authentication": None,
                 "qa": None,
                 "application": {
                     "decision_id": decided.id,
@@ -395,6 +399,8 @@ async def test_the_pack_of_a_scripted_item_is_the_document_its_story_gives(
                 "confirmed_at": None,
                 "status": "effective",
                 "confirmation": None,
+                "authentication_id": None,
+                "authentication": None,
                 "qa": None,
                 "application": {
                     "decision_id": overturned.id,

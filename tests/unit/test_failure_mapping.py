@@ -30,6 +30,7 @@ SAMPLES: list[failures.Failure] = [
     failures.NotHeld(1),
     failures.NotAssigned(1),
     failures.ItemNotWaiting(1, "decided"),
+    failures.ReauthenticationRequired(300, "mfa", None),
 ]
 
 

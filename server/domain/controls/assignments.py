@@ -22,6 +22,7 @@ from server.domain.failures import (
 )
 from server.domain.model import Item, Principal, Role
 from server.domain.parsing import check_instant, parse_id
+from server.domain.step_up import provenance
 from server.domain.text import check_text
 from server.store import sql
 from server.store.database import Database
@@ -120,6 +121,7 @@ async def revoke_lease(
         item_id=parsed,
         queue_scope=principal.queue_scope(),
         **principal.actor(),
+        **provenance(principal),
         reason=reason.strip(),
     )
     if row is not None:

@@ -31,10 +31,12 @@ from server.domain.failures import (
     InvalidInput,
     InvalidTransition,
     NotPermitted,
+    ReauthenticationRequired,
     StaleLease,
 )
 from server.domain.model import Principal, Role
 from server.domain.parsing import parse_lease_token
+from server.domain.step_up import provenance, step_up, step_up_refusal
 from server.domain.text import check_text
 from server.store import constraints, sql
 from server.store.database import Database
@@ -212,21 +214,31 @@ async def approve_correction(
     lease_token: str,
     version: int,
     note: str | None,
-) -> ActionResult:
+) -> ActionResult | ReauthenticationRequired:
     if principal.role is not Role.APPROVER:
         return NotPermitted("approval belongs to the approver role")
     if problem := check_text(note, "note", required=False):
         return problem
-    return await _under_lease(
+    result = await _under_lease(
         db,
         principal,
         ExceptionAction.APPROVE_CORRECTION,
         exception_id,
         lease_token,
         sql.exceptions.EXCEPTION_APPROVE_CORRECTION,
-        {"version": version, "note": note},
+        {"version": version, "note": note, **step_up(principal)},
         version=version,
     )
+    if isinstance(result, ExceptionRecord | NotPermitted | InvalidInput):
+        return result
+    # Refused under the lease: the workflow's step-up setting may be why (a read on this
+    # failure path only).
+    state = await db.fetchrow(
+        sql.exceptions.EXCEPTION_APPROVAL_STEP_UP_DIAGNOSE,
+        exception_id=exception_id,
+        **step_up(principal),
+    )
+    return step_up_refusal(principal, state) or result
 
 
 async def reject_correction(
@@ -299,6 +311,7 @@ async def _under_lease(
         exception_id=exception_id,
         lease_token=token,
         **principal.actor(),
+        **provenance(principal),
         queue_scope=principal.queue_scope(),
         **arguments,
     )

@@ -89,10 +89,18 @@ class Workflow:
     # Hands-on minutes per day its operators and its approvers can give (None: not set).
     reviewer_minutes_per_day: float | None = None
     approver_minutes_per_day: float | None = None
+    # Step-up (migration 0023): approvals need a sign-in at most this old, of this acr.
+    require_auth_within_seconds: int | None = None
+    require_acr: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Workflow:
-        return from_row(cls, row, redrive_via=RedriveVia(row["redrive_via"]))
+        return from_row(
+            cls,
+            row,
+            optional=("require_auth_within_seconds", "require_acr"),
+            redrive_via=RedriveVia(row["redrive_via"]),
+        )
 
 
 @dataclass(frozen=True)

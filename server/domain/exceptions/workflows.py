@@ -17,6 +17,7 @@ from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import Principal, Role
 from server.domain.review.queues import REASON_CODE, admin_refusal, check_webhook
 from server.domain.rows import grouped
+from server.domain.step_up import check_step_up
 from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database
@@ -50,6 +51,10 @@ class WorkflowSettings:
     approver_minutes_per_day: float | None = None
     # Settings to unset (to NULL: capacity unknown again).
     clear: frozenset[WorkflowSetting] = frozenset()
+    # Step-up (migration 0023): approvals need a sign-in at most this many seconds old (0
+    # clears it), of this acr ("" clears it). None leaves a setting as it is.
+    require_auth_within_seconds: int | None = None
+    require_acr: str | None = None
 
 
 def _check_workflow(
@@ -85,7 +90,7 @@ def _check_workflow(
     for setting in settings.clear:
         if getattr(settings, setting.value) is not None:
             return InvalidInput(f"{setting.name} is both given and cleared", "clear")
-    return None
+    return check_step_up(settings.require_auth_within_seconds, settings.require_acr)
 
 
 async def configure_workflow(
@@ -148,6 +153,8 @@ async def configure_workflow(
             approver_minutes_per_day=settings.approver_minutes_per_day,
             clear_reviewer_minutes=WorkflowSetting.REVIEWER_MINUTES_PER_DAY in settings.clear,
             clear_approver_minutes=WorkflowSetting.APPROVER_MINUTES_PER_DAY in settings.clear,
+            require_auth_within_seconds=settings.require_auth_within_seconds,
+            require_acr=settings.require_acr,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":

@@ -25,8 +25,9 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from server.domain.model import Decision, Principal
+from server.domain.model import Authentication, Decision, Principal
 from server.domain.quality import qa
+from server.domain.reads import authentications_by_ids
 from server.domain.review import apply
 from server.domain.review.evidence import canonical_json
 from server.domain.timeline.events import PageKey, TimelineEvent, TimelineKind, events_pages
@@ -168,6 +169,8 @@ class _Rows:
     exception_events: dict[str, list[Row]]
     corrections: dict[str, list[Row]]
     redrives: dict[str, list[Row]]
+    # How the actors of the rows above authenticated, by authentication_id (migration 0023).
+    authentications: dict[int, Authentication]
 
 
 def _grouped(rows: list[Row], key: str) -> dict[Any, list[Row]]:
@@ -178,7 +181,7 @@ def _grouped(rows: list[Row], key: str) -> dict[Any, list[Row]]:
 
 
 async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
-    """At most eleven statements, whatever the number of items and rows."""
+    """At most twelve statements, whatever the number of items and rows."""
     items = {row["id"]: row for row in await db.fetch(sql.items.ITEMS_GET_BY_IDS, ids=item_ids)}
     found = sorted(items)
     timelines = await events_pages(db, [PageKey(i, None, WHOLE_TIMELINE) for i in found])
@@ -220,7 +223,14 @@ async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
         redrives = await db.fetch(
             read.EXCEPTION_REDRIVES_GET_BY_EXCEPTION_IDS, exception_ids=exception_ids
         )
+    recorded = [row["authentication_id"] for row in [*decision_rows, *confirmations, *events]]
+    recorded += [event.authentication_id for found in timelines.values() for event in found]
+    authentication_ids = sorted({found for found in recorded if found is not None})
+    authentications = (
+        await authentications_by_ids(db, authentication_ids) if authentication_ids else {}
+    )
     return _Rows(
+        authentications=authentications,
         items=items,
         timelines=timelines,
         decisions=_grouped(decision_rows, "item_id"),
@@ -263,12 +273,28 @@ def _payload_history(timeline: list[TimelineEvent]) -> list[dict[str, Any]]:
 _TIMELINE_IMPLIED = frozenset({"item_id", "position"})
 
 
-def _timeline_part(timeline: list[TimelineEvent]) -> list[dict[str, Any]]:
-    """The item's whole timeline, as ReviewItem.events reads it, in its order."""
+def _timeline_part(timeline: list[TimelineEvent], rows: _Rows) -> list[dict[str, Any]]:
+    """The item's whole timeline, as ReviewItem.events reads it, in its order, each entry
+    with how its actor authenticated where it was recorded."""
     return [
-        {name: value for name, value in plain(event).items() if name not in _TIMELINE_IMPLIED}
+        {
+            **{
+                name: value for name, value in plain(event).items() if name not in _TIMELINE_IMPLIED
+            },
+            "authentication": _authentication_part(event.authentication_id, rows),
+        }
         for event in timeline
     ]
+
+
+def _authentication_part(authentication_id: int | None, rows: _Rows) -> dict[str, Any] | None:
+    """How an actor authenticated: credential kind, issuer, subject, session or token,
+    client, sign-in time and acr, the rules that granted the role."""
+    found = None if authentication_id is None else rows.authentications.get(authentication_id)
+    if found is None:
+        return None
+    part: dict[str, Any] = plain(found)
+    return part
 
 
 def _decision_part(decision: Row, rows: _Rows, withheld: frozenset[Withheld]) -> dict[str, Any]:
@@ -279,6 +305,7 @@ def _decision_part(decision: Row, rows: _Rows, withheld: frozenset[Withheld]) ->
     token = decision["lease_token"]
     part = columns(decision)
     part["lease_id"] = lease_id(token) if token is not None else None
+    part["authentication"] = _authentication_part(decision["authentication_id"], rows)
     part["status"] = plain(Decision.from_row(decision).status)
     part["confirmation"] = _confirmation_part(decision["id"], rows)
     # Sampled for QA: the copy's item id and queue, and the QA reviewer's result once given.
@@ -295,6 +322,7 @@ def _confirmation_part(decision_id: int, rows: _Rows) -> dict[str, Any] | None:
         return None
     part = columns(confirmation)
     part["lease_id"] = lease_id(confirmation["lease_token"])
+    part["authentication"] = _authentication_part(confirmation["authentication_id"], rows)
     return part
 
 
@@ -356,7 +384,7 @@ def _pack(item_id: int, rows: _Rows, viewer: Viewer) -> dict[str, Any]:
         "format": FORMAT,
         "item": _item_part(item),
         "payload_history": _payload_history(timeline),
-        "timeline": _timeline_part(timeline),
+        "timeline": _timeline_part(timeline, rows),
         "decisions": [
             _decision_part(decision, rows, withheld) for decision in rows.decisions.get(item_id, [])
         ],

@@ -11,6 +11,7 @@ from server.domain.failures import (
     EvidenceChanged,
     InvalidInput,
     NotPermitted,
+    ReauthenticationRequired,
     StaleLease,
 )
 from server.domain.model import SECOND_REVIEW_VERDICTS, Decision, Principal
@@ -30,6 +31,7 @@ from server.domain.review.decisions import (
     used_lease,
     verdict_values,
 )
+from server.domain.step_up import step_up, step_up_refusal
 from server.store import constraints, sql
 from server.store.database import Database, Row
 from server.store.errors import IntegrityViolation
@@ -46,7 +48,15 @@ class ConfirmInput:
 OverrideInput = DecisionInput
 
 
-ConfirmResult = Decision | Replayed | StaleLease | EvidenceChanged | NotPermitted | InvalidInput
+ConfirmResult = (
+    Decision
+    | Replayed
+    | StaleLease
+    | EvidenceChanged
+    | ReauthenticationRequired
+    | NotPermitted
+    | InvalidInput
+)
 # An override answers as a decision's submission does.
 OverrideResult = SubmitResult
 
@@ -66,11 +76,12 @@ async def confirm_decision(
     row = await db.fetchrow(
         sql.decisions.DECISION_CONFIRM,
         **under_lease(principal, item_id, token),
+        **step_up(principal),
         evidence_hash=confirmation.evidence_hash,
     )
     if row is not None:
         return Decision.from_row(row)
-    state = await _second_review_state(db, item_id, token, None, None, None)
+    state = await _second_review_state(db, principal, item_id, token, None, None, None)
     if _confirmed_by_caller(principal, state):
         # A confirmation of the caller's under this lease already: retried after a lost
         # answer, it is answered with it; with other evidence, the lease was used.
@@ -121,6 +132,7 @@ async def override_decision(
         row = await db.fetchrow(
             sql.decisions.DECISION_OVERRIDE,
             **under_lease(principal, item_id, token),
+            **step_up(principal),
             **verdict_values(override),
         )
     except IntegrityViolation as violation:
@@ -135,7 +147,7 @@ async def override_decision(
     if row is not None:
         return Decision.from_row(row)
     state = await _second_review_state(
-        db, item_id, token, override.verdict.value, override.reason_code, override.note
+        db, principal, item_id, token, override.verdict.value, override.reason_code, override.note
     )
     if state is not None and state["decided_here"] is not None:
         answer = await answer_retry(db, principal, state["decided_here"], override)
@@ -157,6 +169,7 @@ async def override_decision(
 
 async def _second_review_state(
     db: Database,
+    principal: Principal,
     item_id: int,
     token: UUID,
     verdict: str | None,
@@ -170,12 +183,13 @@ async def _second_review_state(
         verdict=verdict,
         reason_code=reason_code,
         note=note,
+        **step_up(principal),
     )
 
 
 def _second_review_refusal(
     principal: Principal, item_id: int, token: UUID, state: Row | None, evidence_hash: str
-) -> StaleLease | EvidenceChanged | NotPermitted | InvalidInput | None:
+) -> StaleLease | EvidenceChanged | ReauthenticationRequired | NotPermitted | InvalidInput | None:
     """The refusals confirmation and override share, in order of precedence; None when the
     item, the caller, the lease and the item's evidence are all as they must be."""
     if unseen := item_refusal(principal, item_id, state):
@@ -194,6 +208,8 @@ def _second_review_refusal(
             f"item {item_id} waits for no second review: decide it with submitDecision",
             "itemId",
         )
+    if stale_login := step_up_refusal(principal, state):
+        return stale_login
     if state["evidence_hash"] != evidence_hash:
         return EvidenceChanged(item_id, state["evidence_hash"])
     return None

@@ -13,6 +13,7 @@ from server.domain.failures import (
     InvalidInput,
     InvalidReasonCode,
     NotPermitted,
+    ReauthenticationRequired,
     StaleLease,
 )
 from server.domain.model import (
@@ -23,6 +24,7 @@ from server.domain.model import (
     Verdict,
 )
 from server.domain.parsing import LeaseInput, holds_lease, parse_id, reviewer_lease
+from server.domain.step_up import provenance, step_up, step_up_refusal
 from server.domain.text import check_text
 from server.observability import tracing
 from server.store import constraints, sql
@@ -55,6 +57,7 @@ SubmitResult = (
     | StaleLease
     | EvidenceChanged
     | InvalidReasonCode
+    | ReauthenticationRequired
     | NotPermitted
     | InvalidInput
 )
@@ -124,17 +127,20 @@ class UnderLease(TypedDict):
     actor_role: str
     queue_scope: list[str]
     traceparent: str | None
+    authentication_id: int | None
 
 
 def under_lease(principal: Principal, item_id: int, token: UUID) -> UnderLease:
     """What a reviewer's write under a lease gives its statement beside its own values: the
-    fence (the item, the lease token, the token's queues), who writes, the request's trace."""
+    fence (the item, the lease token, the token's queues), who writes and how they
+    authenticated, the request's trace. A decision adds `step_up(principal)`."""
     return {
         "item_id": item_id,
         "lease_token": token,
         **principal.actor(),
         "queue_scope": sorted(principal.queues),
         "traceparent": tracing.current_traceparent(),
+        **provenance(principal),
     }
 
 
@@ -176,6 +182,7 @@ async def submit_decision(
         row = await db.fetchrow(
             sql.decisions.DECISION_SUBMIT,
             **under_lease(principal, item_id, token),
+            **step_up(principal),
             **verdict_values(decision),
         )
     except IntegrityViolation as violation:
@@ -191,7 +198,7 @@ async def submit_decision(
 
 async def _why_not_recorded(
     db: Database, principal: Principal, item_id: int, token: UUID, decision: DecisionInput
-) -> Replayed | StaleLease | EvidenceChanged | InvalidReasonCode | NotPermitted | InvalidInput:
+) -> SubmitResult:
     """The fence refused the write; say which condition failed, in order of precedence."""
     verdict = decision.verdict.value
     state = await db.fetchrow(
@@ -201,6 +208,7 @@ async def _why_not_recorded(
         verdict=verdict,
         lease_token=token,
         note=decision.note,
+        **step_up(principal),
     )
     if state is not None and state["prior_decision_id"] is not None:
         # Before the scope check: an escalation moved the item to a queue the token of the
@@ -221,6 +229,8 @@ async def _why_not_recorded(
         )
     if not holds_lease(state, token, principal.user):
         return StaleLease(item_id, queue=state["queue"])
+    if stale_login := step_up_refusal(principal, state):
+        return stale_login
     if state["evidence_hash"] != decision.evidence_hash:
         return EvidenceChanged(item_id, state["evidence_hash"])
     if refusal := catalogue_refusal(
@@ -297,7 +307,14 @@ class OverturnInput:
     note: str | None = None
 
 
-OverturnResult = Decision | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput
+OverturnResult = (
+    Decision
+    | AlreadySuperseded
+    | InvalidReasonCode
+    | ReauthenticationRequired
+    | NotPermitted
+    | InvalidInput
+)
 
 
 async def overturn_decision(
@@ -326,6 +343,8 @@ async def overturn_decision(
             reason_code=overturn.reason_code,
             note=overturn.note,
             traceparent=tracing.current_traceparent(),
+            **provenance(principal),
+            **step_up(principal),
         )
     except IntegrityViolation as violation:
         if violation.constraint == constraints.REVIEW_DECISIONS_ONE_OVERTURN_EACH:
@@ -339,11 +358,14 @@ async def overturn_decision(
         decision_id=decision_id,
         reason_code=overturn.reason_code,
         note=overturn.note,
+        **step_up(principal),
     )
     assert state is not None, "decisions are never deleted"
     # Not superseded a moment ago; if it is now, a concurrent overturn won.
     if state["superseded_by"] is not None:
         return AlreadySuperseded(decision_id, state["superseded_by"])
+    if stale_login := step_up_refusal(principal, state):
+        return stale_login
     if state["awaits_review"]:
         # Not confirmed when the overturn read it.
         return _not_effective_yet(decision_id)

@@ -20,6 +20,7 @@ from server.domain.model import (
 )
 from server.domain.review import due
 from server.domain.rows import grouped
+from server.domain.step_up import check_step_up
 from server.domain.text import check_label
 from server.store import sql
 from server.store.database import Database
@@ -58,6 +59,10 @@ class QueueSettings:
     # created if it does not exist). None leaves a setting as it is.
     qa_sample_rate: float | None = None
     qa_queue: str | None = None
+    # Step-up (migration 0023): decisions need a sign-in at most this many seconds old (0
+    # clears it), of this acr ("" clears it). None leaves a setting as it is.
+    require_auth_within_seconds: int | None = None
+    require_acr: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,11 @@ def _check_settings(settings: QueueSettings, allowed_hosts: frozenset[str]) -> I
         return InvalidInput(
             "escalationPriorityBoost must be between 0 and 1000000", "escalationPriorityBoost"
         )
-    return _check_claim_controls(settings) or _check_qa(settings)
+    return (
+        _check_claim_controls(settings)
+        or _check_qa(settings)
+        or check_step_up(settings.require_auth_within_seconds, settings.require_acr)
+    )
 
 
 MAX_LEASES_PER_REVIEWER = 1000
@@ -335,6 +344,8 @@ async def configure_queue(
             second_review_queue=review_queue,
             qa_sample_rate=settings.qa_sample_rate,
             qa_queue=qa_queue,
+            require_auth_within_seconds=settings.require_auth_within_seconds,
+            require_acr=settings.require_acr,
         )
     except IntegrityViolation as violation:
         if violation.kind == "foreign_key":

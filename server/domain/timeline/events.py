@@ -112,6 +112,7 @@ _KIND_COLUMNS = (
     "decision_id",
     "hold_reason",
     "assignee",
+    "authentication_id",
 )
 
 
@@ -140,6 +141,9 @@ class TimelineEvent:
     # A hold's reason code; the reviewer an assignment named.
     hold_reason: str | None = None
     assignee: str | None = None
+    # How the actor authenticated (migration 0023): its row in `authentications`; None on
+    # what Casework does itself, on claims, and on rows older than it.
+    authentication_id: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> TimelineEvent:

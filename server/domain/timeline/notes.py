@@ -6,6 +6,7 @@ from __future__ import annotations
 from server.domain.failures import InvalidInput, NotFound
 from server.domain.model import Principal
 from server.domain.parsing import parse_id
+from server.domain.step_up import provenance
 from server.domain.text import check_text
 from server.domain.timeline.events import TimelineEvent
 from server.store import sql
@@ -27,6 +28,7 @@ async def add_note(
         item_id=parsed,
         queue_scope=principal.queue_scope(),
         **principal.actor(),
+        **provenance(principal),
         body=body,
     )
     if row is not None:

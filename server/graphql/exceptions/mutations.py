@@ -19,6 +19,7 @@ from server.graphql.errors import (
     InvalidInput,
     InvalidTransition,
     NotPermitted,
+    ReauthenticationRequired,
     StaleLease,
     from_failure,
 )
@@ -112,6 +113,15 @@ RaiseExceptionResult = Annotated[
 ExceptionActionResult = Annotated[
     ExceptionUpdated | StaleLease | InvalidTransition | NotPermitted | InvalidInput,
     strawberry.union("ExceptionActionResult"),
+]
+ApproveCorrectionResult = Annotated[
+    ExceptionUpdated
+    | StaleLease
+    | InvalidTransition
+    | ReauthenticationRequired
+    | NotPermitted
+    | InvalidInput,
+    strawberry.union("ApproveCorrectionResult"),
 ]
 RequestRedriveResult = Annotated[
     RedriveQueued | AlreadyQueued | InvalidTransition | NotPermitted | InvalidInput,
@@ -264,6 +274,17 @@ class ConfigureWorkflowInput:
         description="Settings to unset: capacity unknown again. A setting given as null, or "
         "left out, stays as it is.",
     )
+    require_auth_within_seconds: int | None = strawberry.field(
+        default=None,
+        description="Step-up: approveCorrection needs a sign-in at most this many seconds "
+        "old (1 to 86400); older, or unknown (a CLI token), is refused with "
+        "ReauthenticationRequired. 0: not required; null: unchanged.",
+    )
+    require_acr: str | None = strawberry.field(
+        default=None,
+        description='Step-up: approveCorrection needs this authentication context class. "": '
+        "not required; null: unchanged.",
+    )
 
     def to_domain(self) -> workflows.WorkflowSettings:
         return workflows.WorkflowSettings(
@@ -277,6 +298,8 @@ class ConfigureWorkflowInput:
             reviewer_minutes_per_day=self.reviewer_minutes_per_day,
             approver_minutes_per_day=self.approver_minutes_per_day,
             clear=frozenset(self.clear),
+            require_auth_within_seconds=self.require_auth_within_seconds,
+            require_acr=self.require_acr,
         )
 
 
@@ -383,10 +406,14 @@ class ExceptionMutation:
     @strawberry.mutation(description="Approves a correction (approvers; never its corrector).")
     async def approve_correction(
         self, info: Info[Context, None], input: ApproveCorrectionInput
-    ) -> ExceptionActionResult:
-        return await _claimed_action(
-            info, input, actions.approve_correction, input.version, input.note
+    ) -> ApproveCorrectionResult:
+        ctx = info.context
+        result = await actions.approve_correction(
+            ctx.db, ctx.principal, input.exception_id, input.lease_token, input.version, input.note
         )
+        if is_failure(result):
+            return from_failure(result)
+        return ExceptionUpdated(exception=ExceptionNode.from_domain(result))
 
     @strawberry.mutation(description="Rejects a correction; it returns to its owner.")
     async def reject_correction(

@@ -92,6 +92,13 @@ class Workflow:
     approver_minutes_per_day: float | None = strawberry.field(
         description="Hands-on minutes per day its approvers can give (approvalCapacity)."
     )
+    require_auth_within_seconds: int | None = strawberry.field(
+        description="Step-up: approvals need a sign-in at most this many seconds old; null: "
+        "not required."
+    )
+    require_acr: str | None = strawberry.field(
+        description="Step-up: approvals need this authentication context class; null: any."
+    )
 
     @strawberry.field
     async def reasons(self, info: Info[Context, None]) -> list[ExceptionReason]:
@@ -110,6 +117,8 @@ class Workflow:
             _workflow=workflow,
             reviewer_minutes_per_day=workflow.reviewer_minutes_per_day,
             approver_minutes_per_day=workflow.approver_minutes_per_day,
+            require_auth_within_seconds=workflow.require_auth_within_seconds,
+            require_acr=workflow.require_acr,
             name=workflow.name,
             approval_queue=workflow.approval_queue,
             redrive_via=workflow.redrive_via,

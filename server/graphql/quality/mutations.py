@@ -16,6 +16,7 @@ from server.graphql.errors import (
     InvalidInput,
     InvalidReasonCode,
     NotPermitted,
+    ReauthenticationRequired,
     StaleLease,
     from_failure,
 )
@@ -39,7 +40,12 @@ class QaResultRecorded:
 
 
 ConfirmDecisionResult = Annotated[
-    DecisionRecorded | StaleLease | EvidenceChanged | NotPermitted | InvalidInput,
+    DecisionRecorded
+    | StaleLease
+    | EvidenceChanged
+    | ReauthenticationRequired
+    | NotPermitted
+    | InvalidInput,
     strawberry.union("ConfirmDecisionResult"),
 ]
 

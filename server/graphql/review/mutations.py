@@ -23,6 +23,7 @@ from server.graphql.errors import (
     LeaseLimitReached,
     NotPermitted,
     QueueEmpty,
+    ReauthenticationRequired,
     StaleLease,
     from_failure,
 )
@@ -157,12 +158,18 @@ DecisionUnderLease = (
     | StaleLease
     | EvidenceChanged
     | InvalidReasonCode
+    | ReauthenticationRequired
     | NotPermitted
     | InvalidInput
 )
 SubmitDecisionResult = Annotated[DecisionUnderLease, strawberry.union("SubmitDecisionResult")]
 OverturnDecisionResult = Annotated[
-    DecisionRecorded | AlreadySuperseded | InvalidReasonCode | NotPermitted | InvalidInput,
+    DecisionRecorded
+    | AlreadySuperseded
+    | InvalidReasonCode
+    | ReauthenticationRequired
+    | NotPermitted
+    | InvalidInput,
     strawberry.union("OverturnDecisionResult"),
 ]
 ConfigureQueueResult = Annotated[
@@ -313,6 +320,18 @@ class ConfigureQueueInput:
         description="Where the sampled decisions go (default `<name>-qa`); created, worked "
         "by reviewers, if it does not exist.",
     )
+    require_auth_within_seconds: int | None = strawberry.field(
+        default=None,
+        description="Step-up: decisions here (submitDecision, confirmDecision, "
+        "overrideDecision, overturnDecision) need a sign-in at most this many seconds old "
+        "(1 to 86400); older, or unknown (a CLI token), is refused with "
+        "ReauthenticationRequired. 0: not required; null: unchanged.",
+    )
+    require_acr: str | None = strawberry.field(
+        default=None,
+        description="Step-up: decisions here need this authentication context class (the "
+        'acr claim of the sign-in). "": not required; null: unchanged.',
+    )
 
     def to_domain(self) -> queues.QueueSettings:
         return queues.QueueSettings(
@@ -336,6 +355,8 @@ class ConfigureQueueInput:
             second_review=None if self.second_review is None else self.second_review.to_domain(),
             qa_sample_rate=self.qa_sample_rate,
             qa_queue=self.qa_queue,
+            require_auth_within_seconds=self.require_auth_within_seconds,
+            require_acr=self.require_acr,
         )
 
 

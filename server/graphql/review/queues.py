@@ -107,6 +107,13 @@ class Queue:
     qa_queue: str | None = strawberry.field(
         description="Where sampled decisions are copied for QA; null: never configured."
     )
+    require_auth_within_seconds: int | None = strawberry.field(
+        description="Step-up: decisions here need a sign-in at most this many seconds old; "
+        "null: not required."
+    )
+    require_acr: str | None = strawberry.field(
+        description="Step-up: decisions here need this authentication context class; null: any."
+    )
 
     @strawberry.field(description="Backlog and application lag, read now.")
     async def stats(self, info: Info[Context, None], lag_threshold_seconds: int = 60) -> QueueStats:
@@ -168,6 +175,8 @@ class Queue:
             ),
             qa_sample_rate=queue.qa_sample_rate,
             qa_queue=queue.qa_queue,
+            require_auth_within_seconds=queue.require_auth_within_seconds,
+            require_acr=queue.require_acr,
         )
 
     @strawberry.field(

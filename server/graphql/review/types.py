@@ -15,6 +15,7 @@ from server.domain.quality import audit
 from server.domain.review import apply
 from server.graphql.context import Context
 from server.graphql.controls.types import Assignment, Hold
+from server.graphql.identity.types import Authentication, authentication_of
 from server.graphql.loaders import AuditKey
 from server.graphql.pagination import PageInfo
 from server.graphql.quality.types import QaResult
@@ -139,6 +140,14 @@ class Decision:
         if not info.context.principal.works_in(item.queue):
             return None
         return ReviewItem.from_domain(item)
+
+    @strawberry.field(
+        description="How the decider authenticated when deciding (credential kind, issuer, "
+        "subject, session, sign-in time and acr, the rules that granted the role); null on "
+        "decisions recorded before Casework kept it."
+    )
+    async def authentication(self, info: Info[Context, None]) -> Authentication | None:
+        return await authentication_of(info, self._decision.authentication_id)
 
     @strawberry.field(description="Carrying it out: state, attempts, last error, applied at.")
     async def application(self, info: Info[Context, None]) -> Application | None:

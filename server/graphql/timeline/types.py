@@ -10,6 +10,7 @@ from strawberry.types import Info
 from server.domain.timeline import events as timeline
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
+from server.graphql.identity.types import Authentication, authentication_of
 from server.graphql.pagination import PageInfo, decode_text_cursor, encode_cursor, page_size
 from server.graphql.review.types import Decision
 
@@ -115,6 +116,15 @@ class ItemEvent:
             hold_reason=event.hold_reason,
             assignee=event.assignee,
         )
+
+    @strawberry.field(
+        description="How the actor authenticated (credential kind, issuer, subject, session, "
+        "sign-in time and acr, the rules that granted the role), on what people recorded: "
+        "decisions, confirmations, overrides, overturns, notes, QA checks, revocations; "
+        "null on claims, on what Casework did itself and on rows older than the record."
+    )
+    async def authentication(self, info: Info[Context, None]) -> Authentication | None:
+        return await authentication_of(info, self._event.authentication_id)
 
     @strawberry.field(
         description="DECIDED, OVERTURNED, and an ESCALATED made by a verdict: the decision. "

@@ -5,6 +5,7 @@ Generated from db/queries/*.sql by `python -m server.store.sqlgen`: do not edit.
 
 from server.store.sql import (
     applications,
+    authentications,
     bulk,
     controls,
     decisions,
@@ -23,6 +24,7 @@ from server.store.sql import (
     queues,
     reason_codes,
     redrive_delivery,
+    revocations,
     timeline,
     tokens,
     workflow_measures,
@@ -31,6 +33,7 @@ from server.store.sql import (
 
 __all__ = [
     "applications",
+    "authentications",
     "bulk",
     "controls",
     "decisions",
@@ -49,6 +52,7 @@ __all__ = [
     "queues",
     "reason_codes",
     "redrive_delivery",
+    "revocations",
     "timeline",
     "tokens",
     "workflow_measures",

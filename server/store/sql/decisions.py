@@ -8,7 +8,7 @@ from __future__ import annotations
 from server.store.queries import Query
 
 # db/queries/decisions.sql:1
-DECISION_SUBMIT = Query("decision_submit", lambda *, verdict, actor, item_id, lease_token, evidence_hash, queue_scope, reason_code, note, actor_role, traceparent: None)
+DECISION_SUBMIT = Query("decision_submit", lambda *, verdict, actor, item_id, lease_token, evidence_hash, queue_scope, reason_code, note, auth_time, acr, actor_role, traceparent, authentication_id: None)
 """Records a verdict made under a lease, in one statement. Fence: every condition of it
 sits in the WHERE clause of the UPDATE `moved`: a live lease of the caller with this token on a
 pending item, the evidence the reviewer saw, and a reason code the queue's catalogue
@@ -31,7 +31,11 @@ that the item and the decision can name each other in one statement). The hint i
 `second_review`, routed to both queues. A queue without second review pays one
 comparison against its empty list.
 The row keeps when its lease began, the item's lease count and when the item was
-enqueued, for the queue's measures.
+enqueued, for the queue's measures, and how the reviewer authenticated
+(:authentication_id, migration 0023).
+Step-up (migration 0023): a queue with require_auth_within_seconds (or require_acr)
+takes decisions only from a login at most that old (:auth_time; NULL, as for a CLI
+token, never passes) with that acr; a queue without them pays two IS NULL tests.
 QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
 draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
 queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
@@ -41,16 +45,16 @@ never holds up the effect. In a queue without a rate the step costs a comparison
 row `moved` returned.
 """
 
-# db/queries/decisions.sql:130
-DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", lambda *, note, reason_code, verdict, lease_token, item_id: None)
+# db/queries/decisions.sql:138
+DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", lambda *, note, auth_time, acr, reason_code, verdict, lease_token, item_id: None)
 """Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
 a console whose answer was lost retries with the same token, and is answered with it.
 `note_missing`: the reason code requires a note and this one says nothing.
 """
 
-# db/queries/decisions.sql:147
-DECISION_OVERTURN = Query("decision_overturn", lambda *, decision_id, reason_code, note, actor, actor_role, traceparent: None)
+# db/queries/decisions.sql:162
+DECISION_OVERTURN = Query("decision_overturn", lambda *, decision_id, auth_time, acr, reason_code, note, actor, actor_role, traceparent, authentication_id: None)
 """Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, not
 an escalation, and not a provisional decision still waiting for its second review), and
@@ -59,16 +63,16 @@ a note that says something, if the code requires one).
 The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
 """
 
-# db/queries/decisions.sql:189
-DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", lambda *, note, reason_code, decision_id: None)
+# db/queries/decisions.sql:209
+DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", lambda *, note, auth_time, acr, reason_code, decision_id: None)
 """Read-only: why did decision_overturn write nothing? Runs only on that failure path.
 `superseded_by`: a concurrent overturn won; `awaits_review`: a provisional decision
 nobody has confirmed (migration 0020); `reason_allowed`: the catalogue allows the
 code for the reversed outcome; `note_missing`: it requires a note and this one says nothing.
 """
 
-# db/queries/decisions.sql:206
-DECISION_CONFIRM = Query("decision_confirm", lambda *, item_id, lease_token, actor, queue_scope, evidence_hash, actor_role, traceparent: None)
+# db/queries/decisions.sql:233
+DECISION_CONFIRM = Query("decision_confirm", lambda *, item_id, lease_token, actor, queue_scope, auth_time, acr, evidence_hash, actor_role, traceparent, authentication_id: None)
 """A second reviewer confirms the provisional decision an item waits on (migration 0020).
 Fence: every condition sits in the WHERE clause of the UPDATE `moved`: a live lease of
 the caller with this token on a pending review item, in a queue the caller's token
@@ -84,8 +88,8 @@ the item's queue and the decision's (other_queues: decisionEvents of the decisio
 queue delivers it now). The timeline reads the confirmation from its row.
 """
 
-# db/queries/decisions.sql:287
-DECISION_OVERRIDE = Query("decision_override", lambda *, item_id, lease_token, actor, queue_scope, evidence_hash, verdict, reason_code, note, actor_role, traceparent: None)
+# db/queries/decisions.sql:318
+DECISION_OVERRIDE = Query("decision_override", lambda *, item_id, lease_token, actor, queue_scope, auth_time, acr, evidence_hash, verdict, reason_code, note, actor_role, traceparent, authentication_id: None)
 """A second reviewer overrides the provisional decision an item waits on with a decision of
 their own (migration 0020), which supersedes it: effective at once, while the provisional
 one is never applied.
@@ -102,8 +106,8 @@ measures and its stream), with the second-review queue the lease was held in as
 superseding a decision (review_decisions_one_overturn_each) hold here too.
 """
 
-# db/queries/decisions.sql:372
-SECOND_REVIEW_DIAGNOSE = Query("second_review_diagnose", lambda *, note, reason_code, verdict, lease_token, item_id: None)
+# db/queries/decisions.sql:407
+SECOND_REVIEW_DIAGNOSE = Query("second_review_diagnose", lambda *, note, auth_time, acr, reason_code, verdict, lease_token, item_id: None)
 """Read-only: why did decision_confirm or decision_override write nothing? Runs only on that
 failure path. `first_decider`, `decided_on`, `decided_in`: the provisional decision the
 item waits on, if any. `confirmed_here` and `decided_here`: what was recorded on this

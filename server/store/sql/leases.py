@@ -34,7 +34,7 @@ LEASES_GET_EXPIRED_BETWEEN = Query("leases_get_expired_between", lambda *, queue
 """Leases that ran out in (after, until]: what the expiry timer announces. Reads only."""
 
 # db/queries/leases.sql:88
-LEASE_REVOKE = Query("lease_revoke", lambda *, item_id, queue_scope, actor, actor_role, reason: None)
+LEASE_REVOKE = Query("lease_revoke", lambda *, item_id, queue_scope, actor, actor_role, reason, authentication_id: None)
 """A manager ends someone else's live lease: the holder's token is stale at once (its next
 renew, release or decision is refused), the item is claimable again, and the revocation
 is not an abandonment. The timeline row (`revoked`) carries the revoked lease's token,
@@ -48,4 +48,15 @@ LEASES_GET_HELD = Query("leases_get_held", lambda *, actor, queue, queue_scope: 
 """The caller's live leases, soonest to run out first: in :queue (NULL: every queue the
 token covers, :queue_scope NULL: all). Reads the live leases of those queues
 (review_items_lease_expiry) and keeps the caller's.
+"""
+
+# db/queries/leases.sql:142
+LEASES_REVOKE_FOR_USER = Query("leases_revoke_for_user", lambda *, user_name, actor, actor_role, reason, authentication_id: None)
+"""The one revocation routine (server/domain/identity/revocation.py) ends every live lease
+:user_name holds, on review and exception items alike, as lease_revoke ends one: each
+holder's token is stale at once, each item claimable again, none counted as abandoned.
+Each item's timeline gets a `revoked` row naming the owner, the revoker and :reason (why:
+"access revoked: <source>: <reason>"), with the revoker's authentication when known.
+Fence: live leases only (pending, a token, unexpired). Reads the live leases of every
+queue (review_items_lease_expiry) and keeps the user's.
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 from server.store.queries import Query
 
 # db/queries/qa.sql:4
-QA_RESULT_RECORD = Query("qa_result_record", lambda *, item_id, lease_token, actor, queue_scope, reason_code, agrees, note, actor_role, traceparent: None)
+QA_RESULT_RECORD = Query("qa_result_record", lambda *, item_id, lease_token, actor, queue_scope, reason_code, agrees, note, actor_role, traceparent, authentication_id: None)
 """Records a QA reviewer's agree or disagree on a sampled decision, in one statement: the
 append-only qa_results row, the QA copy decided (lease cleared), a `qa_checked` row on the
 timeline of the item whose decision was checked (the note as its body), and a `decided`
@@ -22,7 +22,7 @@ when disagreeing), with a note that says something if the code requires one. If 
 fails, nothing is written and no row comes back.
 """
 
-# db/queries/qa.sql:61
+# db/queries/qa.sql:64
 QA_RESULT_RECORD_DIAGNOSE = Query("qa_result_record_diagnose", lambda *, note, lease_token, reason_code, agrees, item_id: None)
 """Read-only: why did qa_result_record write nothing? Runs only on that failure path.
 `decider`: the reviewer of the decision the copy checks (NULL: not a QA copy);
@@ -33,7 +33,7 @@ agrees, reason_code, note, reviewer, ...): a console whose answer was lost retri
 the same token, and is answered with it.
 """
 
-# db/queries/qa.sql:83
+# db/queries/qa.sql:86
 QA_GET_BY_DECISION_IDS = Query("qa_get_by_decision_ids", lambda *, decision_ids: None)
 """For each sampled decision among :decision_ids: its QA copy, and the result if one was
 recorded. A decision without a row here was not sampled. Reads review_items by

@@ -8,7 +8,7 @@ from __future__ import annotations
 from server.store.queries import Query
 
 # db/queries/queues.sql:1
-QUEUE_UPSERT = Query("queue_upsert", lambda *, second_review_queue, qa_queue, name, lease_ttl_seconds, max_abandons, escalation_queue, escalation_priority_boost, effect_kind, effect_target, effect_secret, effect_max_attempts, effect_timeout_seconds, reviewer_minutes_per_day, max_leases_per_reviewer, due_seconds, due_seconds_by_priority, hold_pauses_due, overdue_queue, overdue_priority_boost, second_review_verdicts, second_review_min_priority, qa_sample_rate: None)
+QUEUE_UPSERT = Query("queue_upsert", lambda *, second_review_queue, qa_queue, name, lease_ttl_seconds, max_abandons, escalation_queue, escalation_priority_boost, effect_kind, effect_target, effect_secret, effect_max_attempts, effect_timeout_seconds, reviewer_minutes_per_day, max_leases_per_reviewer, due_seconds, due_seconds_by_priority, hold_pauses_due, overdue_queue, overdue_priority_boost, second_review_verdicts, second_review_min_priority, qa_sample_rate, require_auth_within_seconds, require_acr: None)
 """Creates a queue, or changes the settings given (a NULL leaves a setting as it is). The
 effect's kind and target change together (:effect_kind NULL leaves both).
 :effect_timeout_seconds is cast: from `coalesce(:effect_timeout_seconds, 10)` alone
@@ -24,18 +24,19 @@ QA sampling (migration 0021): :qa_queue names the queue the sampled decisions ar
 to; it is created here (holder role reviewer, every other setting its default) when it
 does not exist yet. The foreign key is checked at the end of the statement, so the new
 row satisfies it.
+Step-up (migration 0023): :require_auth_within_seconds 0 and :require_acr '' clear them.
 """
 
-# db/queries/queues.sql:85
+# db/queries/queues.sql:93
 QUEUES_GET_BY_NAMES = Query("queues_get_by_names", lambda *, names: None)
 
-# db/queries/queues.sql:88
+# db/queries/queues.sql:96
 QUEUES_LIST = Query("queues_list", lambda: None)
 
-# db/queries/queues.sql:91
+# db/queries/queues.sql:99
 QUEUES_GET_HOLDER_ROLES = Query("queues_get_holder_roles", lambda *, names: None)
 
-# db/queries/queues.sql:94
+# db/queries/queues.sql:102
 QUEUES_GET_BACKLOG = Query("queues_get_backlog", lambda *, queues: None)
 """The figures a backlog subscriber sees, for each queue of :queues: pending (claimable now:
 under no live lease and not held), leased, and the age of the oldest pending item; and,

@@ -32,18 +32,20 @@ it, a decision. `ref` is the row's id in its table, or for a claim a number made
 token. The page starts after (:after_at, :after_rank, :after_ref) unless :after_at is NULL.
 A lease is never shown by its token (a fence credential): `lease_id` is a number made
 from it by a one-way hash, as hexadecimal.
+`authentication_id`: how the actor authenticated (migration 0023), on the kinds people
+write; NULL on older rows, on what Casework does itself and on claims.
 Reads only each item's rows: item_events_item, review_decisions_item, the item's key.
 """
 
-# db/queries/timeline.sql:171
-ITEM_NOTE_ADD = Query("item_note_add", lambda *, item_id, queue_scope, actor, actor_role, body: None)
+# db/queries/timeline.sql:175
+ITEM_NOTE_ADD = Query("item_note_add", lambda *, item_id, queue_scope, actor, actor_role, body, authentication_id: None)
 """Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 that open consoles re-read. No lease is needed: whoever may see the item may note it.
 Fence: a review item (an exception's item has its own history) in a queue the caller's
 token covers (:queue_scope NULL: every queue).
 """
 
-# db/queries/timeline.sql:195
+# db/queries/timeline.sql:199
 ITEM_EVENTS_GET_LATEST_ID = Query("item_events_get_latest_id", lambda *, item_id: None)
 """The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
 and after it starts listening, as it compares the item's row, so that a note (which
