@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import enum
-from datetime import datetime
-
 import strawberry
 from strawberry.types import Info
 
 from server.domain import model
 from server.domain.review import leases
 from server.graphql.context import Context
+from server.graphql.identity.types import Authentication
 from server.graphql.review.types import HeldLease
-
-
-@strawberry.enum(name="CredentialKind", description="How a caller proved who it is.")
-class CredentialKindType(enum.Enum):
-    SESSION = "session"
-    JWT = "jwt"
-    CLI_TOKEN = "cli_token"
 
 
 @strawberry.type(description="A role and where it applies, as the sign-in rules gave it.")
@@ -33,29 +24,6 @@ class Grant:
     @classmethod
     def from_domain(cls, grant: model.Grant) -> Grant:
         return cls(role=grant.role.value, queues=list(grant.queues), rules=list(grant.rules))
-
-
-@strawberry.type(description="How the caller authenticated.")
-class Authentication:
-    kind: CredentialKindType
-    issuer: str | None = strawberry.field(
-        description="The identity provider; null for a CLI token."
-    )
-    subject: str | None
-    auth_time: datetime | None = strawberry.field(
-        description="When the person last signed in at the provider, where it says."
-    )
-    acr: str | None
-
-    @classmethod
-    def from_domain(cls, authentication: model.Authentication) -> Authentication:
-        return cls(
-            kind=CredentialKindType(authentication.kind.value),
-            issuer=authentication.issuer,
-            subject=authentication.subject,
-            auth_time=authentication.auth_time,
-            acr=authentication.acr,
-        )
 
 
 @strawberry.type
