@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import gc
 import logging
-from collections.abc import AsyncIterator, Awaitable
 from datetime import timedelta
 from pathlib import Path
 from typing import cast
@@ -36,17 +32,6 @@ from server.config import Settings
 from server.console import console_routes, graphiql_page
 from server.domain.identity.access_tokens import AccessTokenVerifier, ProviderUnavailable
 from server.domain.identity.grants import NoAccess, RoleNotHeld
-from server.domain.identity.principals import CredentialResolver
-from server.domain.identity.provider_tokens import (
-    ProviderAccessTokens,
-    load_rules,
-    provider_verifier,
-)
-from server.domain.identity.refresh import SessionRefresher
-from server.events.listener import PostgresListener
-from server.events.live import LiveUpdates
-from server.events.redis import RedisTransport
-from server.events.transport import MemoryTransport, Transport
 from server.graphql import observe, wire_json
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
 from server.graphql.context import NOBODY, Context
@@ -56,187 +41,21 @@ from server.graphql.schema import build_schema
 from server.graphql.strawberry_internals import asks_for_a_stream
 from server.graphql.websocket import TransportWSHandler, authorization_of
 from server.http_limits import body_limit
+from server.lifespan import Runtime
 from server.metrics_endpoint import MetricsEndpoint
 from server.observability.requests import RequestIds
-from server.store import sql
-from server.store.database import Database, create_pool
 from server.store.errors import is_unavailable
-from server.store.queries import Queries
+from server.web.backchannel import BackchannelLogout, backchannel_routes
 from server.web.cookies import CookieRefused, http_credentials, socket_credentials
 from server.web.login import Login
-from server.worker import ApplyWorker, worker_settings
 
 log = logging.getLogger("casework")
 
 MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
 # The methods /graphql answers over HTTP (a CORS preflight never reaches the view).
 GRAPHQL_METHODS = frozenset({"GET", "POST"})
-GC_THRESHOLDS = (50_000, 20, 10)
 # Messages are ~150 bytes: compressing them costs ~40 kB of memory per socket and CPU.
 WS_PER_MESSAGE_DEFLATE = False
-
-
-class Runtime:
-    """What lives as long as the process: the pool and the token cache."""
-
-    def __init__(self, app_dsn: str, settings: Settings, *, run_worker: bool) -> None:
-        self._app_dsn = app_dsn
-        self._settings = settings
-        self._run_worker = run_worker
-        self._db: Database | None = None
-        self._tokens: CredentialResolver | None = None
-        self._live: LiveUpdates | None = None
-        self.worker: ApplyWorker | None = None
-        # Read before the process serves: a bad rule file stops `casework serve` with its
-        # message, rather than refusing every login later.
-        self.rules = load_rules(settings.auth)
-        self.verifier: AccessTokenVerifier | None = None
-
-    @property
-    def settings(self) -> Settings:
-        return self._settings
-
-    @property
-    def db(self) -> Database:
-        if self._db is None:
-            raise RuntimeError("the application has not started")
-        return self._db
-
-    @property
-    def tokens(self) -> CredentialResolver:
-        if self._tokens is None:
-            raise RuntimeError("the application has not started")
-        return self._tokens
-
-    @property
-    def live(self) -> LiveUpdates:
-        if self._live is None:
-            raise RuntimeError("the application has not started")
-        return self._live
-
-    @contextlib.asynccontextmanager
-    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        settings = self._settings
-        # Thousands of sockets keep a few hundred thousand objects alive; with the default
-        # thresholds a full collection (~200 ms at 1,000 subscribers) lands in a fan-out
-        # every few seconds. Rarer young collections make full ones rare too.
-        gc.set_threshold(*GC_THRESHOLDS)
-        transport = self._transport()
-        publish_hints = transport.publish if isinstance(transport, RedisTransport) else None
-        pool = await create_pool(
-            self._app_dsn,
-            min_size=settings.pool_min_size,
-            max_size=settings.pool_max_size,
-            # Writes then return their hint instead of sending a NOTIFY (migration 0003).
-            server_settings={"casework.events": "app"} if publish_hints else None,
-        )
-        self._db = Database(
-            pool,
-            Queries(settings.db_dir / "queries"),
-            publish_hints=publish_hints,
-        )
-        access_tokens = None
-        if self.rules is not None:
-            self.verifier = provider_verifier(settings.auth)
-            access_tokens = ProviderAccessTokens(self._db, self.verifier, self.rules)
-        self._tokens = CredentialResolver(
-            self._db,
-            ttl=settings.token_cache_seconds,
-            auth=settings.auth,
-            access_tokens=access_tokens,
-        )
-        self._live = LiveUpdates(self._db, transport)
-        worker_task = None
-        if self._run_worker:
-            self.worker = ApplyWorker(self._db, worker_settings(settings))
-            self._live.observe(self.worker.hint, self.worker.wake)
-            worker_task = asyncio.create_task(self.worker.run(), name="casework-apply-worker")
-        await self._live.start()
-        refresher = SessionRefresher.started(self._db, settings.auth, self.rules, self.verifier)
-        try:
-            yield
-        finally:
-            await _within_shutdown(refresher.stop(), "the session refresh")
-            if self.worker is not None and worker_task is not None:
-                self.worker.stop()
-                if not await _within_shutdown(worker_task, "the apply worker"):
-                    worker_task.cancel()
-            await _within_shutdown(self._live.stop(), "live updates")
-            if self.verifier is not None:
-                await self.verifier.aclose()
-            self._db = self._tokens = self._live = self.worker = None
-            if not await _within_shutdown(pool.close(), "the pool"):
-                # A connection still held by a request that never finished.
-                pool.terminate()
-
-    def _transport(self) -> Transport | RedisTransport:
-        settings = self._settings
-        if settings.events_transport == "memory":
-            return MemoryTransport()
-        if settings.events_transport == "redis":
-            return RedisTransport(settings.redis_url, channel=settings.redis_channel)
-        return PostgresListener(self._app_dsn)
-
-    async def _database_ok(self) -> bool:
-        with contextlib.suppress(Exception):
-            return await asyncio.wait_for(self.db.fetchrow(sql.health.HEALTH_CHECK), 2) is not None
-        return False
-
-    async def livez(self, request: Request) -> JSONResponse:
-        """200 while the process answers; touches nothing else. Restart it when this fails."""
-        return JSONResponse({"live": True})
-
-    async def healthz(self, request: Request) -> JSONResponse:
-        """What works and what does not, for a person or a dashboard: 503 when degraded."""
-        status = self.live.status()
-        database_ok = await self._database_ok()
-        healthy = database_ok and status.transport.connected
-        body = {
-            "status": "ok" if healthy else "degraded",
-            "database": database_ok,
-            "listener": {
-                "transport": status.transport.name,
-                "connected": status.transport.connected,
-                "reconnects": status.transport.reconnects,
-                "last_error": status.transport.last_error,
-                "backend_pid": status.transport.backend_pid,
-            },
-            "subscribers": status.subscribers,
-            "events_dispatched": status.events_dispatched,
-            "inbox_overflows": status.inbox_overflows,
-            "worker": None if self.worker is None else vars(self.worker.stats),
-        }
-        return JSONResponse(body, status_code=200 if healthy else 503)
-
-    async def readyz(self, request: Request) -> JSONResponse:
-        """503 while the database or the listener is down: take this process out of rotation."""
-        database_ok = await self._database_ok()
-        listener_ok = self.live.status().transport.connected
-        ready = database_ok and listener_ok
-        return JSONResponse(
-            {"ready": ready, "database": database_ok, "listener": listener_ok},
-            status_code=200 if ready else 503,
-        )
-
-
-# uvicorn waits for the lifespan's shutdown without a limit, and a second SIGTERM does not
-# cut it short: a step that hangs (a pool connection never released) would keep the
-# process alive for ever. Each step gets this long, then is logged and cut short.
-SHUTDOWN_STEP_SECONDS = 15.0
-
-
-async def _within_shutdown(step: Awaitable[object], what: str) -> bool:
-    """Awaits one step of the shutdown for at most SHUTDOWN_STEP_SECONDS; False if cut."""
-    try:
-        await asyncio.wait_for(step, SHUTDOWN_STEP_SECONDS)
-    except TimeoutError:
-        log.warning(
-            "shutdown: %s did not stop within %.0f s; stopping without it",
-            what,
-            SHUTDOWN_STEP_SECONDS,
-        )
-        return False
-    return True
 
 
 class CaseworkGraphQL(GraphQL[Context, None]):
@@ -457,6 +276,20 @@ def cors(allowed_origins: tuple[str, ...]) -> Middleware:
     )
 
 
+def _backchannel(runtime: Runtime) -> list[Route]:
+    """The provider's back-channel logout, when sign-in with the provider is on."""
+    auth = runtime.settings.auth
+    if not auth.oidc or auth.oidc_client_id is None:
+        return []
+
+    def verifier() -> AccessTokenVerifier:
+        if runtime.verifier is None:
+            raise RuntimeError("the application has not started")
+        return runtime.verifier
+
+    return backchannel_routes(BackchannelLogout(lambda: runtime.db, verifier, auth.oidc_client_id))
+
+
 def create_app(
     app_dsn: str,
     *,
@@ -487,6 +320,7 @@ def create_app(
             Route("/readyz", runtime.readyz),
             *console_routes(dev=dev),
             *login.routes(),
+            *_backchannel(runtime),
             Route("/metrics", metrics.scrape, methods=["GET"]),
         ],
         middleware=[
