@@ -295,10 +295,12 @@ class World:
         return exception_id
 
     async def snapshot(self) -> dict[str, list[str]]:
-        """Every row of every table, as text, but a token's last use: any call notes that,
-        refused or not (`casework token list`)."""
+        """Every row of every table, as text, but a token's last use and how the caller
+        authenticated: any call notes those, refused or not (`casework token list`, the
+        `authentications` a decision points at)."""
         tables = await self.owner.fetch(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+            "AND tablename <> 'authentications' ORDER BY tablename"
         )
         return {
             t["tablename"]: [
