@@ -319,8 +319,9 @@ def create_app(
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
             *console_routes(dev=dev),
-            *login.routes(),
+            # Before the sign-in routes, whose mount takes every other path under /auth.
             *_backchannel(runtime),
+            *login.routes(),
             Route("/metrics", metrics.scrape, methods=["GET"]),
         ],
         middleware=[
