@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
+from datetime import datetime
 from fnmatch import fnmatchcase
 
-from server.domain.model import Grant
+from server.domain.model import Authentication, Grant, Principal
 from server.store import sql
 from server.store.database import Database
 
@@ -61,3 +63,27 @@ async def granted_queues(db: Database, grant: Grant) -> frozenset[str]:
     if has_patterns(grant.queues):
         known = [row["name"] for row in await db.fetch(sql.identity.QUEUE_NAMES_LIST)]
     return queue_names(grant.queues, known)
+
+
+async def acting_principal(
+    db: Database,
+    *,
+    user: str,
+    display_name: str | None,
+    grants: tuple[Grant, ...],
+    requested_role: str | None,
+    expires_at: datetime | None,
+    authentication: Authentication,
+) -> Principal:
+    """A person or machine of the provider, acting under the grant the request asked for
+    (the first by default); how it authenticated names the rules behind that grant."""
+    grant = active_grant(grants, requested_role)
+    return Principal(
+        user=user,
+        role=grant.role,
+        queues=await granted_queues(db, grant),
+        expires_at=expires_at,
+        grants=grants,
+        display_name=display_name,
+        authentication=replace(authentication, rules=grant.rules),
+    )

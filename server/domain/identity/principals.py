@@ -13,7 +13,7 @@ from typing import Protocol
 from server.config import AuthSettings
 from server.domain.identity import sessions
 from server.domain.identity.authentications import recorded
-from server.domain.identity.grants import RoleNotHeld, active_grant, granted_queues
+from server.domain.identity.grants import RoleNotHeld, acting_principal
 from server.domain.identity.tokens import TOKEN_PREFIX, authenticate
 from server.domain.model import Authentication, CredentialKind, Principal
 from server.store.database import Database
@@ -141,14 +141,13 @@ class CredentialResolver:
         live = await sessions.live_session(self._db, secret)
         if live is None:
             return None
-        grant = active_grant(live.grants, role)
-        return Principal(
+        return await acting_principal(
+            self._db,
             user=live.user_name,
-            role=grant.role,
-            queues=await granted_queues(self._db, grant),
-            expires_at=live.expires_at,
-            grants=live.grants,
             display_name=live.display_name,
+            grants=live.grants,
+            requested_role=role,
+            expires_at=live.expires_at,
             authentication=Authentication(
                 kind=CredentialKind.SESSION,
                 issuer=live.issuer,
@@ -156,7 +155,6 @@ class CredentialResolver:
                 session_id=live.id,
                 auth_time=live.auth_time,
                 acr=live.acr,
-                rules=grant.rules,
             ),
         )
 

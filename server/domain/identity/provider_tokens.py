@@ -7,7 +7,7 @@ import logging
 
 from server.config import AuthSettings, ConfigError
 from server.domain.identity.access_tokens import AccessTokenRefused, AccessTokenVerifier
-from server.domain.identity.grants import NoAccess, active_grant, granted_queues
+from server.domain.identity.grants import NoAccess, acting_principal
 from server.domain.identity.people import person_seen
 from server.domain.identity.rules import RuleFileError, RuleSet
 from server.domain.model import Authentication, CredentialKind, Principal
@@ -40,14 +40,13 @@ class ProviderAccessTokens:
         if person.refuses(verified.issued_at):
             log.info("access token refused: %s was revoked after it was issued", person.user_name)
             return None
-        grant = active_grant(explanation.grants, role)
-        return Principal(
+        return await acting_principal(
+            self._db,
             user=person.user_name,
-            role=grant.role,
-            queues=await granted_queues(self._db, grant),
-            expires_at=verified.expires_at,
-            grants=explanation.grants,
             display_name=person.display_name,
+            grants=explanation.grants,
+            requested_role=role,
+            expires_at=verified.expires_at,
             authentication=Authentication(
                 kind=CredentialKind.JWT,
                 issuer=verified.issuer,
@@ -55,7 +54,6 @@ class ProviderAccessTokens:
                 client_id=verified.client_id,
                 auth_time=verified.auth_time,
                 acr=verified.acr,
-                rules=grant.rules,
             ),
         )
 
