@@ -12,7 +12,9 @@ from typing import Any
 
 from server.store import sql
 from server.store.database import Database
+from server.store.errors import IntegrityViolation
 
+HANDLE_CONSTRAINT = "principals_user_name_key"
 # Handles are recorded as the actor on every row a person writes: kept short and plain.
 HANDLE_LIMIT = 64
 _NOT_IN_HANDLE = re.compile(r"[^A-Za-z0-9._@+-]+")
@@ -77,15 +79,21 @@ async def person_seen(db: Database, issuer: str, claims: Mapping[str, Any]) -> P
     """Records (or refreshes) the principal these verified claims describe."""
     subject = str(claims["sub"])
     candidate = handle_candidate(claims)
-    row = await db.fetchrow(
-        sql.identity.PRINCIPAL_UPSERT,
-        issuer=issuer,
-        subject=subject,
-        user_name=candidate,
-        fallback_user_name=fallback_handle(candidate, issuer, subject),
-        display_name=display_name_of(claims),
-        kind=kind_of(claims).value,
-    )
+    fallback = fallback_handle(candidate, issuer, subject)
+    arguments = {
+        "issuer": issuer,
+        "subject": subject,
+        "fallback_user_name": fallback,
+        "display_name": display_name_of(claims),
+        "kind": kind_of(claims).value,
+    }
+    try:
+        row = await db.fetchrow(sql.identity.PRINCIPAL_UPSERT, user_name=candidate, **arguments)
+    except IntegrityViolation as violation:
+        # Two new identities asking for one free handle at once: the second takes its own.
+        if violation.constraint != HANDLE_CONSTRAINT:
+            raise
+        row = await db.fetchrow(sql.identity.PRINCIPAL_UPSERT, user_name=fallback, **arguments)
     if row is None:
         row = await db.fetchrow(sql.identity.PRINCIPAL_GET, issuer=issuer, subject=subject)
     if row is None:  # pragma: no cover - the upsert above wrote it or found it
