@@ -135,7 +135,7 @@ async def test_an_old_sign_in_goes_through_the_provider_and_back_to_the_same_lea
             "Signing you in again; your item stays claimed.", timeout=SHOWN_WITHIN_MS
         )
         await audit(page, "the step-up message")
-        await screenshot(page, "step-up-signing-in-again")
+        await screenshot(page, "step-up")
         assert await owner_conn.fetchval("SELECT count(*) FROM review_decisions") == 0
         held = await asyncio.wait_for(to_login.get(), SHOWN_WITHIN_MS / 1000)
         login = httpx.URL(held.request.url)
