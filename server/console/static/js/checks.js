@@ -18,6 +18,7 @@ import { verdictDone, verdictWord } from "./format.js";
 import { itemCard } from "./item.js";
 import * as ops from "./operations.js";
 import { CONTEXTS, explain } from "./refusals.js";
+import { stepUp, welcomeBack } from "./stepup.js";
 
 // An override approves or rejects; an escalation is not a second reviewer's to make.
 const OVERRIDE_VERDICTS = ["APPROVE", "REJECT"];
@@ -54,7 +55,7 @@ function reasonField(id, label, placeholder) {
 
 /** Runs one mutation of a check and settles the claim around it; `onResult` says what the
  *  answer means and returns whether the work is done. */
-async function sendCheck(claim, { operation, field, input, context, outcome, onResult, onSettled, busy }) {
+async function sendCheck(claim, { operation, field, input, context, outcome, onResult, onSettled, busy, draft = {} }) {
   if (!claim.held) return;
   busy(true);
   claim.settling = true;
@@ -63,7 +64,8 @@ async function sendCheck(claim, { operation, field, input, context, outcome, onR
   try {
     const result = (await call(operation, { input }))[field];
     done = onResult(result);
-    if (!done) {
+    if (result.__typename === "ReauthenticationRequired") stepUp(outcome, result, { itemId: claim.itemId, draft });
+    else if (!done) {
       const words = explain(result, context);
       if (result.__typename === "StaleLease") claim.lose(words.title);
       fill(outcome, refusalNotice(words));
@@ -140,13 +142,27 @@ export function secondReviewWorkspace(claim, queue, { onSettled }) {
   });
 
   // The reasons of the queue the first decision was made in: an override is judged there.
-  reasonCatalogue(first.queue).then(async (codes) => {
+  // Back from signing in again (stepup.js): the override as it was, once the reasons are in.
+  let draft = null;
+  const catalogueRead = reasonCatalogue(first.queue).then(async (codes) => {
     catalogue = codes.length ? codes : queue.reasonCodes;
     for (const r of catalogue) labels.set(r.code, r.label);
     fillVerdicts();
     showSummary();
     refresh();
   });
+  function restore(kept) {
+    draft = kept;
+    if (draft.note) note.value = draft.note;
+    fill(outcome, welcomeBack(Boolean(draft.verdict || draft.reason || draft.note)));
+    catalogueRead.then(() => {
+      if (!draft.verdict || ![...verdict.options].some((o) => o.value === draft.verdict)) return;
+      verdict.value = draft.verdict;
+      reason.fill(validFor(verdict.value));
+      if ([...reason.select.options].some((o) => o.value === draft.reason)) reason.select.value = draft.reason;
+      refresh();
+    });
+  }
 
   const common = (operation, field, input, success) => ({
     operation,
@@ -220,6 +236,7 @@ export function secondReviewWorkspace(claim, queue, { onSettled }) {
       { verdict: chosen, reasonCode: code, note: note.value.trim() || null },
       "DecisionRecorded",
     );
+    task.draft = { verdict: chosen, reason: code, note: note.value };
     const onResult = task.onResult;
     task.onResult = (result) => {
       if (result.__typename === "InvalidReasonCode") reason.select.setAttribute("aria-invalid", "true");
@@ -258,6 +275,7 @@ export function secondReviewWorkspace(claim, queue, { onSettled }) {
     node: work.node,
     choose: () => {},
     submitChosen: () => {},
+    restore,
     dispose() {
       stop();
       work.dispose();

@@ -11,6 +11,7 @@ import * as ops from "./operations.js";
 import { renderPayload } from "./payload.js";
 import { refusalBox } from "./refusals.js";
 import * as session from "./session.js";
+import { resumeAfterSignIn, stepUp, welcomeBack } from "./stepup.js";
 
 const STATES = ["NEEDS_REVIEW", "AWAITING_APPROVAL", "REDRIVE_PENDING", "CLOSED"];
 const CONSEQUENCE_TONE = { LOW: "neutral", MEDIUM: "info", HIGH: "warning", CRITICAL: "alert" };
@@ -392,6 +393,10 @@ export function exceptionPage(main, id) {
       if (ok && claim && endsLease) claim.end("acted");
       if (result.__typename === "StaleLease" && claim) claim.lose("The lease had ended: the action was not taken.");
       const text = typeof success === "function" ? success(result) : success;
+      if (result.__typename === "ReauthenticationRequired") {
+        stepUp(outcome, result, { itemId: exception.item.id, draft: { note: input.note ?? "" }, where: "workflow" });
+        return result;
+      }
       fill(outcome, outcomeBox(result, ok ? text : null));
       await reload();
       return result;
@@ -688,6 +693,8 @@ export function exceptionPage(main, id) {
     ]);
     if (!found) return;
     const first = exception === null;
+    // Back from signing in again to approve (stepup.js): the lease is taken up again.
+    const draft = first && found.item ? await resumeAfterSignIn(found.item.id) : null;
     exception = found;
     renderAll();
     // The forms are rebuilt only when what they act on changed: typing is never lost to
@@ -696,6 +703,11 @@ export function exceptionPage(main, id) {
     if (first || actions || key !== actionsKey) {
       actionsKey = key;
       renderActions();
+    }
+    if (draft) {
+      const note = right.querySelector("#approve-note");
+      if (note && draft.note) note.value = draft.note;
+      fill(outcome, welcomeBack(Boolean(draft.note)));
     }
     if (first) {
       scope.subscribe(ops.EXCEPTION_EVENTS, { workflow: found.workflow }, (data) => {

@@ -145,6 +145,10 @@ mutation ReleaseLease($itemId: ID!, $leaseToken: String!) {
   }
 }`;
 
+// A queue or workflow that asks for a recent sign-in refuses an older one with this member
+// (stepup.js): how recent, which authentication context, and when the person last signed in.
+const REAUTH = `... on ReauthenticationRequired { requiredWithinSeconds acr authenticatedAt }`;
+
 export const SUBMIT_DECISION = `
 mutation SubmitDecision($input: SubmitDecisionInput!) {
   submitDecision(input: $input) {
@@ -154,6 +158,7 @@ mutation SubmitDecision($input: SubmitDecisionInput!) {
     ... on EvidenceChanged { currentEvidenceHash }
     ... on InvalidReasonCode { code verdict }
     ... on InvalidInput { field }
+    ${REAUTH}
     ... on Error { message }
   }
 }`;
@@ -168,6 +173,7 @@ mutation ConfirmDecision($input: ConfirmDecisionInput!) {
     ... on StaleLease { decidedUnderThisLease }
     ... on EvidenceChanged { currentEvidenceHash }
     ... on InvalidInput { field }
+    ${REAUTH}
     ... on Error { message }
   }
 }`;
@@ -181,6 +187,7 @@ mutation OverrideDecision($input: OverrideDecisionInput!) {
     ... on EvidenceChanged { currentEvidenceHash }
     ... on InvalidReasonCode { code verdict }
     ... on InvalidInput { field }
+    ${REAUTH}
     ... on Error { message }
   }
 }`;
@@ -326,7 +333,7 @@ mutation SubmitCorrection($input: SubmitCorrectionInput!) {
 
 export const APPROVE_CORRECTION = `
 mutation ApproveCorrection($input: ApproveCorrectionInput!) {
-  approveCorrection(input: $input) { ${EXCEPTION_RESULT} }
+  approveCorrection(input: $input) { ${EXCEPTION_RESULT} ${REAUTH} }
 }`;
 
 export const REJECT_CORRECTION = `

@@ -13,6 +13,7 @@ import * as ops from "./operations.js";
 import { explain } from "./refusals.js";
 import * as session from "./session.js";
 import * as shortcuts from "./shortcuts.js";
+import { awaitsReturn, stepUp, takeDraft, welcomeBack } from "./stepup.js";
 
 const VERDICTS = ["APPROVE", "REJECT", "ESCALATE"];
 const VERDICT_KEYS = { a: "APPROVE", r: "REJECT", e: "ESCALATE" };
@@ -344,6 +345,13 @@ export function queuePage(main, name) {
       fill(workspace, h("div", { class: "empty" }, h("h2", {}, `${words(queue.holderRole)}s claim in this queue`), h("p", { class: "muted" }, "You can watch its backlog here.")));
     } else {
       const earlier = (await myLeases()).filter((lease) => lease.item.queue === name);
+      // Back from signing in again for one of them: it is open again, as it was left.
+      const back = activeClaim()?.held ? null : earlier.find((lease) => awaitsReturn(lease.item.id));
+      if (back) {
+        showWork(resumeLease(back, queue.leaseTtlSeconds), { focus: true });
+        work.restore?.(takeDraft(back.item.id));
+        return;
+      }
       if (earlier.length && !activeClaim()?.held) {
         fill(
           workspace,
@@ -563,6 +571,8 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
           ),
         );
         decided = true;
+      } else if (result.__typename === "ReauthenticationRequired") {
+        stepUp(outcome, result, { itemId: claim.itemId, draft: { verdict, reason: code, note: note.value } });
       } else {
         const noteRefused = result.__typename === "InvalidInput" && result.field === "note";
         if (noteRefused) {
@@ -622,10 +632,22 @@ export function decisionWorkspace(claim, queue, { onSettled }) {
     h("div", { class: "work-main" }, itemCard(claim.item, claim.evidenceHash), activity.node),
     h("aside", { class: "work-side" }, form, hold.node),
   );
+  /** Back from signing in again (stepup.js): the verdict, reason and note as they were. */
+  function restore(draft) {
+    if (draft.verdict && VERDICTS.includes(draft.verdict)) choose(draft.verdict);
+    if (draft.reason && [...reasonSelect.options].some((o) => o.value === draft.reason)) {
+      reasonSelect.value = draft.reason;
+      reasonSelect.dispatchEvent(new Event("change"));
+    }
+    if (draft.note) note.value = draft.note;
+    fill(outcome, welcomeBack(Boolean(draft.verdict || draft.reason || draft.note)));
+  }
+
   return {
     node,
     choose,
     submitChosen,
+    restore,
     dispose: () => {
       stop();
       panel.dispose();
