@@ -2,7 +2,7 @@
 state and nonce, through Authlib's Starlette client).
 
     GET  /auth/options   what the sign-in page offers: {"modes", "provider", "login"}
-    GET  /auth/login     ?next=/console/...&prompt=login&max_age=N: to the provider
+    GET  /auth/login     ?next=/console/...&prompt=login&max_age=N&acr_values=X: to the provider
     GET  /auth/callback  the provider's answer: the session cookie and back to `next`
     POST /auth/logout    ends the session; answers {"location": the provider's end-session
                          URL} for the console to follow (RP-initiated logout)
@@ -64,10 +64,20 @@ def safe_next(raw: str | None) -> str:
     return raw
 
 
+ACR_LIMIT = 255
+
+
 def _max_age(raw: str | None) -> int | None:
     if raw is None or not raw.isdigit():
         return None
     return min(int(raw), MAX_AGE_LIMIT)
+
+
+def _acr(raw: str | None) -> str | None:
+    """An `acr` value as a queue names one (`requireAcr`): printable, short, else ignored."""
+    if raw is None or not 0 < len(raw) <= ACR_LIMIT or not raw.isprintable():
+        return None
+    return raw
 
 
 def _moment(value: object) -> datetime | None:
@@ -157,6 +167,10 @@ class Login:
         max_age = _max_age(query.get("max_age"))
         if max_age is not None:
             extra["max_age"] = max_age
+        acr = _acr(query.get("acr_values"))
+        if acr is not None:
+            # A queue that asks for an authentication context: the provider is asked for it.
+            extra["acr_values"] = acr
         redirect_uri = f"{self._origin(request)}/auth/callback"
         response: Response = await self.client.authorize_redirect(request, redirect_uri, **extra)
         request.session["next"] = safe_next(query.get("next"))

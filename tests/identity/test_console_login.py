@@ -374,3 +374,18 @@ async def test_a_listed_origin_still_cannot_use_the_cookie_on_a_websocket(
 
     assert partner == {"closed": 4403}
     assert own["payload"]["data"]["me"]["user"] == "kim"
+
+
+async def test_a_fresh_login_asks_the_provider_for_its_age_and_context(served: Served) -> None:
+    async with httpx.AsyncClient(base_url=served.url) as http:
+        asked = await http.get(
+            "/auth/login",
+            params={"prompt": "login", "max_age": "300", "acr_values": "mfa", "next": "/console/"},
+        )
+        plain = await http.get("/auth/login", params={"acr_values": "bad\nvalue"})
+
+    assert asked.status_code == 302
+    sent = httpx.URL(asked.headers["location"]).params
+    assert (sent["prompt"], sent["max_age"], sent["acr_values"]) == ("login", "300", "mfa")
+    assert sent["code_challenge_method"] == "S256"
+    assert "acr_values" not in httpx.URL(plain.headers["location"]).params

@@ -23,17 +23,18 @@ export async function signInOptions() {
 }
 
 /** Where the provider sends the person back: this page, at the view they were on. */
-export function loginUrl({ prompt = null, maxAge = null, hash = window.location.hash } = {}) {
+export function loginUrl({ prompt = null, maxAge = null, acr = null, hash = window.location.hash } = {}) {
   const params = new URLSearchParams({ next: `/console/${hash || ""}` });
   if (prompt) params.set("prompt", prompt);
   if (maxAge !== null) params.set("max_age", String(maxAge));
+  if (acr) params.set("acr_values", acr);
   return `/auth/login?${params}`;
 }
 
 /** A decision asked for a recent sign-in (ReauthenticationRequired): through the provider's
  *  login and back to the same item, whose lease lives on the server meanwhile. */
-export function reauthenticate(requiredWithinSeconds) {
-  window.location.assign(loginUrl({ prompt: "login", maxAge: requiredWithinSeconds }));
+export function reauthenticate(requiredWithinSeconds, acr = null) {
+  window.location.assign(loginUrl({ prompt: "login", maxAge: requiredWithinSeconds, acr }));
 }
 
 /** Signs out: a provider session ends on the server and at the provider, which then sends

@@ -47,7 +47,7 @@ export function stepUp(outcome, result, { itemId, draft = {}, where = "queue" })
   const go = () => {
     if (gone) return;
     gone = true;
-    reauthenticate(result.requiredWithinSeconds);
+    reauthenticate(result.requiredWithinSeconds, result.acr);
   };
   const now = h("button", { type: "button", class: "button button-primary" }, "Sign in now");
   now.addEventListener("click", go);
