@@ -10,7 +10,7 @@ import logging
 import asyncpg
 import pytest
 
-from server import app as app_module
+from server import lifespan as lifespan_module
 from server.app import CaseworkGraphQL, create_app
 from server.config import Settings
 from tests.conftest import TestDatabase
@@ -19,7 +19,7 @@ from tests.conftest import TestDatabase
 async def test_a_connection_never_released_does_not_keep_the_process_alive(
     test_database: TestDatabase, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(app_module, "SHUTDOWN_STEP_SECONDS", 0.5)
+    monkeypatch.setattr(lifespan_module, "SHUTDOWN_STEP_SECONDS", 0.5)
     app = create_app(test_database.app_dsn, dev=False, settings=Settings.from_env())
     view = next(
         route.endpoint  # type: ignore[attr-defined]
