@@ -92,6 +92,10 @@ class Actor(TypedDict):
     actor_role: str
 
 
+# What makes a grant's queue a pattern (`kyc*`): no queue name may hold them.
+QUEUE_PATTERN = frozenset("*?[")
+
+
 class CredentialKind(enum.Enum):
     """How a caller proved who it is."""
 
@@ -156,6 +160,10 @@ class Principal:
 
     def actor(self) -> Actor:
         return {"actor": self.user, "actor_role": self.role.value}
+
+    def named_queues(self) -> list[str]:
+        """The queues by name: `queues` also keeps a grant's patterns, which match none."""
+        return sorted(queue for queue in self.queues if QUEUE_PATTERN.isdisjoint(queue))
 
     def queue_scope(self) -> list[str] | None:
         """The queues a fenced write may touch, as the SQL takes them (None: every queue)."""

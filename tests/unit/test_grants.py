@@ -30,6 +30,12 @@ def test_a_pattern_that_matches_no_queue_covers_no_queue_for_any_role() -> None:
     assert queues
     assert not any(manager.works_in(queue) for queue in KNOWN)
     assert manager.queue_scope() == ["pay-eu*"]
+    # What a person is shown (me.queues) names queues only.
+    assert manager.named_queues() == []
+    assert Principal("rita", Role.REVIEWER, queue_names(["kyc*"], KNOWN)).named_queues() == [
+        "kyc",
+        "kyc-senior",
+    ]
 
 
 def test_the_first_grant_is_the_default() -> None:

@@ -7,11 +7,9 @@ from dataclasses import replace
 from datetime import datetime
 from fnmatch import fnmatchcase
 
-from server.domain.model import Authentication, Grant, Principal
+from server.domain.model import QUEUE_PATTERN, Authentication, Grant, Principal
 from server.store import sql
 from server.store.database import Database
-
-_PATTERN_CHARACTERS = frozenset("*?[")
 
 
 class RoleNotHeld(Exception):
@@ -41,7 +39,7 @@ def active_grant(grants: tuple[Grant, ...], requested: str | None) -> Grant:
 
 
 def has_patterns(queues: Iterable[str]) -> bool:
-    return any(not _PATTERN_CHARACTERS.isdisjoint(queue) for queue in queues)
+    return any(not QUEUE_PATTERN.isdisjoint(queue) for queue in queues)
 
 
 def queue_names(patterns: Iterable[str], known: Iterable[str]) -> frozenset[str]:
@@ -52,7 +50,7 @@ def queue_names(patterns: Iterable[str], known: Iterable[str]) -> frozenset[str]
     match nothing, and a grant whose patterns match no queue yet covers no queue, rather
     than being taken for the empty list that means "every queue"."""
     patterns = tuple(patterns)
-    wild = [pattern for pattern in patterns if not _PATTERN_CHARACTERS.isdisjoint(pattern)]
+    wild = [pattern for pattern in patterns if not QUEUE_PATTERN.isdisjoint(pattern)]
     matched = (queue for queue in known if any(fnmatchcase(queue, p) for p in wild))
     return frozenset(patterns).union(matched)
 

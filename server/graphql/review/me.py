@@ -49,7 +49,7 @@ class Me:
         return cls(
             user=principal.user,
             role=principal.role.value,
-            queues=sorted(principal.queues),
+            queues=principal.named_queues(),
             active_role=principal.role.value,
             display_name=principal.display_name,
             grants=[Grant.from_domain(grant) for grant in grants],
