@@ -185,6 +185,11 @@ async def test_a_reviewer_claims_and_decides_by_keyboard_in_reading_order(
     await hold_reasons(casework.api, tokens)
     async with console_context(browser, casework.url) as (context, _):
         page = await open_console(context, casework.url)
+        # The sign-in page is drawn once the server has said how one signs in
+        # (GET /auth/options): focus lands on the token field then.
+        await expect(page.get_by_role("textbox", name="Token")).to_be_focused(
+            timeout=SHOWN_WITHIN_MS
+        )
         assert_stop(await focused(page), "Token")
         assert (await tab(page)).name == "Sign in"
         assert (await tab(page, "Shift+Tab")).name == "Token"
