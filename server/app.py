@@ -303,7 +303,13 @@ def create_app(
     there (`casework serve --workers N`, N > 1)."""
     runtime = Runtime(app_dsn, settings or Settings.from_env(), run_worker=run_worker)
     graphql = CaseworkGraphQL(runtime, dev=dev)
-    login = Login(runtime.settings, dev=dev, db=lambda: runtime.db, rules=runtime.rules)
+    login = Login(
+        runtime.settings,
+        dev=dev,
+        db=lambda: runtime.db,
+        rules=runtime.rules,
+        forget_session=lambda secret: runtime.tokens.forget_session(secret),
+    )
     metrics = MetricsEndpoint(
         runtime.settings,
         lambda: runtime.db,

@@ -96,14 +96,17 @@ class Login:
         dev: bool,
         db: Callable[[], Database],
         rules: RuleSet | None,
+        forget_session: Callable[[str], None] = lambda secret: None,
     ) -> None:
         """db: the running pool (read per request); rules: the claim-mapping rules, loaded
-        once at startup (None without oidc)."""
+        once at startup (None without oidc); forget_session: drops an ended session from
+        this process's credential cache."""
         self.settings = settings
         self.auth = settings.auth
         self.dev = dev
         self._db = db
         self._rules = rules
+        self._forget_session = forget_session
         self._oauth = OAuth()
         if self.auth.oidc:
             self._oauth.register(
@@ -233,7 +236,9 @@ class Login:
         secret = cookies.session_of(request, dev=self.dev)
         if secret is not None:
             ended = await end_session(self._db(), secret, SessionEnd.LOGOUT)
-            # Within CASEWORK_TOKEN_CACHE_SECONDS every process refuses it, as a revoked token.
+            # This process refuses it at once; every other one within
+            # CASEWORK_TOKEN_CACHE_SECONDS, as a revoked token.
+            self._forget_session(secret)
             if ended is not None and self.auth.oidc:
                 location = await self._end_session_url(home, ended.id_token)
         response = JSONResponse({"location": location}, headers={"cache-control": "no-store"})

@@ -389,3 +389,24 @@ async def test_a_fresh_login_asks_the_provider_for_its_age_and_context(served: S
     assert (sent["prompt"], sent["max_age"], sent["acr_values"]) == ("login", "300", "mfa")
     assert sent["code_challenge_method"] == "S256"
     assert "acr_values" not in httpx.URL(plain.headers["location"]).params
+
+
+async def test_a_logged_out_cookie_is_refused_at_once_by_the_process_that_ended_it(
+    test_database: TestDatabase, oidc_provider: OidcProvider, tmp_path: Path
+) -> None:
+    """With a long credential cache: a copy of the cookie, replayed right after the logout,
+    no longer works on the process that ended it (others take up to the cache window)."""
+    add_people(oidc_provider)
+    settings = sso_settings(oidc_provider, write_rules(tmp_path), token_cache_seconds=300.0)
+    async with serve_sso(test_database, oidc_provider, settings) as casework:
+        async with httpx.AsyncClient(base_url=casework.url) as http:
+            await signed_in(http, oidc_provider, casework, KIM[0])
+            cookie = await session_cookie(http)
+            before = await cookie_call(http, ME)
+            out = await http.post("/auth/logout", headers={"X-Casework-CSRF": "1"})
+        async with httpx.AsyncClient(base_url=casework.url, cookies={DEV_COOKIE: cookie}) as replay:
+            after = await cookie_call(replay, ME)
+
+    assert before.status_code == 200
+    assert out.status_code == 200
+    assert after.status_code == 401

@@ -158,6 +158,12 @@ class CredentialResolver:
             ),
         )
 
+    def forget_session(self, secret: str) -> None:
+        """A session ended here (its logout): this process refuses it at once, not after the
+        cache window. Other processes still take up to `ttl` to see the end."""
+        for credentials in [c for c in self._cache if c.session == secret]:
+            del self._cache[credentials]
+
     def _remember(self, credentials: Credentials, principal: Principal) -> None:
         now = time.monotonic()
         trusted_until = now + self._ttl
