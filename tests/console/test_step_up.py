@@ -17,9 +17,12 @@ from playwright.async_api import Browser, Page, Route, expect
 
 from server.domain.model import Role
 from server.store.database import Database
+from tests.api.helpers import DECIDE, decision_input
 from tests.conftest import TestDatabase, token_maker
 from tests.console.accessibility import Audit
 from tests.console.helpers import (
+    SECOND_REVIEW_OF_REJECTIONS,
+    SECOND_REVIEW_QUEUE,
     SETUP_QUEUE,
     SHOWN_WITHIN_MS,
     application,
@@ -49,6 +52,7 @@ mutation($name: String!, $within: Int!) {
 """
 NOTE = "Passport and selfie match; the second scan is the sharp one."
 ASKED = "This queue asks for a recent sign-in (within 5 minutes)."
+OVERRIDE_NOTE = "The name on the passport is the one on the form; the scan was misread."
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +207,122 @@ async def test_a_token_sign_in_is_told_it_cannot_prove_a_recent_one(
         await expect(page.get_by_role("button", name="Submit decision")).to_be_enabled()
         assert await lease_token(owner_conn) == lease
         assert await owner_conn.fetchval("SELECT count(*) FROM review_decisions") == 0
+
+
+async def rejected_by_alice(served: Served, owner_db: Database) -> None:
+    """app-0001, rejected by alice (a token, so no sign-in time: the step-up is lifted for
+    her decision and put back after it); kyc's rejections wait for a second review."""
+    make = token_maker(owner_db)
+    admin = await make("ops-admin", Role.ADMIN)
+    alice = await make("alice", Role.REVIEWER, "kyc")
+    async with httpx.AsyncClient(base_url=served.url) as http:
+        api = Api(http)
+        for configure, variables in (
+            (SECOND_REVIEW_OF_REJECTIONS, {}),
+            (STEP_UP, {"name": "kyc", "within": 0}),
+        ):
+            configured = await api.call(admin, configure, **variables)
+            assert configured["configureQueue"]["__typename"] == "QueueConfigured", configured
+        claim = await api.claim(alice, "kyc")
+        rejected = await api.call(
+            alice, DECIDE, input=decision_input(claim, "REJECT", "name_mismatch")
+        )
+        assert rejected["submitDecision"]["__typename"] == "DecisionRecorded", rejected
+        stepped = await api.call(admin, STEP_UP, name="kyc", within=WITHIN_SECONDS)
+        assert stepped["configureQueue"]["__typename"] == "QueueConfigured", stepped
+
+
+async def provider_login(page: Page) -> None:
+    await page.locator("input[name=login]").fill(KIM[0], timeout=SHOWN_WITHIN_MS)
+    await page.locator("input[name=password]").fill("any password")
+    await page.locator("button[type=submit]").click()
+
+
+async def test_an_override_after_an_old_sign_in_comes_back_as_typed_and_is_recorded(
+    browser: Browser, served: Served, owner_db: Database, owner_conn: asyncpg.Connection
+) -> None:
+    """The queue a first decision was made in judges its override: kim, signed in an hour
+    ago, overrides alice's rejection, is sent through the provider again and comes back to
+    the same second-review lease with the override as typed; it is recorded with the fresh
+    sign-in."""
+    await rejected_by_alice(served, owner_db)
+    first = await owner_conn.fetchrow(
+        "SELECT id, reviewer, verdict FROM review_decisions WHERE provisional"
+    )
+    assert first is not None
+    assert (first["reviewer"], first["verdict"]) == ("alice", "reject")
+    errors: list[str] = []
+    context = await browser.new_context()
+    try:
+        page = await context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.goto(f"{served.url}/console/#/queue/{SECOND_REVIEW_QUEUE}")
+        await page.get_by_role("link", name=f"Sign in with {PROVIDER_NAME}").click()
+        await provider_login(page)
+        await expect(page.get_by_role("button", name="Claim next")).to_be_enabled(
+            timeout=SHOWN_WITHIN_MS
+        )
+        [old_session] = await owner_conn.fetch(
+            "UPDATE sessions SET auth_time = now() - interval '1 hour' RETURNING id"
+        )
+        await page.get_by_role("button", name="Claim next").click()
+        await expect(page.get_by_role("article")).to_have_attribute(
+            "aria-label", "Item app-0001", timeout=SHOWN_WITHIN_MS
+        )
+        lease = await lease_token(owner_conn)
+        form = page.get_by_role("form", name="Override")
+        verdict = form.get_by_role("combobox", name="Override verdict")
+        reason = form.get_by_role("combobox", name="Override reason")
+        note = form.get_by_role("textbox", name="Override note")
+        await verdict.select_option("APPROVE")
+        await reason.select_option("documents_ok")
+        await note.fill(OVERRIDE_NOTE)
+        await form.get_by_role("button", name="Override decision").click()
+
+        review = page.get_by_role("region", name="Second review")
+        await expect(review.get_by_role("status").filter(has_text=ASKED)).to_contain_text(
+            "Signing you in again; your item stays claimed.", timeout=SHOWN_WITHIN_MS
+        )
+        assert await owner_conn.fetchval("SELECT count(*) FROM review_decisions") == 1
+
+        # prompt=login: the provider asks again although its own session is live.
+        await provider_login(page)
+        await expect(
+            page.get_by_text("Signed in again. Your item is still claimed.")
+        ).to_be_visible(timeout=SHOWN_WITHIN_MS)
+        assert page.url.endswith(f"/console/#/queue/{SECOND_REVIEW_QUEUE}")
+        await expect(page.get_by_role("article")).to_have_attribute("aria-label", "Item app-0001")
+        await expect(verdict).to_have_value("APPROVE")
+        await expect(reason).to_have_value("documents_ok")
+        await expect(note).to_have_value(OVERRIDE_NOTE)
+        assert await lease_token(owner_conn) == lease
+
+        await form.get_by_role("button", name="Override decision").click()
+        await expect(
+            review.get_by_role("status").filter(
+                has_text="Overridden: now approved — Documents verified (documents_ok)"
+            )
+        ).to_be_visible(timeout=SHOWN_WITHIN_MS)
+        rows = await owner_conn.fetch(
+            "SELECT d.id, d.reviewer, d.verdict, d.reason_code, d.note, d.provisional,"
+            " d.supersedes, a.session_id, now() - a.auth_time AS age"
+            " FROM review_decisions d LEFT JOIN authentications a ON a.id = d.authentication_id"
+            " ORDER BY d.id"
+        )
+        assert [(r["id"], r["reviewer"], r["provisional"]) for r in rows] == [
+            (first["id"], "alice", True),
+            (rows[1]["id"], "kim", False),
+        ]
+        override = rows[1]
+        assert override["supersedes"] == first["id"]
+        assert (override["verdict"], override["reason_code"], override["note"]) == (
+            "approve",
+            "documents_ok",
+            OVERRIDE_NOTE,
+        )
+        assert override["session_id"] is not None
+        assert override["session_id"] != old_session["id"]
+        assert override["age"].total_seconds() < 60
+    finally:
+        await context.close()
+    assert errors == []
