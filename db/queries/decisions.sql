@@ -23,7 +23,7 @@
 -- The row keeps when its lease began, the item's lease count and when the item was
 -- enqueued, for the queue's measures, and how the reviewer authenticated
 -- (:authentication_id, migration 0023).
--- Step-up (migration 0023): a queue with require_auth_within_seconds (or require_acr)
+-- Step-up (migrations 0023, 0025): a queue with require_auth_within_seconds (or require_acr)
 -- takes decisions only from a login at most that old (:auth_time; NULL, as for a CLI
 -- token, never passes) with that acr; a queue without them pays two IS NULL tests.
 -- QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
@@ -73,10 +73,8 @@ WITH moved AS (
       AND EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = i.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts)
                     AND (NOT r.requires_note OR casework_has_text(:note)))
-      AND (q.require_auth_within_seconds IS NULL
-           OR :auth_time::timestamptz
-              > now() - make_interval(secs => q.require_auth_within_seconds))
-      AND (q.require_acr IS NULL OR q.require_acr = :acr::text)
+      AND casework_recent_enough(q.require_auth_within_seconds, q.require_acr,
+                                 :auth_time, :acr)
     -- `q` is the row joined to the item as it was: q.name is the queue the item left. The
     -- decision does not change the lease's start, the lease count or the enqueue time.
     -- The payload, priority and QA settings are for `qa_sampled` (the item as decided).
@@ -147,10 +145,8 @@ SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing,
        d.id AS prior_decision_id,
        q.require_auth_within_seconds, q.require_acr,
-       (q.require_auth_within_seconds IS NULL
-        OR coalesce(:auth_time::timestamptz
-                    > now() - make_interval(secs => q.require_auth_within_seconds), false))
-       AND (q.require_acr IS NULL OR coalesce(q.require_acr = :acr::text, false))
+       casework_recent_enough(q.require_auth_within_seconds, q.require_acr,
+                              :auth_time, :acr)
            AS recent_enough
 FROM review_items AS i
 JOIN queues AS q ON q.name = i.queue
@@ -173,10 +169,8 @@ WITH target AS (
     JOIN queues AS q ON q.name = d.queue
     WHERE d.id = :decision_id
       AND d.outcome IN ('approve', 'reject')
-      AND (q.require_auth_within_seconds IS NULL
-           OR :auth_time::timestamptz
-              > now() - make_interval(secs => q.require_auth_within_seconds))
-      AND (q.require_acr IS NULL OR q.require_acr = :acr::text)
+      AND casework_recent_enough(q.require_auth_within_seconds, q.require_acr,
+                                 :auth_time, :acr)
       AND NOT EXISTS (SELECT 1 FROM review_decisions AS s WHERE s.supersedes = d.id)
       AND (NOT d.provisional
            OR EXISTS (SELECT 1 FROM decision_confirmations AS c WHERE c.decision_id = d.id))
@@ -217,10 +211,8 @@ SELECT s.id AS superseded_by,
        r.code IS NOT NULL AS reason_allowed,
        coalesce(r.requires_note AND NOT casework_has_text(:note), false) AS note_missing,
        q.require_auth_within_seconds, q.require_acr,
-       (q.require_auth_within_seconds IS NULL
-        OR coalesce(:auth_time::timestamptz
-                    > now() - make_interval(secs => q.require_auth_within_seconds), false))
-       AND (q.require_acr IS NULL OR coalesce(q.require_acr = :acr::text, false))
+       casework_recent_enough(q.require_auth_within_seconds, q.require_acr,
+                              :auth_time, :acr)
            AS recent_enough
 FROM review_decisions AS d
 JOIN queues AS q ON q.name = d.queue
@@ -262,10 +254,8 @@ WITH moved AS (
       AND i.kind = 'review'
       AND i.queue = ANY (:queue_scope::text[])
       AND d.reviewer <> :actor
-      AND (q.require_auth_within_seconds IS NULL
-           OR :auth_time::timestamptz
-              > now() - make_interval(secs => q.require_auth_within_seconds))
-      AND (q.require_acr IS NULL OR q.require_acr = :acr::text)
+      AND casework_recent_enough(q.require_auth_within_seconds, q.require_acr,
+                                 :auth_time, :acr)
       AND i.evidence_hash = :evidence_hash
       AND d.evidence_hash = :evidence_hash
     -- The decider, payload, priority and the decision queue's QA settings are for
@@ -348,10 +338,8 @@ WITH moved AS (
       AND i.kind = 'review'
       AND i.queue = ANY (:queue_scope::text[])
       AND d.reviewer <> :actor
-      AND (q.require_auth_within_seconds IS NULL
-           OR :auth_time::timestamptz
-              > now() - make_interval(secs => q.require_auth_within_seconds))
-      AND (q.require_acr IS NULL OR q.require_acr = :acr::text)
+      AND casework_recent_enough(q.require_auth_within_seconds, q.require_acr,
+                                 :auth_time, :acr)
       AND i.evidence_hash = :evidence_hash
       AND :verdict IN ('approve', 'reject')
       AND EXISTS (SELECT 1 FROM reason_codes AS r
@@ -419,10 +407,8 @@ SELECT i.id, i.queue, i.state, i.kind, i.lease_token, i.lease_owner,
        c.decision_id AS confirmed_here, c.confirmed_by, c.evidence_hash AS confirmed_on,
        o.id AS decided_here,
        q.require_auth_within_seconds, q.require_acr,
-       (q.require_auth_within_seconds IS NULL
-        OR coalesce(:auth_time::timestamptz
-                    > now() - make_interval(secs => q.require_auth_within_seconds), false))
-       AND (q.require_acr IS NULL OR coalesce(q.require_acr = :acr::text, false))
+       casework_recent_enough(q.require_auth_within_seconds, q.require_acr,
+                              :auth_time, :acr)
            AS recent_enough
 FROM review_items AS i
 LEFT JOIN review_decisions AS d ON d.id = i.awaiting_decision_id

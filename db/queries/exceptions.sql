@@ -138,10 +138,8 @@ WITH target AS (
     JOIN exception_reasons AS r ON r.workflow = e.workflow AND r.code = e.reason_code
     JOIN workflows AS w ON w.name = e.workflow
     WHERE e.id = :exception_id
-      AND (w.require_auth_within_seconds IS NULL
-           OR :auth_time::timestamptz
-              > now() - make_interval(secs => w.require_auth_within_seconds))
-      AND (w.require_acr IS NULL OR w.require_acr = :acr::text)
+      AND casework_recent_enough(w.require_auth_within_seconds, w.require_acr,
+                                 :auth_time, :acr)
       AND e.state = 'awaiting_approval'
       AND 'approve_correction' = ANY (r.allowed_actions)
       AND e.version = :version
@@ -185,10 +183,8 @@ FROM target AS t,
 -- Read-only: did exception_approve_correction write nothing because the workflow's step-up
 -- setting refused the caller's sign-in? Runs only on that failure path.
 SELECT w.require_auth_within_seconds, w.require_acr,
-       (w.require_auth_within_seconds IS NULL
-        OR coalesce(:auth_time::timestamptz
-                    > now() - make_interval(secs => w.require_auth_within_seconds), false))
-       AND (w.require_acr IS NULL OR coalesce(w.require_acr = :acr::text, false))
+       casework_recent_enough(w.require_auth_within_seconds, w.require_acr,
+                              :auth_time, :acr)
            AS recent_enough
 FROM exceptions AS e
 JOIN workflows AS w ON w.name = e.workflow

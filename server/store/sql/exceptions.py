@@ -37,27 +37,27 @@ a sign-in as recent (:auth_time) and of the acr (:acr) the workflow's step-up se
 asks for, if it has one (migration 0023; a workflow without it pays two IS NULL tests).
 """
 
-# db/queries/exceptions.sql:184
+# db/queries/exceptions.sql:182
 EXCEPTION_APPROVAL_STEP_UP_DIAGNOSE = Query("exception_approval_step_up_diagnose", lambda *, auth_time, acr, exception_id: None)
 """Read-only: did exception_approve_correction write nothing because the workflow's step-up
 setting refused the caller's sign-in? Runs only on that failure path.
 """
 
-# db/queries/exceptions.sql:197
+# db/queries/exceptions.sql:193
 EXCEPTION_REJECT_CORRECTION = Query("exception_reject_correction", lambda *, exception_id, lease_token, actor, queue_scope, reason, authentication_id, actor_role: None)
 """Back to the owner's queue, with the reason for the rejection kept on the record.
 Fence: awaiting_approval, the reason allows reject_correction, and the caller's live lease
 (:lease_token) on the item, in :queue_scope.
 """
 
-# db/queries/exceptions.sql:244
+# db/queries/exceptions.sql:240
 EXCEPTION_CLOSE = Query("exception_close", lambda *, exception_id, closure, lease_token, actor, queue_scope, authentication_id, actor_role, note: None)
 """Closing without a correction: rejected, duplicate or obsolete.
 Fence: needs_review, the reason allows close_exception, a known :closure, and the
 caller's live lease (:lease_token) on the item, in :queue_scope.
 """
 
-# db/queries/exceptions.sql:290
+# db/queries/exceptions.sql:286
 EXCEPTION_REQUEST_REDRIVE = Query("exception_request_redrive", lambda *, exception_id, version, queue_scope, actor, actor_role: None)
 """Issues the redrive of the approved version, once: the key is unique, so a repeat (or a
 concurrent request) inserts nothing and learns the key (`queued` false). No lease: no one
@@ -68,7 +68,7 @@ Fence: redrive_pending at :version, the reason allows request_redrive, and the o
 approval queue in :queue_scope.
 """
 
-# db/queries/exceptions.sql:357
+# db/queries/exceptions.sql:353
 EXCEPTION_REPORT_REDRIVE_RESULT = Query("exception_report_redrive_result", lambda *, redrive_key, actor_role, queue_scope, succeeded, detail, actor: None)
 """The owning system's durable result for the redrive it was given. Success closes the
 exception as corrected; failure returns it to its owner with one more attempt counted
@@ -78,7 +78,7 @@ redrive_pending, the catalogue allows it (Casework's own answers aside), the own
 :queue_scope, and the answer comes from whom the workflow's route allows.
 """
 
-# db/queries/exceptions.sql:433
+# db/queries/exceptions.sql:429
 EXCEPTION_REOPEN = Query("exception_reopen", lambda *, exception_id, queue_scope, actor, actor_role, reason: None)
 """A closed exception goes back to its reason's owner with a fresh due time and a clean
 slate for the next correction; the history stays and the reopen is counted.
@@ -86,7 +86,7 @@ Fence: closed (so of two reopens, one wins), the reason allows reopen_exception,
 owner or approval queue in :queue_scope.
 """
 
-# db/queries/exceptions.sql:480
+# db/queries/exceptions.sql:476
 EXCEPTIONS_ESCALATE_OVERDUE = Query("exceptions_escalate_overdue", lambda *, queue: None)
 """Runs from the claim path (when item_claim_next finds nothing, or says overdue exceptions
 are waiting), so no cron job is needed: an exception waiting for review past its due
