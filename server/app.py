@@ -153,6 +153,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 runtime.tokens,
                 socket=request,
                 effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
+                keyring=runtime.keyring,
             )
         if request.method not in GRAPHQL_METHODS:
             # Strawberry checks the method only after the context is built: without this a
@@ -193,6 +194,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 credentials=credentials,
                 response=response if isinstance(response, Response) else None,
                 effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
+                keyring=runtime.keyring,
             )
         if request.scope.get("method") == "GET":
             # GraphiQL's page carries no token; the operations it sends do.

@@ -146,6 +146,30 @@ AUTH_MODES = tuple(mode.value for mode in AuthMode)
 
 
 @dataclass(frozen=True)
+class PrivacySettings:
+    """Keys and the erasure ledger (docs/privacy.md). Both default to files under
+    CASEWORK_HOME; in production put them where a database backup does not go."""
+
+    # CASEWORK_KEY_FILE: the key-encryption keys; made (mode 0600) on first need.
+    key_file: Path | None = None
+    # CASEWORK_ERASURE_LEDGER: every erasure, one JSON line each, for `casework privacy
+    # replay` after a restore.
+    erasure_ledger: Path | None = None
+    # How often the worker looks for personal data whose retention has ended.
+    retention_interval_seconds: float = 60.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], home: Path) -> PrivacySettings:
+        key_file = env.get("CASEWORK_KEY_FILE")
+        ledger = env.get("CASEWORK_ERASURE_LEDGER")
+        return cls(
+            key_file=Path(key_file).resolve() if key_file else home / "keys.json",
+            erasure_ledger=Path(ledger).resolve() if ledger else home / "erasure-ledger.jsonl",
+            retention_interval_seconds=_number(env, "CASEWORK_RETENTION_INTERVAL_SECONDS", 60.0),
+        )
+
+
+@dataclass(frozen=True)
 class Settings:
     # The owner connection: runs migrations and the CLI. None means the embedded server.
     database_url: str | None
@@ -196,6 +220,9 @@ class Settings:
     # --- sign-in (docs/authentication.md) ---
     auth: AuthSettings = AuthSettings()
 
+    # --- personal data (docs/privacy.md) ---
+    privacy: PrivacySettings = PrivacySettings()
+
     def __post_init__(self) -> None:
         if self.pool_min_size > self.pool_max_size:
             raise ConfigError(
@@ -206,10 +233,11 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         env = os.environ
+        home = Path(env.get("CASEWORK_HOME") or Path.cwd() / ".casework").resolve()
         return cls(
             database_url=env.get("DATABASE_URL") or None,
             app_database_url=env.get("CASEWORK_APP_DATABASE_URL") or None,
-            home=Path(env.get("CASEWORK_HOME") or Path.cwd() / ".casework").resolve(),
+            home=home,
             db_dir=Path(env.get("CASEWORK_DB_DIR") or REPO_ROOT / "db").resolve(),
             pool_min_size=_integer(env, "CASEWORK_POOL_MIN", 2, minimum=0),
             pool_max_size=_integer(env, "CASEWORK_POOL_MAX", 20, minimum=1),
@@ -241,6 +269,7 @@ class Settings:
             ),
             **_observability_settings(env),
             auth=AuthSettings.from_env(env),
+            privacy=PrivacySettings.from_env(env, home),
         )
 
 

@@ -23,6 +23,7 @@ from server.domain.identity.provider_tokens import (
     provider_verifier,
 )
 from server.domain.identity.refresh import SessionRefresher
+from server.domain.privacy.keys import Keyring
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
@@ -52,6 +53,9 @@ class Runtime:
         # message, rather than refusing every login later.
         self.rules = load_rules(settings.auth)
         self.verifier: AccessTokenVerifier | None = None
+        self.keyring = Keyring.from_key_file(
+            settings.privacy.key_file or settings.home / "keys.json"
+        )
 
     @property
     def settings(self) -> Settings:

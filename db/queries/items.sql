@@ -7,14 +7,19 @@
 -- role; an enqueue that changes nothing writes nothing.
 -- A new item is due at its own :due_ats entry, else when the queue's due time for its
 -- priority says (review_due_seconds), else never; a known key keeps its due time.
+-- On a queue with a privacy policy, :payloads hold only the public and reference values,
+-- :evidence_hashes are the salted field digests' hash, and each item names its subject
+-- (:subject_refs; NULLs elsewhere) and the :policy_version that split it.
 WITH upserted AS (
     INSERT INTO review_items AS i
-        (origin_queue, queue, external_key, priority, payload, evidence_hash, due_at)
+        (origin_queue, queue, external_key, priority, payload, evidence_hash, due_at,
+         subject_ref, policy_version)
     SELECT :queue, :queue, t.external_key, t.priority, t.payload, t.evidence_hash,
-           coalesce(t.due_at, now() + make_interval(secs => review_due_seconds(q, t.priority)))
+           coalesce(t.due_at, now() + make_interval(secs => review_due_seconds(q, t.priority))),
+           t.subject_ref, :policy_version::integer
     FROM unnest(:external_keys::text[], :priorities::integer[], :payloads::jsonb[], :evidence_hashes::text[],
-                :due_ats::timestamptz[])
-        AS t (external_key, priority, payload, evidence_hash, due_at)
+                :due_ats::timestamptz[], :subject_refs::text[])
+        AS t (external_key, priority, payload, evidence_hash, due_at, subject_ref)
     JOIN queues AS q ON q.name = :queue
     -- Key order, not batch order: two batches that share keys lock them in the same order and
     -- so cannot deadlock.
@@ -22,6 +27,8 @@ WITH upserted AS (
     ON CONFLICT (origin_queue, external_key) DO UPDATE
         SET payload = excluded.payload,
             evidence_hash = excluded.evidence_hash,
+            subject_ref = excluded.subject_ref,
+            policy_version = excluded.policy_version,
             updated_at = now()
         WHERE i.state = 'pending' AND i.kind = 'review'
           AND i.evidence_hash <> excluded.evidence_hash

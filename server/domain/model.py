@@ -21,6 +21,8 @@ class Role(enum.Enum):
     ADMIN = "admin"
     MANAGER = "manager"
     INTEGRATION = "integration"
+    # Holds, erasure requests and approvals, relationship ends, restricted data (privacy).
+    COMPLIANCE = "compliance"
 
 
 class Verdict(enum.Enum):
@@ -290,13 +292,23 @@ class Item:
     barred_claimer: str | None = None
     # A QA copy (migration 0021): the decision it checks; None for every other item.
     qa_of: int | None = None
+    # On a queue with a privacy policy (migration 0026): whom the data is about, and the
+    # policy version that split the payload (which is then its public part only).
+    subject_ref: str | None = None
+    policy_version: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Item:
         return from_row(
             cls,
             row,
-            optional=("awaiting_decision_id", "barred_claimer", "qa_of"),
+            optional=(
+                "awaiting_decision_id",
+                "barred_claimer",
+                "qa_of",
+                "subject_ref",
+                "policy_version",
+            ),
             decided=row["state"] == "decided",
             parked=row["state"] == "parked",
             is_exception=row["kind"] == "exception",
@@ -429,3 +441,5 @@ class EnqueuedItem:
     item: Item
     created: bool
     evidence_updated: bool
+    # Paths a privacy policy dropped from the payload before it was stored (never values).
+    dropped_paths: tuple[str, ...] = ()

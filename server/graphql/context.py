@@ -12,6 +12,7 @@ from starlette.websockets import WebSocket, WebSocketState
 from server.domain.identity.grants import NoAccess, RoleNotHeld
 from server.domain.identity.principals import CredentialResolver, Credentials
 from server.domain.model import Principal, Role
+from server.domain.privacy.keys import Keyring
 from server.events.live import LiveUpdates
 from server.events.subscriber import Inbox, LatestValue, Message
 from server.graphql.loaders import Loaders
@@ -48,6 +49,8 @@ class Context:
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     # Hosts webhook targets may name (CASEWORK_EFFECT_ALLOWED_HOSTS); empty: any host.
     effect_allowed_hosts: frozenset[str] = frozenset()
+    # Personal data's keys (server/domain/privacy/keys.py); None where nothing may need one.
+    keyring: Keyring | None = None
 
     @property
     def expires_at(self) -> datetime | None:

@@ -9,6 +9,9 @@ from typing import Any
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import PRIORITY_LIMIT, EnqueuedItem, Item, Principal, Role
 from server.domain.parsing import MAX_VALUE_DEPTH, check_instant, nested_deeper_than
+from server.domain.privacy import intake
+from server.domain.privacy.keys import Keyring
+from server.domain.privacy.policy import current_policy
 from server.domain.review.evidence import MAX_PAYLOAD_BYTES, canonical_json, evidence_hash
 from server.domain.review.queues import require_queue
 from server.store import sql
@@ -30,6 +33,9 @@ class NewItem:
     # Its own due time; None: the queue's (server/domain/review/due.py). One in the past is
     # allowed: a deadline the sender knows has passed is still the deadline.
     due_at: datetime | None = None
+    # The integration's id of the person or company the data is about: the unit of erasure
+    # and retention on a queue with a privacy policy (required there), ignored elsewhere.
+    subject_ref: str | None = None
 
 
 def _check_item(index: int, item: NewItem) -> tuple[str, int, InvalidInput | None]:
@@ -88,9 +94,14 @@ def _check_item(index: int, item: NewItem) -> tuple[str, int, InvalidInput | Non
 
 
 async def enqueue_items(
-    db: Database, principal: Principal, queue: str, items: list[NewItem]
+    db: Database,
+    principal: Principal,
+    queue: str,
+    items: list[NewItem],
+    keyring: Keyring | None = None,
 ) -> list[EnqueuedItem] | NotPermitted | InvalidInput:
-    """All or nothing: one bad item refuses the whole batch."""
+    """All or nothing: one bad item refuses the whole batch. On a queue with a privacy
+    policy, each payload is split by it first (server/domain/privacy/intake.py)."""
     if principal.role is not Role.INTEGRATION:
         return NotPermitted("only an integration token may enqueue items")
     if not 1 <= len(items) <= MAX_BATCH:
@@ -120,6 +131,19 @@ async def enqueue_items(
     target = await require_queue(db, principal, queue)
     if isinstance(target, NotPermitted | InvalidInput):
         return target
+    policy = await current_policy(db, queue)
+    payloads = [item.payload for item in items]
+    prepared: list[intake.PreparedItem] = []
+    if policy is not None:
+        for index, item in enumerate(items):
+            split = await intake.prepare(
+                db, keyring, policy, index, item.external_key, item.subject_ref, item.payload
+            )
+            if isinstance(split, InvalidInput):
+                return split
+            prepared.append(split)
+        payloads = [p.public_payload for p in prepared]
+        hashes = [p.evidence_hash for p in prepared]
     keys = [item.external_key for item in items]
     async with db.transaction() as tx:
         changed = await tx.fetch(
@@ -127,22 +151,29 @@ async def enqueue_items(
             queue=queue,
             external_keys=keys,
             priorities=[item.priority for item in items],
-            payloads=[item.payload for item in items],
+            payloads=payloads,
             evidence_hashes=hashes,
             # Who enqueued, for the items' timelines.
             **principal.actor(),
             due_ats=[item.due_at for item in items],
+            subject_refs=[p.subject_ref for p in prepared] if prepared else [None] * len(items),
+            policy_version=None if policy is None else policy.version,
         )
         rows = await tx.fetch(
             sql.items.ITEMS_GET_BY_EXTERNAL_KEYS, origin_queue=queue, external_keys=keys
         )
+        by_key = {row["external_key"]: Item.from_row(row) for row in rows}
+        written = {row["external_key"] for row in changed}
+        stored = [p for p in prepared if p.external_key in written]
+        await intake.store_fields(tx, stored, [by_key[p.external_key].id for p in stored])
     created = {row["external_key"]: row["created"] for row in changed}
-    by_key = {row["external_key"]: Item.from_row(row) for row in rows}
+    dropped = {p.external_key: p.dropped for p in prepared}
     return [
         EnqueuedItem(
             item=by_key[key],
             created=created.get(key, False),
             evidence_updated=key in created and not created[key],
+            dropped_paths=dropped.get(key, ()),
         )
         for key in keys
     ]

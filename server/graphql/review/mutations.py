@@ -44,6 +44,11 @@ class EnqueuedItem:
     evidence_updated: bool = strawberry.field(
         description="The key was known and its pending item took the new payload."
     )
+    dropped_paths: list[str] = strawberry.field(
+        default_factory=list,
+        description="Payload paths the queue's privacy policy does not list, dropped before "
+        "anything was stored (by path, never by value): fix the producer.",
+    )
 
 
 @strawberry.type
@@ -58,6 +63,7 @@ class EnqueuedItems:
                     item=ReviewItem.from_domain(e.item),
                     created=e.created,
                     evidence_updated=e.evidence_updated,
+                    dropped_paths=list(e.dropped_paths),
                 )
                 for e in enqueued
             ]
@@ -195,9 +201,19 @@ class NewItemInput:
         "A known key keeps the due time it has.",
     )
 
+    subject_ref: str | None = strawberry.field(
+        default=None,
+        description="The integration's id of the person or company the payload is about: "
+        "the unit of erasure and retention. Required on a queue with a privacy policy.",
+    )
+
     def to_domain(self) -> enqueueing.NewItem:
         return enqueueing.NewItem(
-            self.external_key, self.payload, self.priority or 0, due_at=self.due_at
+            self.external_key,
+            self.payload,
+            self.priority or 0,
+            due_at=self.due_at,
+            subject_ref=self.subject_ref,
         )
 
 
@@ -413,7 +429,7 @@ class Mutation:
     ) -> EnqueueItemsResult:
         new_items = [item.to_domain() for item in items]
         result = await enqueueing.enqueue_items(
-            info.context.db, info.context.principal, queue, new_items
+            info.context.db, info.context.principal, queue, new_items, info.context.keyring
         )
         return from_failure(result) if is_failure(result) else EnqueuedItems.of(result)
 

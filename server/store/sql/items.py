@@ -8,7 +8,7 @@ from __future__ import annotations
 from server.store.queries import Query
 
 # db/queries/items.sql:1
-ITEMS_UPSERT = Query("items_upsert", lambda *, queue, external_keys, priorities, payloads, evidence_hashes, due_ats, actor, actor_role: None)
+ITEMS_UPSERT = Query("items_upsert", lambda *, queue, policy_version, external_keys, priorities, payloads, evidence_hashes, due_ats, subject_refs, actor, actor_role: None)
 """Idempotent on (origin queue, external key). A key seen before keeps its item; if the
 item is still pending and the payload differs, the payload is replaced (a re-upload) and
 any decision under the current lease will be refused with EvidenceChanged.
@@ -17,15 +17,18 @@ Each item created or re-uploaded is written to its timeline (`item_events`, kind
 role; an enqueue that changes nothing writes nothing.
 A new item is due at its own :due_ats entry, else when the queue's due time for its
 priority says (review_due_seconds), else never; a known key keeps its due time.
+On a queue with a privacy policy, :payloads hold only the public and reference values,
+:evidence_hashes are the salted field digests' hash, and each item names its subject
+(:subject_refs; NULLs elsewhere) and the :policy_version that split it.
 """
 
-# db/queries/items.sql:51
+# db/queries/items.sql:58
 ITEMS_GET_BY_EXTERNAL_KEYS = Query("items_get_by_external_keys", lambda *, origin_queue, external_keys: None)
 
-# db/queries/items.sql:56
+# db/queries/items.sql:63
 ITEMS_GET_BY_IDS = Query("items_get_by_ids", lambda *, ids: None)
 
-# db/queries/items.sql:59
+# db/queries/items.sql:66
 ITEM_IDS_GET_ENQUEUED_BETWEEN = Query("item_ids_get_enqueued_between", lambda *, queue, since, until: None)
 """The items first enqueued to :queue (their origin queue, which never changes) from :since
 up to, not including, :until, by their enqueue time (created_at), oldest id first: what
@@ -35,13 +38,13 @@ sorted: as a cursor's query, a plain ORDER BY id would be planned for its first 
 a walk of the whole table in id order (tests/migrations/test_export_plan.py).
 """
 
-# db/queries/items.sql:75
+# db/queries/items.sql:82
 ITEMS_GET_PAGES = Query("items_get_pages", lambda *, queues, after_id, state, page_size: None)
 """One page of items for each queue of :queues (a dashboard's), oldest id first, filtered by
 derived state. :state is 'pending', 'leased', 'decided' or NULL for all.
 """
 
-# db/queries/items.sql:99
+# db/queries/items.sql:106
 ITEM_CLAIM_NEXT = Query("item_claim_next", lambda *, queue, actor, actor_role: None)
 """Takes the first claimable item of a queue under a fresh lease. An expired lease counts
 as an abandonment; the abandonment that reaches max_abandons escalates the item instead
