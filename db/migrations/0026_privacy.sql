@@ -108,6 +108,20 @@ CREATE TABLE item_fields (
 );
 CREATE INDEX item_fields_subject ON item_fields (subject_ref) WHERE erased_at IS NULL;
 
+-- A note written on a policy item: its body is sealed under the subject's key (the timeline
+-- row in item_events keeps no body), and cleared by erasure with the item's fields.
+CREATE TABLE sealed_notes (
+    event_id    bigint PRIMARY KEY REFERENCES item_events (id),
+    item_id     bigint NOT NULL REFERENCES review_items (id),
+    subject_ref text NOT NULL,
+    key_version integer NOT NULL,
+    nonce       bytea CHECK (length(nonce) = 12),
+    ciphertext  bytea,
+    erased_at   timestamptz,
+    CHECK ((erased_at IS NULL) = (ciphertext IS NOT NULL AND nonce IS NOT NULL))
+);
+CREATE INDEX sealed_notes_subject ON sealed_notes (subject_ref) WHERE erased_at IS NULL;
+
 -- Every privacy action, for ever. Reveals are the access log: written before a value leaves.
 CREATE TABLE privacy_log (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -187,8 +201,8 @@ CREATE TABLE decision_disclosures (
 );
 
 GRANT SELECT, INSERT ON retention_classes, privacy_policies, privacy_log, privacy_holds,
-    privacy_hold_releases, erasure_requests, erasure_outcomes, decision_disclosures
-    TO casework_app;
+    privacy_hold_releases, erasure_requests, erasure_outcomes, decision_disclosures,
+    sealed_notes TO casework_app;
 GRANT SELECT, INSERT, UPDATE ON privacy_subjects TO casework_app;
 -- The application adds keys and re-wraps them (rotation: kek_id and wrapped_key only);
 -- shredding is casework_erase_subject's.
