@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncpg
 
-from server.domain.failures import InvalidInput
 from server.domain.model import Item, Role
 from server.domain.privacy.keys import Keyring
 from server.domain.privacy.policy import FieldClass, PrivacyPolicy
@@ -28,7 +27,7 @@ async def enqueue(
         [NewItem(k, applicant(), subject_ref=subject) for k in keys],
         keyring,
     )
-    assert not isinstance(enqueued, InvalidInput | Exception), enqueued
+    assert isinstance(enqueued, list), enqueued
     return [answer.item for answer in enqueued]
 
 
