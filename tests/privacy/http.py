@@ -18,7 +18,24 @@ from server.domain.model import Role
 from server.store.database import Database
 from tests.api.conftest import in_process_client
 from tests.conftest import TestDatabase, token_maker
-from tests.privacy.test_intake import applicant
+
+# Recognisable values: whatever shows them was shown a personal or sensitive value.
+CANARY_NAME = "Zebediah Canarywood"
+CANARY_BIRTH = "1961-04-12"
+CANARY_PASSPORT = "P-CANARY-440192"
+
+
+def applicant() -> dict[str, Any]:
+    """A KYC producer's payload under KYC_FIELDS (tests/privacy/conftest.py)."""
+    return {
+        "applicant": {
+            "name": CANARY_NAME,
+            "date_of_birth": CANARY_BIRTH,
+            "passport_number": CANARY_PASSPORT,
+        },
+        "document": {"id": "doc-1", "sha256": "ab" * 32},
+        "risk_score": 71,
+    }
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,18 @@ from server.domain.privacy.reading import FieldState, read_items
 from server.domain.review.items import NewItem, enqueue_items
 from server.store.database import Database
 from tests.conftest import INTEGRATION, MANAGER, TestDatabase, reviewer
-from tests.privacy.http import DECIDE, ITEM_VIEW, Call, People, claim, decision_input
+from tests.privacy.http import (
+    CANARY_NAME,
+    CANARY_PASSPORT,
+    DECIDE,
+    ITEM_VIEW,
+    Call,
+    People,
+    applicant,
+    claim,
+    decision_input,
+)
 from tests.privacy.http import enqueue as enqueue_over_http
-from tests.privacy.test_intake import CANARY_NAME, CANARY_PASSPORT, applicant
 
 REVIEWER = reviewer("rita", "kyc")
 
