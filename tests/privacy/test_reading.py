@@ -4,15 +4,16 @@ what that reader is shown."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import asyncpg
 
 from server.domain.model import Item, Role
 from server.domain.privacy.keys import Keyring
 from server.domain.privacy.policy import FieldClass, PrivacyPolicy
-from server.domain.privacy.reading import FieldState, read_items
+from server.domain.privacy.reading import FieldState, PolicyCache, read_items
 from server.domain.review.items import NewItem, enqueue_items
-from server.store.database import Database
+from server.store.database import Database, Row
 from tests.conftest import INTEGRATION, MANAGER, TestDatabase, reviewer
 from tests.privacy.http import (
     CANARY_NAME,
@@ -221,3 +222,33 @@ async def test_a_qa_copy_shows_the_fields_of_the_decision_it_checks(
     for key in ("payload", "subjectRef", "policyVersion", "fields"):
         assert copy["item"][key] == claimed["item"][key], key
     assert CANARY_PASSPORT.encode() not in raw
+
+
+class CountingDatabase(Database):
+    """The real database, recording the name of each statement it runs."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db._executor, db.queries)
+        self.sent: list[str] = []
+
+    async def fetch(self, query: Any, *args: Any, **kwargs: Any) -> list[Row]:
+        self.sent.append(query.name)
+        return await super().fetch(query, *args, **kwargs)
+
+
+async def test_a_page_of_items_costs_two_statements_whatever_its_size(
+    db: Database, kyc_policy: PrivacyPolicy, keyring: Keyring
+) -> None:
+    items = []
+    for n in range(6):
+        items += await enqueue(db, keyring, f"app-{n}", subject=f"cust-{n}")
+    counting = CountingDatabase(db)
+    policies = PolicyCache()
+
+    views = await read_items(counting, REVIEWER, items, keyring, policies)
+
+    assert counting.sent == ["reading_fields_get", "reading_policies_get"]
+    assert {v.payload["applicant"]["name"] for v in views.values()} == {CANARY_NAME}
+    # The policy version is known for the rest of the request.
+    await read_items(counting, REVIEWER, items[:2], keyring, policies)
+    assert counting.sent[2:] == ["reading_fields_get"]
