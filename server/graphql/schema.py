@@ -27,6 +27,7 @@ from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
 from server.graphql.observe import note_failure, note_refusal
 from server.graphql.operation import is_unexpected, operation_extension
+from server.graphql.privacy.policy import PrivacyPolicyMutation, PrivacyPolicyQuery
 from server.graphql.quality.mutations import QualityMutation
 from server.graphql.review.mutations import Mutation
 from server.graphql.review.queries import Query
@@ -102,7 +103,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     if tracing.enabled():
         extensions.append(_tracing_extension())
     schema = CaseworkSchema(
-        query=merge_types("Query", (Query, ExceptionQuery)),
+        query=merge_types("Query", (Query, ExceptionQuery, PrivacyPolicyQuery)),
         mutation=merge_types(
             "Mutation",
             (
@@ -113,6 +114,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
                 BulkMutation,
                 ExceptionMutation,
                 IdentityMutation,
+                PrivacyPolicyMutation,
             ),
         ),
         subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),
