@@ -1,127 +1,46 @@
-"""The payload policy and retention classes over HTTP, as an admin's script sends them."""
+"""The payload policy over HTTP, as an admin's script and an integration send it."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 
-from server.config import PrivacySettings, Settings
-from server.domain.model import Role
 from server.store.database import Database
-from tests.api.conftest import SETUP_QUEUES, GraphQL, graphql_caller, in_process_client
+from tests.api.conftest import GraphQL, graphql_caller
 from tests.api.helpers import statements_of
-from tests.conftest import TestDatabase, token_maker
-
-SET_POLICY = """
-mutation($input: SetPrivacyPolicyInput!) {
-  setPrivacyPolicy(input: $input) {
-    __typename
-    ... on PrivacyPolicy {
-      queue version unlisted retentionClass createdBy createdAt revealRoles
-      fields { path class }
-      visible { role classes }
-    }
-    ... on InvalidInput { message field }
-    ... on Error { message }
-  }
-}
-"""
-QUEUE_POLICY = """
-query($name: String!) {
-  queue(name: $name) {
-    privacyPolicy { version unlisted retentionClass fields { path class } visible { role classes } }
-  }
-}
-"""
-ENQUEUE = """
-mutation($queue: String!, $items: [NewItemInput!]!) {
-  enqueueItems(queue: $queue, items: $items) {
-    __typename
-    ... on EnqueuedItems { items { created droppedPaths item { id payload } } }
-    ... on InvalidInput { message field }
-    ... on Error { message }
-  }
-}
-"""
-DEFINE_CLASS = """
-mutation($input: DefineRetentionClassInput!) {
-  defineRetentionClass(input: $input) {
-    __typename
-    ... on RetentionClass { name keepSeconds keepDays anchor basis createdBy }
-    ... on InvalidInput { message field }
-    ... on Error { message }
-  }
-}
-"""
-KYC_RULES = [
-    {"path": "applicant.name", "class": "PERSONAL"},
-    {"path": "applicant.date_of_birth", "class": "PERSONAL"},
-    {"path": "applicant.passport_number", "class": "SENSITIVE"},
-    {"path": "document", "class": "REFERENCE"},
-    {"path": "risk_score", "class": "PUBLIC"},
-    {"path": "credentials.password", "class": "SECRET"},
-]
-CANARY_PASSWORD = "hunter2-CANARY-7731"
-AML_BASIS = "EU AMLR Art. 77: five years after the end of the business relationship"
-
-
-@dataclasses.dataclass(frozen=True)
-class PolicyTokens:
-    admin: str
-    reviewer: str
-    manager: str
-    integration: str
-    compliance: str
+from tests.conftest import TestDatabase
+from tests.privacy.http import (
+    CANARY_PASSWORD,
+    ENQUEUE,
+    KYC_RULES,
+    QUEUE_POLICY,
+    SET_POLICY,
+    PolicyTokens,
+    keyed_client,
+    make_tokens,
+    set_policy,
+    setup_kyc,
+)
 
 
 @pytest.fixture
 async def tokens(owner_db: Database) -> PolicyTokens:
-    make = token_maker(owner_db)
-    return PolicyTokens(
-        admin=await make("ada", Role.ADMIN),
-        reviewer=await make("rita", Role.REVIEWER, "kyc"),
-        manager=await make("max", Role.MANAGER),
-        integration=await make("kyc-provider", Role.INTEGRATION),
-        compliance=await make("cora", Role.COMPLIANCE),
-    )
+    return await make_tokens(owner_db)
 
 
 @pytest.fixture
-async def client(test_database: TestDatabase, tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    """The app with a key file of the test's own (made when a policy first needs a key)."""
-    settings = dataclasses.replace(
-        Settings.from_env(), privacy=PrivacySettings(key_file=tmp_path / "keys.json")
-    )
-    async with in_process_client(test_database, dev=False, settings=settings) as c:
-        yield c
-
-
-@pytest.fixture
-def gql(client: httpx.AsyncClient) -> GraphQL:
-    return graphql_caller(client)
+async def gql(test_database: TestDatabase, tmp_path: Path) -> AsyncIterator[GraphQL]:
+    async with keyed_client(test_database, tmp_path / "keys.json") as client:
+        yield graphql_caller(client)
 
 
 @pytest.fixture
 async def kyc(gql: GraphQL, tokens: PolicyTokens) -> str:
-    body = await gql(tokens.admin, SETUP_QUEUES)
-    assert {r["__typename"] for r in body["data"].values()} == {
-        "QueueConfigured",
-        "ReasonCodeDefined",
-    }, body
-    return "kyc"
-
-
-async def set_policy(gql: GraphQL, token: str, **policy: Any) -> dict[str, Any]:
-    body = await gql(token, SET_POLICY, input={"queue": "kyc", "fields": KYC_RULES, **policy})
-    assert "errors" not in body, body
-    result: dict[str, Any] = body["data"]["setPrivacyPolicy"]
-    return result
+    return await setup_kyc(gql, tokens.admin)
 
 
 async def test_an_admin_sets_a_policy_and_the_queue_reads_it_back(
@@ -364,90 +283,3 @@ async def test_unlisted_paths_refuse_the_enqueue_when_the_policy_says_so(
     assert result["__typename"] == "InvalidInput", result
     assert "'nickname'" in result["message"] or "nickname" in result["message"]
     assert "Zeb" not in result["message"]
-
-
-@pytest.mark.parametrize("role", ["admin", "compliance"])
-async def test_a_retention_class_is_defined_once_and_a_policy_may_name_it(
-    gql: GraphQL, tokens: PolicyTokens, kyc: str, owner_conn: asyncpg.Connection, role: str
-) -> None:
-    token = getattr(tokens, role)
-    definition = {"name": "aml-5y", "keepDays": 1826, "anchor": "RELATIONSHIP_ENDED"}
-
-    body = await gql(token, DEFINE_CLASS, input={**definition, "basis": AML_BASIS})
-
-    defined = body["data"]["defineRetentionClass"]
-    assert defined == {
-        "__typename": "RetentionClass",
-        "name": "aml-5y",
-        "keepSeconds": 1826 * 86400,
-        "keepDays": 1826.0,
-        "anchor": "RELATIONSHIP_ENDED",
-        "basis": AML_BASIS,
-        "createdBy": {"admin": "ada", "compliance": "cora"}[role],
-    }
-    again = await gql(
-        tokens.admin,
-        DEFINE_CLASS,
-        input={"name": "aml-5y", "keepSeconds": 60, "anchor": "ENQUEUED", "basis": "shorter"},
-    )
-    refused = again["data"]["defineRetentionClass"]
-    assert refused["__typename"] == "InvalidInput", refused
-    assert refused["field"] == "name"
-    assert "never redefined" in refused["message"]
-
-    listed = await gql(tokens.reviewer, "{ retentionClasses { name keepSeconds anchor } }")
-    assert listed["data"]["retentionClasses"] == [
-        {"name": "aml-5y", "keepSeconds": 1826 * 86400, "anchor": "RELATIONSHIP_ENDED"}
-    ]
-    logged = await owner_conn.fetch("SELECT action, actor, detail FROM privacy_log ORDER BY id")
-    assert len(logged) == 1
-    assert logged[0]["action"] == "retention_class_set"
-    assert logged[0]["actor"] == {"admin": "ada", "compliance": "cora"}[role]
-
-    policy = await set_policy(gql, tokens.admin, retentionClass="aml-5y")
-    assert policy["retentionClass"] == "aml-5y"
-
-
-@pytest.mark.parametrize(
-    ("definition", "field"),
-    [
-        ({"name": "AML 5y", "keepDays": 1}, "name"),
-        ({"name": "aml", "keepDays": 1, "keepSeconds": 60}, "keepDays"),
-        ({"name": "aml"}, "keepDays"),
-        ({"name": "aml", "keepSeconds": 0}, "keepSeconds"),
-        ({"name": "aml", "keepDays": 100_000}, "keepDays"),
-        ({"name": "aml", "keepDays": 1, "basis": "   "}, "basis"),
-    ],
-)
-async def test_a_bad_retention_class_is_refused(
-    gql: GraphQL,
-    tokens: PolicyTokens,
-    owner_conn: asyncpg.Connection,
-    definition: dict[str, Any],
-    field: str,
-) -> None:
-    body = await gql(
-        tokens.admin,
-        DEFINE_CLASS,
-        input={"anchor": "DECIDED", "basis": "contract", **definition},
-    )
-
-    result = body["data"]["defineRetentionClass"]
-    assert result["__typename"] == "InvalidInput", result
-    assert result["field"] == field
-    assert await owner_conn.fetchval("SELECT count(*) FROM retention_classes") == 0
-
-
-@pytest.mark.parametrize("role", ["reviewer", "manager", "integration"])
-async def test_only_admins_and_compliance_define_retention_classes(
-    gql: GraphQL, tokens: PolicyTokens, owner_conn: asyncpg.Connection, role: str
-) -> None:
-    body = await gql(
-        getattr(tokens, role),
-        DEFINE_CLASS,
-        input={"name": "short", "keepDays": 30, "anchor": "DECIDED", "basis": "contract"},
-    )
-
-    assert body["data"]["defineRetentionClass"]["__typename"] == "NotPermitted", body
-    assert await owner_conn.fetchval("SELECT count(*) FROM retention_classes") == 0
-    assert await owner_conn.fetchval("SELECT count(*) FROM privacy_log") == 0
