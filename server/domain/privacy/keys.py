@@ -123,7 +123,9 @@ class LocalKeyFile:
         return cls.load(path)
 
     def with_new_active(self, kek_id: str) -> LocalKeyFile:
-        """Adds a KEK and makes it the active one (the file is rewritten)."""
+        """Adds a KEK and makes it the active one (the file is rewritten, with the keys it
+        has now: read again first, so that a key another process added is kept)."""
+        self.refresh()
         if kek_id in self._keks:
             raise KeyError_(f"key file {self.path} already has a key {kek_id!r}")
         keks = {**self._keks, kek_id: secrets.token_bytes(DATA_KEY_BYTES)}
