@@ -20,7 +20,7 @@ from tests.console.helpers import (
 )
 from tests.live.helpers import serve_casework
 from tests.privacy.conftest import attach_policy
-from tests.privacy.http import CANARY_NAME, CANARY_PASSPORT, ENQUEUE, applicant
+from tests.privacy.shown import CANARY_NAME, CANARY_PASSPORT, ENQUEUE, applicant
 
 PASSPORT = "applicant.passport_number"
 

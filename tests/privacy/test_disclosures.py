@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncpg
 
 from server.domain.privacy.policy import PrivacyPolicy
-from tests.privacy.http import DECIDE, REVEAL, Call, People, claim, decision_input, enqueue
+from tests.privacy.shown import DECIDE, REVEAL, Call, People, claim, decision_input, enqueue
 
 DEFAULT_SHOWN = ["applicant.date_of_birth", "applicant.name", "document", "risk_score"]
 PASSPORT = "applicant.passport_number"

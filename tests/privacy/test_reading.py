@@ -15,7 +15,7 @@ from server.domain.privacy.reading import FieldState, PolicyCache, read_items
 from server.domain.review.items import NewItem, enqueue_items
 from server.store.database import Database, Row
 from tests.conftest import INTEGRATION, MANAGER, TestDatabase, reviewer
-from tests.privacy.http import (
+from tests.privacy.shown import (
     CANARY_NAME,
     CANARY_PASSPORT,
     DECIDE,
@@ -26,7 +26,7 @@ from tests.privacy.http import (
     claim,
     decision_input,
 )
-from tests.privacy.http import enqueue as enqueue_over_http
+from tests.privacy.shown import enqueue as enqueue_over_http
 
 REVIEWER = reviewer("rita", "kyc")
 

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from server.domain.privacy.policy import PrivacyPolicy
-from tests.privacy.http import (
+from tests.privacy.shown import (
     CANARY_BIRTH,
     CANARY_NAME,
     CANARY_PASSPORT,
