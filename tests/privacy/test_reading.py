@@ -252,3 +252,22 @@ async def test_a_page_of_items_costs_two_statements_whatever_its_size(
     # The policy version is known for the rest of the request.
     await read_items(counting, REVIEWER, items[:2], keyring, policies)
     assert counting.sent[2:] == ["reading_fields_get"]
+
+
+async def test_an_escalated_item_keeps_the_policy_that_split_it(
+    call: Call, people: People, kyc_policy: PrivacyPolicy
+) -> None:
+    """kyc-senior has no policy of its own: the item reads under kyc's version."""
+    await enqueue_over_http(call, people, "app-1")
+    claimed, _ = await claim(call, people.reviewer)
+    escalated = await call(
+        people.reviewer, DECIDE, input=decision_input(claimed, "ESCALATE", "needs_senior")
+    )
+    assert escalated.data["submitDecision"]["__typename"] == "DecisionRecorded", escalated.body
+
+    senior, raw = await claim(call, people.reviewer, queue="kyc-senior")
+
+    assert senior["item"]["id"] == claimed["item"]["id"]
+    assert senior["item"]["payload"] == claimed["item"]["payload"]
+    assert senior["item"]["fields"] == claimed["item"]["fields"]
+    assert CANARY_PASSPORT.encode() not in raw
