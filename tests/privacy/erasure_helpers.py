@@ -1,0 +1,111 @@
+"""What the erasure, hold, retention and replay tests share: compliance officers, a ledger,
+policy items of a subject, retention classes, decisions, and snapshots of tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from server.domain.failures import InvalidInput
+from server.domain.model import Item, Principal, Role
+from server.domain.privacy.keys import Keyring
+from server.domain.review.items import NewItem, enqueue_items
+from server.store.database import Database
+from tests.conftest import INTEGRATION, reviewer
+from tests.integration.helpers import claim, decide
+from tests.privacy.test_intake import CANARY_NAME, CANARY_PASSPORT, applicant
+
+CORA = Principal("cora-compliance", Role.COMPLIANCE, frozenset())
+CARL = Principal("carl-compliance", Role.COMPLIANCE, frozenset())
+REVIEWER = reviewer("rita", "kyc")
+
+AML_BASIS = "EU AMLR Art. 77: five years after the end of the business relationship"
+FIVE_YEARS = 5 * 365 * 24 * 3600
+
+
+def canary_payload(n: int) -> dict[str, Any]:
+    """An applicant whose name and passport are recognisable everywhere they might leak."""
+    payload = applicant()
+    payload["applicant"]["name"] = f"{CANARY_NAME} {n:03d}"
+    payload["applicant"]["passport_number"] = f"{CANARY_PASSPORT}-{n:03d}"
+    payload["applicant"]["date_of_birth"] = f"1961-04-{10 + n % 18:02d}"
+    return payload
+
+
+def canaries(n: int) -> list[str]:
+    payload = canary_payload(n)["applicant"]
+    return [payload["name"], payload["passport_number"]]
+
+
+async def enqueue(
+    db: Database, keyring: Keyring, key: str, subject: str, n: int = 0, queue: str = "kyc"
+) -> Item:
+    result = await enqueue_items(
+        db, INTEGRATION, queue, [NewItem(key, canary_payload(n), subject_ref=subject)], keyring
+    )
+    assert not isinstance(result, InvalidInput | Exception), result
+    return result[0].item
+
+
+async def decide_next(db: Database, queue: str = "kyc") -> int:
+    """Claims the next item of the queue and approves it: the decision's id."""
+    held = await claim(db, REVIEWER, queue)
+    return (await decide(db, REVIEWER, held)).id
+
+
+async def add_retention_class(
+    conn: asyncpg.Connection,
+    name: str,
+    keep_seconds: int,
+    anchor: str,
+    basis: str = AML_BASIS,
+) -> None:
+    await conn.execute(
+        "INSERT INTO retention_classes (name, keep_seconds, anchor, basis, created_by) "
+        "VALUES ($1, $2, $3, $4, 'ada-admin')",
+        name,
+        keep_seconds,
+        anchor,
+        basis,
+    )
+
+
+async def table_text(conn: asyncpg.Connection, table: str, key: str) -> list[str]:
+    """Every row of a table, as PostgreSQL prints it: byte for byte comparable."""
+    rows = await conn.fetch(f"SELECT t::text AS row FROM {table} AS t ORDER BY {key}")
+    return [r["row"] for r in rows]
+
+
+# Everything an erasure may change, to show that a deferred or held one changed nothing
+# (privacy_log and erasure_outcomes record the refusal itself and are compared apart).
+ERASABLE_TABLES = {
+    "item_fields": "item_id, evidence_hash, path",
+    "sealed_notes": "event_id",
+    "privacy_subject_keys": "subject_ref, key_version",
+    "review_items": "id",
+    "review_decisions": "id",
+    "item_events": "id",
+}
+
+
+async def snapshot(conn: asyncpg.Connection) -> dict[str, list[str]]:
+    return {t: await table_text(conn, t, key) for t, key in ERASABLE_TABLES.items()}
+
+
+def ago(now: datetime, **delta: float) -> datetime:
+    return now - timedelta(**delta)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+async def fields_of(conn: asyncpg.Connection, item_id: int) -> dict[str, asyncpg.Record]:
+    rows = await conn.fetch("SELECT * FROM item_fields WHERE item_id = $1", item_id)
+    return {r["path"]: r for r in rows}
+
+
+async def log_actions(conn: asyncpg.Connection) -> list[str]:
+    return [r["action"] for r in await conn.fetch("SELECT action FROM privacy_log ORDER BY id")]
