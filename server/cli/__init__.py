@@ -1,5 +1,5 @@
 """The `casework` command: serve, worker, migrate, token create/list/revoke, session
-list/revoke, user revoke, export, auth explain."""
+list/revoke, user revoke, export, auth explain, privacy replay."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from server.cli.arguments import (
 )
 from server.cli.auth import run_auth_explain
 from server.cli.export import run_export_item, run_export_queue
+from server.cli.privacy_replay import add_replay_command
 from server.cli.serve import run_migrate, run_serve, run_worker
 from server.cli.sessions import run_session_list, run_session_revoke
 from server.cli.tokens import run_token_create, run_token_list, run_token_revoke
@@ -167,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_auth_commands(commands)
     _add_session_commands(commands)
+    _add_privacy_commands(commands)
 
     export = commands.add_parser(
         "export", help="write audit packs: everything recorded about items, hashed (JSON)"
@@ -221,6 +223,16 @@ def _add_session_commands(
         "session_id", type=session_id, metavar="ID", help="the session (see `session list`)"
     )
     revoke.set_defaults(run=run_session_revoke)
+
+
+def _add_privacy_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    privacy = commands.add_parser("privacy", help="personal data: the erasure ledger")
+    privacy_commands = privacy.add_subparsers(
+        title="privacy commands", required=True, metavar="ACTION"
+    )
+    add_replay_command(privacy_commands)
 
 
 def _add_auth_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

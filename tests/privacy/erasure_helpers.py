@@ -3,6 +3,7 @@ policy items of a subject, retention classes, decisions, and snapshots of tables
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ import asyncpg
 from server.domain.failures import InvalidInput
 from server.domain.model import Item, Principal, Role
 from server.domain.privacy.keys import Keyring
+from server.domain.privacy.sealing import open_sealed
 from server.domain.review.items import NewItem, enqueue_items
 from server.store.database import Database
 from tests.conftest import INTEGRATION, reviewer
@@ -109,3 +111,62 @@ async def fields_of(conn: asyncpg.Connection, item_id: int) -> dict[str, asyncpg
 
 async def log_actions(conn: asyncpg.Connection) -> list[str]:
     return [r["action"] for r in await conn.fetch("SELECT action FROM privacy_log ORDER BY id")]
+
+
+# Every column of every table in the schema, with how to search it: bytea by its bytes, any
+# other type by its text form (text, varchar, jsonb, arrays, ...).
+COLUMNS = """
+SELECT c.relname AS table_name, a.attname AS column_name,
+       coalesce(nullif(t.typbasetype, 0), t.oid) = 'bytea'::regtype AS is_bytea
+FROM pg_attribute AS a
+JOIN pg_class AS c ON c.oid = a.attrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+JOIN pg_type AS t ON t.oid = a.atttypid
+WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY 1, 2
+"""
+
+
+async def columns_holding(conn: asyncpg.Connection, needles: list[str]) -> list[str]:
+    """`table.column: needle` for every needle found in any column of any table."""
+    found = []
+    columns = await conn.fetch(COLUMNS)
+    assert len(columns) > 100, "the catalogue lists the whole schema"
+    for column in columns:
+        name = f'"{column["table_name"]}"."{column["column_name"]}"'
+        if column["is_bytea"]:
+            test = f"position(convert_to(needle, 'UTF8') in {name}) > 0"
+        else:
+            test = f"position(needle in {name}::text) > 0"
+        hits = await conn.fetch(
+            f'SELECT DISTINCT needle FROM "{column["table_name"]}", unnest($1::text[]) AS needle '
+            f"WHERE {test}",
+            needles,
+        )
+        found.extend(f"{column['table_name']}.{column['column_name']}: {h['needle']}" for h in hits)
+    return found
+
+
+async def readable_values(conn: asyncpg.Connection, keyring: Keyring) -> list[str]:
+    """Every sealed value the database and the key file can still open, as JSON text: what
+    someone holding a copy of both could read."""
+    rows = await conn.fetch(
+        "SELECT f.item_id, f.path, f.subject_ref, f.key_version, f.nonce, f.ciphertext, "
+        "       k.kek_id, k.wrapped_key "
+        "FROM item_fields AS f JOIN privacy_subject_keys AS k "
+        "  ON k.subject_ref = f.subject_ref AND k.key_version = f.key_version "
+        "WHERE f.ciphertext IS NOT NULL AND k.wrapped_key IS NOT NULL"
+    )
+    values = []
+    for r in rows:
+        key = await keyring.provider.unwrap(r["kek_id"], r["subject_ref"], bytes(r["wrapped_key"]))
+        value = open_sealed(
+            key,
+            item_id=r["item_id"],
+            path=r["path"],
+            key_version=r["key_version"],
+            nonce=r["nonce"],
+            ciphertext=r["ciphertext"],
+        )
+        values.append(json.dumps(value))
+    return values
