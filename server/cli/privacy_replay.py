@@ -78,4 +78,3 @@ def run_privacy_replay(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 1
     return 0
-

@@ -40,7 +40,7 @@ class ReceiptItem:
 
 @dataclass(frozen=True)
 class ErasureReceipt:
-    request_id: int | None
+    request_id: int
     subject_ref: str
     erased_at: datetime
     requested_by: str | None

@@ -119,7 +119,7 @@ class ReceiptItem:
     "the same receipt."
 )
 class ErasureReceipt:
-    request_id: strawberry.ID | None
+    request_id: strawberry.ID
     subject_ref: str
     erased_at: datetime
     requested_by: str | None
@@ -139,9 +139,7 @@ class ErasureReceipt:
     @classmethod
     def of(cls, receipt: receipts.ErasureReceipt) -> ErasureReceipt:
         return cls(
-            request_id=None
-            if receipt.request_id is None
-            else strawberry.ID(str(receipt.request_id)),
+            request_id=strawberry.ID(str(receipt.request_id)),
             subject_ref=receipt.subject_ref,
             erased_at=receipt.erased_at,
             requested_by=receipt.requested_by,
