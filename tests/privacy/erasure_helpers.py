@@ -17,7 +17,6 @@ from server.domain.review.items import NewItem, enqueue_items
 from server.store.database import Database
 from tests.conftest import INTEGRATION, reviewer
 from tests.integration.helpers import claim, decide
-from tests.privacy.test_intake import CANARY_NAME, CANARY_PASSPORT, applicant
 
 CORA = Principal("cora-compliance", Role.COMPLIANCE, frozenset())
 CARL = Principal("carl-compliance", Role.COMPLIANCE, frozenset())
@@ -27,13 +26,22 @@ AML_BASIS = "EU AMLR Art. 77: five years after the end of the business relations
 FIVE_YEARS = 5 * 365 * 24 * 3600
 
 
+CANARY_NAME = "Zebediah Canarywood"
+CANARY_PASSPORT = "P-CANARY-440192"
+
+
 def canary_payload(n: int) -> dict[str, Any]:
-    """An applicant whose name and passport are recognisable everywhere they might leak."""
-    payload = applicant()
-    payload["applicant"]["name"] = f"{CANARY_NAME} {n:03d}"
-    payload["applicant"]["passport_number"] = f"{CANARY_PASSPORT}-{n:03d}"
-    payload["applicant"]["date_of_birth"] = f"1961-04-{10 + n % 18:02d}"
-    return payload
+    """An applicant (as tests/privacy/test_intake.py's) whose name and passport are
+    recognisable everywhere they might leak."""
+    return {
+        "applicant": {
+            "name": f"{CANARY_NAME} {n:03d}",
+            "date_of_birth": f"1961-04-{10 + n % 18:02d}",
+            "passport_number": f"{CANARY_PASSPORT}-{n:03d}",
+        },
+        "document": {"id": f"doc-{n}", "sha256": "ab" * 32},
+        "risk_score": 71,
+    }
 
 
 def canaries(n: int) -> list[str]:
