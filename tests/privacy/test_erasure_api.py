@@ -11,7 +11,9 @@ from typing import Any
 import asyncpg
 import pytest
 
+from server.cli import _parser
 from server.config import Settings
+from server.domain.identity.rule_file import parse_rules
 from server.domain.model import Role
 from server.domain.privacy.policy import PrivacyPolicy
 from server.store.database import Database
@@ -161,3 +163,14 @@ async def test_holds_relationship_ends_and_a_deferral_through_the_api(
         "erasure_deferred",
         "hold_released",
     ]
+
+
+def test_the_compliance_role_is_one_tokens_and_rule_files_give() -> None:
+    args = _parser().parse_args(["token", "create", "--user", "cora", "--role", "compliance"])
+    assert Role(args.role) is Role.COMPLIANCE
+    [rule] = parse_rules(
+        {"rule": [{"name": "dpo", "claim": "groups", "contains": "dpo", "role": "compliance"}]},
+        "rules.toml",
+    )
+    assert rule.grant.role is Role.COMPLIANCE
+    assert rule.grant.queues == ()
