@@ -236,3 +236,19 @@ ORDER BY i.id, f.path;
 -- name: privacy_log_insert
 INSERT INTO privacy_log (action, actor, actor_role, subject_ref, reason, detail)
 VALUES (:action, :actor, :actor_role, :subject_ref, :reason, :detail);
+
+-- name: subject_unrestrict
+-- An erasure request carried out lifts the subject's restriction, unless another request of
+-- the subject still waits on a deferral: new data of a returning subject is not withheld.
+UPDATE privacy_subjects AS s
+SET restricted_at = NULL
+WHERE s.subject_ref = :subject_ref
+  AND s.restricted_at IS NOT NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM erasure_requests AS r
+      WHERE r.subject_ref = s.subject_ref
+        AND EXISTS (SELECT 1 FROM erasure_outcomes AS o
+                    WHERE o.request_id = r.id AND o.outcome = 'deferred')
+        AND NOT EXISTS (SELECT 1 FROM erasure_outcomes AS o
+                        WHERE o.request_id = r.id AND o.outcome IN ('executed', 'declined')))
+RETURNING s.restricted_at;

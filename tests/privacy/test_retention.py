@@ -131,6 +131,12 @@ async def test_a_deferred_request_is_carried_out_when_its_period_ends(
     # Not decided: the period has not started, so its end is unknown.
     assert isinstance(deferred, ErasureDeferred)
     assert (deferred.basis, deferred.until) == ("one day from decision", None)
+    assert (
+        await owner_conn.fetchval(
+            "SELECT restricted_at FROM privacy_subjects WHERE subject_ref = 'cust-1'"
+        )
+        == deferred.restricted_at
+    )
     worker = RetentionWorker(db, keyring, ledger, interval_seconds=3600)
     # Still undecided two days on: nothing happens.
     assert (await worker.run_once(now=utcnow() + timedelta(days=2))).requests_executed == 0
@@ -144,6 +150,14 @@ async def test_a_deferred_request_is_carried_out_when_its_period_ends(
     # same, with a receipt naming who asked and who approved.
     assert done.requests_executed == 1
     assert await erased(owner_conn, item.id)
+    # Carried out: the restriction of the deferral is lifted (nothing is left to restrict,
+    # and new data of a returning subject is not withheld).
+    assert (
+        await owner_conn.fetchval(
+            "SELECT restricted_at FROM privacy_subjects WHERE subject_ref = 'cust-1'"
+        )
+        is None
+    )
     receipt = await approve_erasure(db, CARL, request.id, keyring, ledger)
     assert isinstance(receipt, ErasureReceipt)
     assert (receipt.requested_by, receipt.approved_by) == ("cora-compliance", "carl-compliance")

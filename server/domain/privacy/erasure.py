@@ -334,6 +334,8 @@ async def _execute(
         actor=actor,
         actor_role=actor_role,
     )
+    if not erased.held_item_ids:
+        await tx.fetch(sql.privacy_erasure.SUBJECT_UNRESTRICT, subject_ref=request.subject_ref)
     return receipt
 
 
@@ -415,8 +417,10 @@ async def replay(db: Database, ledger: ErasureLedger, keyring: Keyring | None = 
                 tx,
                 ledger,
                 subject_ref=entry.subject_ref,
+                # The items name what was erased; their queue then may not be their queue in
+                # the restored copy.
                 item_ids=entry.item_ids,
-                queues=entry.queues,
+                queues=None,
                 request_id=entry.request_id,
                 actor=REPLAY_ACTOR,
                 actor_role=SYSTEM_ROLE,

@@ -93,3 +93,9 @@ checks (digests are kept after erasure).
 
 # db/queries/privacy_erasure.sql:236
 PRIVACY_LOG_INSERT = Query("privacy_log_insert", lambda *, action, actor, actor_role, subject_ref, reason, detail: None)
+
+# db/queries/privacy_erasure.sql:240
+SUBJECT_UNRESTRICT = Query("subject_unrestrict", lambda *, subject_ref: None)
+"""An erasure request carried out lifts the subject's restriction, unless another request of
+the subject still waits on a deferral: new data of a returning subject is not withheld.
+"""
