@@ -251,6 +251,21 @@ async def test_the_application_role_cannot_erase_or_shred_by_itself(
     assert (await fields_of(app_conn, item.id))["applicant.name"]["ciphertext"] is not None
 
 
+async def test_the_erasure_function_runs_as_its_owner_for_the_service_role_only(
+    owner_conn: asyncpg.Connection,
+) -> None:
+    function = await owner_conn.fetchrow(
+        "SELECT prosecdef, proconfig, proacl::text[] AS acl, pg_get_userbyid(proowner) AS owner "
+        "FROM pg_proc WHERE proname = 'casework_erase_subject'"
+    )
+    assert function is not None
+    assert function["prosecdef"]
+    assert function["proconfig"] == ["search_path=public, pg_temp"]
+    grantees = sorted(entry.split("=")[0] for entry in function["acl"])
+    # The owner, and the service role; no PUBLIC entry (it would have an empty grantee).
+    assert grantees == sorted([function["owner"], "casework_app"])
+
+
 async def test_a_retention_period_defers_the_erasure_and_restricts_the_subject(
     db: Database,
     kyc_queue: str,
