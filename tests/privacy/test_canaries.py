@@ -1,6 +1,6 @@
 """Canaries: recognisable personal values enqueued, reviewed and erased through the API; then
-no column of any table, no log line, no audit pack and no ledger line holds one, nothing
-still opens, and the decisions are byte for byte what they were."""
+no column of any table, no log line, no metric, no audit pack and no ledger line holds one,
+nothing still opens, and the decisions are byte for byte what they were."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import httpx
 import pytest
 
 from server.config import Settings
@@ -79,14 +80,14 @@ mutation($id: ID!) {
 
 
 @pytest.fixture
-async def api(
+async def client(
     test_database: TestDatabase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[httpx.AsyncClient]:
     monkeypatch.setenv("CASEWORK_HOME", str(tmp_path))
     monkeypatch.setenv("CASEWORK_KEY_FILE", str(tmp_path / "keys.json"))
     monkeypatch.setenv("CASEWORK_ERASURE_LEDGER", str(tmp_path / "ledger.jsonl"))
     async with in_process_client(test_database, dev=False, settings=Settings.from_env()) as c:
-        yield graphql_caller(c)
+        yield c
 
 
 async def data(gql: GraphQL, token: str, query: str, **variables: Any) -> Any:
@@ -96,7 +97,7 @@ async def data(gql: GraphQL, token: str, query: str, **variables: Any) -> Any:
 
 
 async def test_no_canary_survives_an_erasure_anywhere(
-    api: GraphQL,
+    client: httpx.AsyncClient,
     db: Database,
     owner_db: Database,
     kyc_policy: PrivacyPolicy,
@@ -105,7 +106,9 @@ async def test_no_canary_survives_an_erasure_anywhere(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    api = graphql_caller(client)
     make = token_maker(owner_db)
+    admin = await make("ada", Role.ADMIN)
     integration = await make("kyc-provider", Role.INTEGRATION)
     reviewer = await make("rita", Role.REVIEWER, "kyc")
     cora = await make("cora", Role.COMPLIANCE)
@@ -173,6 +176,9 @@ async def test_no_canary_survives_an_erasure_anywhere(
     assert not [n for n in needles if n in exported]
     assert not [n for n in needles if n in (tmp_path / "ledger.jsonl").read_text()]
     assert not [n for n in needles if n in str(receipt)]
+    metrics = await client.get("/metrics", headers={"Authorization": f"Bearer {admin}"})
+    assert metrics.status_code == 200, metrics.text
+    assert not [n for n in needles if n in metrics.text]
     assert await table_text(owner_conn, "review_decisions", "id") == decisions
     ledger = list(ErasureLedger(tmp_path / "ledger.jsonl").entries())
     assert [(e.subject_ref, e.item_ids) for e in ledger] == [("cust-1", tuple(item_ids))]
