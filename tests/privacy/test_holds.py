@@ -3,7 +3,7 @@ hold is erased, by retention or by request, and a held erasure changes nothing."
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -48,15 +48,10 @@ async def short_retention(db: Database, kyc_queue: str, owner_conn: asyncpg.Conn
     await attach_policy(db, kyc_queue, retention_class="one-day")
 
 
-async def hold_on(db: Database, subject: str, **extra: object) -> Hold:
-    hold = await place_hold(
-        db,
-        CORA,
-        subject_ref=subject,
-        item_ids=None,
-        basis=str(extra.get("basis", "Litigation hold, case 44")),
-        until=extra.get("until"),  # type: ignore[arg-type]
-    )
+async def hold_on(
+    db: Database, subject: str, until: datetime | None = None, basis: str = "Litigation, case 44"
+) -> Hold:
+    hold = await place_hold(db, CORA, subject_ref=subject, item_ids=None, basis=basis, until=until)
     assert isinstance(hold, Hold), hold
     return hold
 
