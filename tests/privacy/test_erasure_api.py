@@ -148,7 +148,7 @@ async def test_holds_relationship_ends_and_a_deferral_through_the_api(
         }
     ]
     assert deferred["restrictedAt"] is not None
-    assert (await answer(api, carl, APPROVE, id="nope"))["__typename"] == "NotFound"
+    assert (await answer(api, carl, APPROVE, id="nope"))["__typename"] == "InvalidInput"
 
     released = await answer(api, carl, RELEASE, id=hold["id"])
     assert (released["releasedBy"], released["releaseReason"]) == ("carl", "case closed")

@@ -36,7 +36,7 @@ RequestErasureResult = Annotated[
     strawberry.union("RequestErasureResult"),
 ]
 ApproveErasureResult = Annotated[
-    ErasureReceipt | ErasureDeferred | FourEyesRequired | NotPermitted | NotFound,
+    ErasureReceipt | ErasureDeferred | FourEyesRequired | NotPermitted | NotFound | InvalidInput,
     strawberry.union("ApproveErasureResult"),
 ]
 
@@ -171,9 +171,7 @@ class ErasureMutation:
         ctx = info.context
         request_id = _int_id(input.request_id, "requestId")
         if isinstance(request_id, InvalidInput):
-            return NotFound(
-                message=f"no erasure request with id {input.request_id[:40]}", id=input.request_id
-            )
+            return request_id
         if ctx.erasure_ledger is None:
             raise RuntimeError("an erasure needs the erasure ledger")
         result = await erasure.approve_erasure(
