@@ -154,6 +154,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 socket=request,
                 effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
                 keyring=runtime.keyring,
+                erasure_ledger=runtime.erasure_ledger,
             )
         if request.method not in GRAPHQL_METHODS:
             # Strawberry checks the method only after the context is built: without this a
@@ -195,6 +196,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 response=response if isinstance(response, Response) else None,
                 effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
                 keyring=runtime.keyring,
+                erasure_ledger=runtime.erasure_ledger,
             )
         if request.scope.get("method") == "GET":
             # GraphiQL's page carries no token; the operations it sends do.

@@ -24,10 +24,12 @@ from server.domain.identity.provider_tokens import (
 )
 from server.domain.identity.refresh import SessionRefresher
 from server.domain.privacy.keys import Keyring
+from server.domain.privacy.ledger import ErasureLedger
 from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
 from server.events.transport import MemoryTransport, Transport
+from server.retention_worker import RetentionWorker
 from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
@@ -49,12 +51,16 @@ class Runtime:
         self._tokens: CredentialResolver | None = None
         self._live: LiveUpdates | None = None
         self.worker: ApplyWorker | None = None
+        self.retention: RetentionWorker | None = None
         # Read before the process serves: a bad rule file stops `casework serve` with its
         # message, rather than refusing every login later.
         self.rules = load_rules(settings.auth)
         self.verifier: AccessTokenVerifier | None = None
         self.keyring = Keyring.from_key_file(
             settings.privacy.key_file or settings.home / "keys.json"
+        )
+        self.erasure_ledger = ErasureLedger(
+            settings.privacy.erasure_ledger or settings.home / "erasure-ledger.jsonl"
         )
 
     @property
@@ -111,11 +117,21 @@ class Runtime:
             access_tokens=access_tokens,
         )
         self._live = LiveUpdates(self._db, transport)
-        worker_task = None
+        worker_task = retention_task = None
         if self._run_worker:
             self.worker = ApplyWorker(self._db, worker_settings(settings))
             self._live.observe(self.worker.hint, self.worker.wake)
             worker_task = asyncio.create_task(self.worker.run(), name="casework-apply-worker")
+            # Beside it: personal data whose retention ended, deferred erasures now due.
+            self.retention = RetentionWorker(
+                self._db,
+                self.keyring,
+                self.erasure_ledger,
+                interval_seconds=settings.privacy.retention_interval_seconds,
+            )
+            retention_task = asyncio.create_task(
+                self.retention.run(), name="casework-retention-worker"
+            )
         await self._live.start()
         refresher = SessionRefresher.started(self._db, settings.auth, self.rules, self.verifier)
         try:
@@ -126,10 +142,14 @@ class Runtime:
                 self.worker.stop()
                 if not await _within_shutdown(worker_task, "the apply worker"):
                     worker_task.cancel()
+            if self.retention is not None and retention_task is not None:
+                self.retention.stop()
+                if not await _within_shutdown(retention_task, "the retention worker"):
+                    retention_task.cancel()
             await _within_shutdown(self._live.stop(), "live updates")
             if self.verifier is not None:
                 await self.verifier.aclose()
-            self._db = self._tokens = self._live = self.worker = None
+            self._db = self._tokens = self._live = self.worker = self.retention = None
             if not await _within_shutdown(pool.close(), "the pool"):
                 # A connection still held by a request that never finished.
                 pool.terminate()

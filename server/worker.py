@@ -38,6 +38,7 @@ from server.events.redis import RedisTransport
 from server.observability import metrics, tracing
 from server.observability.context import DECISION_ID
 from server.observability.metrics import ApplyOutcome
+from server.retention_worker import RetentionWorker, standalone_retention
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
 
@@ -323,11 +324,21 @@ class ApplyWorker:
             self.stats.redrives_retried += 1
 
 
+def _stop_both(worker: ApplyWorker, retention: RetentionWorker) -> Callable[[], None]:
+    def stop() -> None:
+        worker.stop()
+        retention.stop()
+
+    return stop
+
+
 async def run_standalone(app_dsn: str, settings: Settings) -> None:
     """`casework worker`: its own pool and its own hint listener; stops on SIGTERM/SIGINT."""
     pool = await create_pool(app_dsn, min_size=1, max_size=settings.worker_concurrency + 2)
     db = Database(pool, Queries(settings.db_dir / "queries"))
     worker = ApplyWorker(db, worker_settings(settings))
+    # Beside it, as in a serving process: retention and deferred erasures.
+    retention = standalone_retention(db, settings)
     transport: ReconnectingTransport = (
         RedisTransport(settings.redis_url, channel=settings.redis_channel)
         if settings.events_transport == "redis"
@@ -335,11 +346,14 @@ async def run_standalone(app_dsn: str, settings: Settings) -> None:
     )
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, worker.stop)
+        loop.add_signal_handler(signum, _stop_both(worker, retention))
+    retention_task = asyncio.create_task(retention.run(), name="casework-retention-worker")
     try:
         await transport.start(worker.hint, worker.wake)
         await worker.run()
     finally:
+        retention.stop()
+        await retention_task
         await transport.stop()
         await pool.close()
         log.info("worker %s stopped: %s", worker.name, worker.stats)

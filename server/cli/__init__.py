@@ -1,5 +1,6 @@
 """The `casework` command: serve, worker, migrate, token create/list/revoke, session
-list/revoke, user revoke, export, auth explain, privacy (server/cli/privacy.py)."""
+list/revoke, user revoke, export, auth explain, privacy rotate-keys/replay
+(server/cli/privacy.py)."""
 
 from __future__ import annotations
 

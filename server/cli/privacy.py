@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import TypeAlias
 
+from server.cli.privacy_replay import add_replay_command
 from server.cli.tokens import owner_database
 from server.cli.users import operator
 from server.config import Settings
@@ -137,3 +138,7 @@ def describe_rotation(rotation: Rotation, *, added: str | None, path: str) -> st
             "backup taken before now may be restored, then remove them from the key file"
         )
     return "\n".join(lines)
+
+
+# After a restore: erase again what the erasure ledger records (server/cli/privacy_replay.py).
+privacy_command(add_replay_command)

@@ -13,6 +13,7 @@ from server.domain.identity.grants import NoAccess, RoleNotHeld
 from server.domain.identity.principals import CredentialResolver, Credentials
 from server.domain.model import Principal, Role
 from server.domain.privacy.keys import Keyring
+from server.domain.privacy.ledger import ErasureLedger
 from server.events.live import LiveUpdates
 from server.events.subscriber import Inbox, LatestValue, Message
 from server.graphql.loaders import Loaders
@@ -51,6 +52,8 @@ class Context:
     effect_allowed_hosts: frozenset[str] = frozenset()
     # Personal data's keys (server/domain/privacy/keys.py); None where nothing may need one.
     keyring: Keyring | None = None
+    # Where every erasure is appended before it commits (CASEWORK_ERASURE_LEDGER).
+    erasure_ledger: ErasureLedger | None = None
 
     @property
     def expires_at(self) -> datetime | None:

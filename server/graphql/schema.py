@@ -27,6 +27,7 @@ from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
 from server.graphql.observe import note_failure, note_refusal
 from server.graphql.operation import is_unexpected, operation_extension
+from server.graphql.privacy.erasure import ErasureMutation
 from server.graphql.privacy.policy import PrivacyPolicyMutation, PrivacyPolicyQuery
 from server.graphql.privacy.reveal import RevealMutation
 from server.graphql.quality.mutations import QualityMutation
@@ -116,6 +117,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
                 ExceptionMutation,
                 IdentityMutation,
                 PrivacyPolicyMutation,
+                ErasureMutation,
                 RevealMutation,
             ),
         ),
