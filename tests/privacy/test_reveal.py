@@ -245,3 +245,24 @@ async def test_the_access_report_counts_reveals_per_reviewer_and_path(
     assert backwards["__typename"] == "InvalidInput"
     compliance = (await call(people.compliance, ACCESS)).data["queue"]["fieldAccess"]
     assert len(compliance["rows"]) == 3
+
+
+async def test_after_erasure_nothing_personal_is_read_or_revealed(
+    call: Call, people: People, kyc_policy: PrivacyPolicy, owner_conn: asyncpg.Connection
+) -> None:
+    """Through the erasure function itself (migration 0028), retention's way."""
+    item = await item_id(call, people)
+    await owner_conn.fetchval(
+        "SELECT casework_erase_subject('cust-9', NULL, NULL, NULL, 'worker', 'admin',"
+        " 'retention_erased')"
+    )
+
+    result, raw = await reveal(call, people.reviewer, item)
+    claimed, claim_raw = await claim(call, people.reviewer)
+
+    assert result["__typename"] == "FieldErased", result
+    for canary in (CANARY_NAME, CANARY_BIRTH, CANARY_PASSPORT):
+        assert canary.encode() not in raw + claim_raw
+    states = {f["path"]: f["state"] for f in claimed["item"]["fields"]}
+    assert states["applicant.name"] == states[PASSPORT] == "ERASED"
+    assert claimed["item"]["payload"].get("applicant") is None
