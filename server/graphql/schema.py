@@ -27,6 +27,7 @@ from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
 from server.graphql.observe import note_failure, note_refusal
 from server.graphql.operation import is_unexpected, operation_extension
+from server.graphql.privacy.reveal import RevealMutation
 from server.graphql.quality.mutations import QualityMutation
 from server.graphql.review.mutations import Mutation
 from server.graphql.review.queries import Query
@@ -113,6 +114,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
                 BulkMutation,
                 ExceptionMutation,
                 IdentityMutation,
+                RevealMutation,
             ),
         ),
         subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),

@@ -204,6 +204,13 @@ class Keyring:
             return None
         return await self._unwrapped(subject_ref, version, row["kek_id"], row["wrapped_key"])
 
+    async def unwrapped(
+        self, subject_ref: str, version: int, kek_id: str, wrapped: bytes
+    ) -> DataKey:
+        """A key whose wrapped form the caller read with its own rows (a page of fields
+        reads its subjects' keys in the same statement)."""
+        return await self._unwrapped(subject_ref, version, kek_id, wrapped)
+
     async def _unwrapped(
         self, subject_ref: str, version: int, kek_id: str, wrapped: bytes
     ) -> DataKey:

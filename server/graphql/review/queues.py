@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import strawberry
 from strawberry.types import Info
 
@@ -14,6 +16,7 @@ from server.graphql.controls.types import HoldReason
 from server.graphql.loaders import DecisionPageKey, LagKey, PageKey
 from server.graphql.measures.queues import QueueMeasures, queue_measures
 from server.graphql.pagination import PageInfo, decode_cursor, encode_cursor, page_size
+from server.graphql.privacy.reveal import FieldAccessResult, field_access
 from server.graphql.quality.types import SecondReview
 from server.graphql.review.types import (
     ITEM_FIELDS_READING_DECISIONS,
@@ -189,6 +192,19 @@ class Queue:
         self, info: Info[Context, None], since_seconds: int = DEFAULT_WINDOW_SECONDS
     ) -> QueueMeasures:
         return await queue_measures(info, self._queue, since_seconds)
+
+    @strawberry.field(
+        description="Reveals of its items' fields (revealField) from since (default: seven "
+        "days before until) to until (default: now), per reviewer and path: for managers, "
+        "admins and compliance officers of the queue."
+    )
+    async def field_access(
+        self,
+        info: Info[Context, None],
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> FieldAccessResult:
+        return await field_access(info, self._queue, since, until)
 
     @strawberry.field
     async def reason_codes(self, info: Info[Context, None]) -> list[ReasonCode]:

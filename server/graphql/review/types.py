@@ -18,6 +18,8 @@ from server.graphql.controls.types import Assignment, Hold
 from server.graphql.identity.types import Authentication, authentication_of
 from server.graphql.loaders import AuditKey
 from server.graphql.pagination import PageInfo
+from server.graphql.privacy import reading as privacy_reading
+from server.graphql.privacy.reading import Disclosure, ItemField
 from server.graphql.quality.types import QaResult
 from server.graphql.review.applications import Application, ApplicationState
 
@@ -191,6 +193,13 @@ class Decision:
     async def superseded_by(self, info: Info[Context, None]) -> Decision | None:
         return await _load_decision(info, self._decision.superseded_by)
 
+    @strawberry.field(
+        description="On an item under a privacy policy: the paths its reviewer was shown "
+        "when deciding (visible to their role, or revealed). Null on other items."
+    )
+    async def disclosure(self, info: Info[Context, None]) -> Disclosure | None:
+        return await privacy_reading.disclosure_of(info, self._decision.id)
+
 
 async def _load_decision(info: Info[Context, None], decision_id: int | None) -> Decision | None:
     if decision_id is None:
@@ -209,7 +218,6 @@ class ReviewItem:
     queue: str
     external_key: str
     priority: int
-    payload: JSON
     evidence_hash: str
     lease_count: int
     abandon_count: int
@@ -232,7 +240,6 @@ class ReviewItem:
             queue=item.queue,
             external_key=item.external_key,
             priority=item.priority,
-            payload=item.payload,
             evidence_hash=item.evidence_hash,
             lease_count=item.lease_count,
             abandon_count=item.abandon_count,
@@ -241,6 +248,42 @@ class ReviewItem:
             decided_at=item.decided_at,
             due_at=item.due_at,
         )
+
+    # The privacy fields answer from the item, with no await, for items without a policy.
+    @strawberry.field(
+        description="The item's data. On a queue with a privacy policy, only what you may "
+        "see: the values your role is shown at their paths; masked, withheld and erased "
+        "values are absent (see `fields`).",
+        graphql_type=JSON,
+    )
+    def payload(self, info: Info[Context, None]) -> Any:
+        return privacy_reading.payload_of(info, self._item)
+
+    @strawberry.field(
+        description="Under a privacy policy: each field with its class, its state for you, "
+        "its digest, and its value when visible. Null on items without a policy.",
+        graphql_type=list[ItemField] | None,
+    )
+    def fields(
+        self, info: Info[Context, None]
+    ) -> list[ItemField] | Awaitable[list[ItemField] | None] | None:
+        return privacy_reading.fields_of(info, self._item)
+
+    @strawberry.field(
+        description="Whom the data is about (the integration's subjectRef); null without a "
+        "privacy policy.",
+        graphql_type=str | None,
+    )
+    def subject_ref(self, info: Info[Context, None]) -> str | Awaitable[str | None] | None:
+        return privacy_reading.subject_ref_of(info, self._item)
+
+    @strawberry.field(
+        description="The version of the queue's privacy policy that split the payload; null "
+        "without one.",
+        graphql_type=int | None,
+    )
+    def policy_version(self, info: Info[Context, None]) -> int | Awaitable[int | None] | None:
+        return privacy_reading.policy_version_of(info, self._item)
 
     @strawberry.field
     def state(self, info: Info[Context, None]) -> ItemState:
