@@ -20,9 +20,10 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from server.domain.model import Principal, Role
+from server.domain.model import Principal
 from server.domain.privacy.keys import Keyring
 from server.domain.privacy.policy import FieldClass, PrivacyPolicy
+from server.domain.privacy.reading import FieldState, field_state
 from server.domain.privacy.sealing import open_sealed, seal
 from server.domain.step_up import provenance
 from server.domain.timeline.events import TimelineEvent
@@ -102,14 +103,19 @@ async def add_sealed_note(
 def note_withheld(
     principal: Principal | None, policy: PrivacyPolicy, restricted: bool
 ) -> WithheldReason | None:
-    """Why this reader may not read a note of an item under `policy`; None: they may."""
+    """Why this reader may not read a note of an item under `policy`; None: they may. A
+    note reads as a `personal` field does (reading.field_state)."""
     if principal is None:
         return WithheldReason.NO_PRINCIPAL
-    if restricted and principal.role is not Role.COMPLIANCE:
-        return WithheldReason.RESTRICTED
-    if not policy.sees(principal.role, FieldClass.PERSONAL):
-        return WithheldReason.ROLE
-    return None
+    state = field_state(
+        policy, principal.role, FieldClass.PERSONAL, restricted=restricted, erased=False
+    )
+    if state is FieldState.VISIBLE:
+        return None
+    unrestricted = field_state(
+        policy, principal.role, FieldClass.PERSONAL, restricted=False, erased=False
+    )
+    return WithheldReason.RESTRICTED if unrestricted is FieldState.VISIBLE else WithheldReason.ROLE
 
 
 async def read_notes(
