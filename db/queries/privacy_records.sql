@@ -50,3 +50,20 @@ JOIN privacy_policies AS p
 LEFT JOIN privacy_subjects AS s ON s.subject_ref = n.subject_ref
 WHERE n.event_id = ANY (:event_ids::bigint[])
 ORDER BY n.event_id;
+
+-- name: audit_fields_get
+-- The current fields of items, as their audit packs carry them (a QA copy's are those of
+-- the item whose decision it checks, under the same evidence hash): path, class, digest,
+-- the salt while the field is not erased, the policy version that split the item, and
+-- whether its subject's processing is restricted. Never a ciphertext or a nonce.
+SELECT i.id AS item_id, f.path, f.class, f.subject_ref, f.digest, f.salt, f.erased_at,
+       coalesce(i.policy_version, checked.policy_version) AS policy_version,
+       s.restricted_at IS NOT NULL AS restricted
+FROM review_items AS i
+LEFT JOIN review_decisions AS d ON d.id = i.qa_of
+LEFT JOIN review_items AS checked ON checked.id = d.item_id
+JOIN item_fields AS f
+  ON f.item_id = coalesce(d.item_id, i.id) AND f.evidence_hash = i.evidence_hash
+LEFT JOIN privacy_subjects AS s ON s.subject_ref = f.subject_ref
+WHERE i.id = ANY (:item_ids::bigint[])
+ORDER BY i.id, f.path;

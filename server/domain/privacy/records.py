@@ -48,6 +48,9 @@ class WithheldReason(enum.StrEnum):
     RESTRICTED = "restricted"
     # An operator's export: no principal, and nothing personal is opened for it.
     NO_PRINCIPAL = "no_principal"
+    # A sensitive field (never a note): shown only once revealed with a reason, one reader
+    # at a time (revealField); a record that leaves the service never reveals one.
+    MASKED = "masked"
 
 
 @dataclass(frozen=True)

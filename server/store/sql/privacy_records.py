@@ -28,3 +28,11 @@ SEALED_NOTES_GET = Query("sealed_notes_get", lambda *, event_ids: None)
 policy the item (or, for a QA copy, the item it checks) was enqueued under, and whether
 its subject's processing is restricted.
 """
+
+# db/queries/privacy_records.sql:54
+AUDIT_FIELDS_GET = Query("audit_fields_get", lambda *, item_ids: None)
+"""The current fields of items, as their audit packs carry them (a QA copy's are those of
+the item whose decision it checks, under the same evidence hash): path, class, digest,
+the salt while the field is not erased, the policy version that split the item, and
+whether its subject's processing is restricted. Never a ciphertext or a nonce.
+"""
