@@ -22,8 +22,8 @@ from server.domain.privacy.sealing import open_sealed
 from server.store.database import Database
 from tests.api.conftest import SETUP_QUEUES, GraphQL, Tokens, graphql_caller, in_process_client
 from tests.conftest import TestDatabase, token_maker
-from tests.privacy.conftest import attach_policy
 from tests.privacy.canaries import CANARY_NAME, applicant
+from tests.privacy.conftest import attach_policy
 
 NOTE = f"Spoke to {CANARY_NAME}: the utility bill is in a maiden name."
 
