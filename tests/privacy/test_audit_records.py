@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -19,7 +20,8 @@ from server.domain.quality.audit import EVERYTHING, Viewer, audit_packs, export_
 from server.domain.review.items import NewItem, enqueue_items
 from server.domain.timeline.notes import add_note
 from server.store.database import Database
-from tests.conftest import INTEGRATION, MANAGER, reviewer
+from tests.api.helpers import casework
+from tests.conftest import INTEGRATION, MANAGER, TestDatabase, reviewer
 from tests.privacy.canaries import (
     CANARY_BIRTH_DATE,
     CANARY_NAME,
@@ -229,3 +231,25 @@ async def test_packs_of_items_without_a_policy_carry_no_privacy_part(
     [note] = [entry for entry in pack["timeline"] if entry["kind"] == "noted"]
     assert note["body"] == "plain words"
     assert "note_state" not in note
+
+
+async def test_casework_export_writes_the_operators_pack_and_no_personal_value(
+    db: Database,
+    kyc_policy: PrivacyPolicy,
+    keyring: Keyring,
+    test_database: TestDatabase,
+    tmp_path: Path,
+) -> None:
+    item = await enqueue_with_note(db, keyring)
+    expected = (await audit_packs(db, [item.id], EVERYTHING))[item.id]
+    one = await casework(test_database, tmp_path, f"export item {item.id}")
+    assert one.code == 0, one.stderr
+    day = datetime.now(UTC).date()
+    window = f"--since {day - timedelta(days=1)} --until {day + timedelta(days=2)}"
+    queue = await casework(test_database, tmp_path, f"export queue kyc {window}")
+    assert queue.code == 0, queue.stderr
+    assert json.loads(one.stdout) == expected
+    assert [json.loads(line) for line in queue.stdout.splitlines()] == [expected]
+    assert expected["pack"]["privacy"]["withheld"] != []
+    for written in (one.stdout, one.stderr, queue.stdout, queue.stderr):
+        assert [canary for canary in PERSONAL_CANARIES if canary in written] == []
