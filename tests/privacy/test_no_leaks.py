@@ -24,6 +24,8 @@ from tests.api.helpers import decision_input
 from tests.conftest import TestDatabase
 from tests.live.helpers import Casework, LiveTokens, create_live_tokens, serve_casework
 from tests.privacy.canaries import (
+    CANARY_BIRTH_DATE,
+    CANARY_NAME,
     CANARY_NOTE,
     CANARY_SECRET,
     PERSONAL_CANARIES,
@@ -144,6 +146,8 @@ async def flow(casework: Casework, tokens: LiveTokens) -> str:
 
     claim = (await api.call(tokens.rita, CLAIM))["claimNext"]
     assert claim["__typename"] == "Claim", claim
+    # The values did go in: the reviewer is shown the personal ones.
+    assert present(CANARIES, json.dumps(claim)) == [CANARY_NAME, CANARY_BIRTH_DATE]
     item_id = claim["item"]["id"]
     added = await api.call(tokens.rita, ADD_NOTE, input={"itemId": item_id, "body": CANARY_NOTE})
     assert added["addNote"]["event"] == {"body": CANARY_NOTE, "noteState": "VISIBLE"}
@@ -198,6 +202,8 @@ async def test_no_canary_reaches_a_log_line_a_metric_a_hint_or_a_table(
     # Every text, jsonb and bytea column of every table: personal values only sealed, the
     # secret and the unlisted value nowhere.
     assert await find_canaries(owner_conn, CANARIES) == []
+    # ... where a value kept as it is (a reference) is found.
+    assert await find_canaries(owner_conn, ["doc-1"]) == ["review_items.payload"]
 
 
 async def test_no_canary_reaches_pg_stat_statements(
