@@ -164,6 +164,10 @@ def approve_arguments(claimed: Mapping[str, Any], user: str) -> dict[str, Any]:
         "note": None,
         "queue_scope": [QUEUE],
         "traceparent": None,
+        # A token's principal: no sign-in time or acr to fence, no authentication row.
+        "auth_time": None,
+        "acr": None,
+        "authentication_id": None,
     }
 
 

@@ -74,6 +74,9 @@ DEMO_TOKENS = (
     ("CASEWORK_APPROVER_TOKEN", "ann-approver", Role.APPROVER, ()),
     ("CASEWORK_ADMIN_TOKEN", ADMIN.user, Role.ADMIN, ()),
     ("CASEWORK_MANAGER_TOKEN", "max-manager", Role.MANAGER, ()),
+    # Two compliance officers: one requests an erasure, the other approves it (four-eyes).
+    ("CASEWORK_COMPLIANCE_TOKEN", "cora-compliance", Role.COMPLIANCE, ()),
+    ("CASEWORK_SECOND_COMPLIANCE_TOKEN", "colm-compliance", Role.COMPLIANCE, ()),
     # Confirms or overrides the rejections the reviewer below makes in kyc.
     ("CASEWORK_SECOND_REVIEWER_TOKEN", "sam-second-reviewer", Role.REVIEWER, (SECOND_REVIEW,)),
     ("CASEWORK_QA_REVIEWER_TOKEN", "quinn-qa", Role.REVIEWER, (KYC_QA,)),

@@ -70,7 +70,7 @@ WITH next AS (
     FROM queues AS q
     WHERE q.name = :queue
     RETURNING p.queue, p.version, p.fields, p.unlisted, p.visible, p.reveal_roles,
-              p.retention_class
+              p.retention_class, p.created_by, p.created_at
 ),
 in_force AS (
     UPDATE queues AS q SET privacy_policy_version = next.version

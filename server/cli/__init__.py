@@ -1,5 +1,5 @@
 """The `casework` command: serve, worker, migrate, token create/list/revoke, session
-list/revoke, user revoke, export, auth explain."""
+list/revoke, user revoke, export, auth explain, privacy (server/cli/privacy.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from server.cli.arguments import (
 )
 from server.cli.auth import run_auth_explain
 from server.cli.export import run_export_item, run_export_queue
+from server.cli.privacy import add_privacy_commands
 from server.cli.serve import run_migrate, run_serve, run_worker
 from server.cli.sessions import run_session_list, run_session_revoke
 from server.cli.tokens import run_token_create, run_token_list, run_token_revoke
@@ -167,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_auth_commands(commands)
     _add_session_commands(commands)
+    add_privacy_commands(commands)
 
     export = commands.add_parser(
         "export", help="write audit packs: everything recorded about items, hashed (JSON)"

@@ -33,8 +33,9 @@ from server.domain.model import (
     Queue,
     ReasonCode,
 )
-from server.domain.privacy import records
+from server.domain.privacy import policies, records
 from server.domain.privacy.keys import Keyring
+from server.domain.privacy.policy import PrivacyPolicy
 from server.domain.quality import audit, qa
 from server.domain.review import apply, live, queues
 from server.domain.timeline import events as timeline
@@ -213,6 +214,10 @@ class Loaders:
     @cached_property
     def reason_codes(self) -> DataLoader[str, list[ReasonCode]]:
         return _loader(self._db, queues.get_reason_codes, [])
+
+    @cached_property
+    def privacy_policy(self) -> DataLoader[str, PrivacyPolicy | None]:
+        return _loader(self._db, policies.policies_by_queues, None)
 
     @cached_property
     def hold_reasons(self) -> DataLoader[str, list[HoldReason]]:

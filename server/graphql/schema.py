@@ -27,6 +27,7 @@ from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
 from server.graphql.observe import note_failure, note_refusal
 from server.graphql.operation import is_unexpected, operation_extension
+from server.graphql.privacy.policy import PrivacyPolicyMutation, PrivacyPolicyQuery
 from server.graphql.privacy.reveal import RevealMutation
 from server.graphql.quality.mutations import QualityMutation
 from server.graphql.review.mutations import Mutation
@@ -103,7 +104,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     if tracing.enabled():
         extensions.append(_tracing_extension())
     schema = CaseworkSchema(
-        query=merge_types("Query", (Query, ExceptionQuery)),
+        query=merge_types("Query", (Query, ExceptionQuery, PrivacyPolicyQuery)),
         mutation=merge_types(
             "Mutation",
             (
@@ -114,6 +115,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
                 BulkMutation,
                 ExceptionMutation,
                 IdentityMutation,
+                PrivacyPolicyMutation,
                 RevealMutation,
             ),
         ),

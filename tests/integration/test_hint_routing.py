@@ -70,6 +70,8 @@ async def test_a_rolled_back_write_publishes_nothing(routed: tuple[Database, Pub
                 actor="kyc-provider",
                 actor_role="integration",
                 due_ats=[None],
+                subject_refs=[None],
+                policy_version=None,
             )
             assert published == [], "a hint left before its transaction committed"
             raise Abandon

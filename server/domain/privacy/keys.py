@@ -56,12 +56,18 @@ class LocalKeyFile:
     """KEKs in a JSON file: `{"active": id, "keys": {id: base64 of 32 bytes, ...}}`.
 
     Older keys stay in the file until `casework privacy rotate-keys` has re-wrapped every
-    data key under the active one; then they may be removed."""
+    data key under the active one; then they may be removed.
 
-    def __init__(self, path: Path, keks: dict[str, bytes], active: str) -> None:
+    A running process notices a rotation by another (the file replaced): it reads the file
+    again before wrapping a new data key, and when it meets a KEK it does not know."""
+
+    def __init__(
+        self, path: Path, keks: dict[str, bytes], active: str, stamp: tuple[int, int] | None = None
+    ) -> None:
         self.path = path
         self._keks = keks
         self._active = active
+        self._stamp = stamp if stamp is not None else _file_stamp(path)
 
     @classmethod
     def load(cls, path: Path, *, create: bool = False) -> LocalKeyFile:
@@ -69,6 +75,7 @@ class LocalKeyFile:
             if not create:
                 raise KeyError_(f"key file {path} does not exist")
             return cls.create(path)
+        stamp = _file_stamp(path)  # before reading: a file replaced meanwhile is read again
         try:
             document = json.loads(path.read_text())
             keks = {kid: base64.b64decode(value) for kid, value in document["keys"].items()}
@@ -81,7 +88,23 @@ class LocalKeyFile:
             raise KeyError_(f"key file {path}: the active key {active!r} is not in `keys`")
         if any(len(key) != DATA_KEY_BYTES for key in keks.values()):
             raise KeyError_(f"key file {path}: every key must be {DATA_KEY_BYTES} bytes")
-        return cls(path, keks, active)
+        return cls(path, keks, active, stamp)
+
+    def refresh(self) -> None:
+        """Reads the file again if it was replaced since (a rotation elsewhere). One stat
+        when it was not; a file that cannot be read now keeps the keys read before."""
+        stamp = _file_stamp(self.path)
+        if stamp == self._stamp or stamp is None:
+            return
+        try:
+            fresh = LocalKeyFile.load(self.path)
+        except KeyError_:
+            return
+        # A key read before stays usable: a value sealed under it opens until this process
+        # ends, even if the file no longer has it.
+        self._keks = {**self._keks, **fresh._keks}
+        self._active = fresh._active
+        self._stamp = fresh._stamp
 
     @classmethod
     def create(cls, path: Path, kek_id: str = "k1") -> LocalKeyFile:
@@ -100,7 +123,9 @@ class LocalKeyFile:
         return cls.load(path)
 
     def with_new_active(self, kek_id: str) -> LocalKeyFile:
-        """Adds a KEK and makes it the active one (the file is rewritten)."""
+        """Adds a KEK and makes it the active one (the file is rewritten, with the keys it
+        has now: read again first, so that a key another process added is kept)."""
+        self.refresh()
         if kek_id in self._keks:
             raise KeyError_(f"key file {self.path} already has a key {kek_id!r}")
         keks = {**self._keks, kek_id: secrets.token_bytes(DATA_KEY_BYTES)}
@@ -111,7 +136,17 @@ class LocalKeyFile:
     def active_kek_id(self) -> str:
         return self._active
 
+    @property
+    def kek_ids(self) -> tuple[str, ...]:
+        return tuple(self._keks)
+
+    def next_kek_id(self) -> str:
+        """`k<n>`, one past the highest such id in the file."""
+        numbers = [int(kid[1:]) for kid in self._keks if kid[:1] == "k" and kid[1:].isdigit()]
+        return f"k{max(numbers, default=0) + 1}"
+
     async def wrap(self, subject_ref: str, data_key: bytes) -> tuple[str, bytes]:
+        self.refresh()
         nonce = os.urandom(NONCE_BYTES)
         sealed = AESGCM(self._keks[self._active]).encrypt(
             nonce, data_key, _wrapping_aad(subject_ref)
@@ -121,10 +156,21 @@ class LocalKeyFile:
     async def unwrap(self, kek_id: str, subject_ref: str, wrapped: bytes) -> bytes:
         kek = self._keks.get(kek_id)
         if kek is None:
+            self.refresh()
+            kek = self._keks.get(kek_id)
+        if kek is None:
             raise KeyError_(f"key file {self.path} has no key {kek_id!r}")
         return AESGCM(kek).decrypt(
             wrapped[:NONCE_BYTES], wrapped[NONCE_BYTES:], _wrapping_aad(subject_ref)
         )
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns
 
 
 def write_key_file(path: Path, keks: dict[str, bytes], active: str) -> None:

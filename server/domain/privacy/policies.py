@@ -79,3 +79,10 @@ async def set_privacy_policy(
     )
     assert row is not None  # the queue exists: require_queue found it
     return PrivacyPolicy.from_row(row)
+
+
+async def policies_by_queues(db: Database, queues: list[str]) -> dict[str, PrivacyPolicy]:
+    """The policy in force on each of these queues that has one: one statement for a page of
+    queues (Queue.privacyPolicy's loader)."""
+    rows = await db.fetch(sql.privacy_policy.POLICIES_CURRENT_BY_QUEUES, queues=queues)
+    return {row["queue"]: PrivacyPolicy.from_row(row) for row in rows}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from server.domain.failures import InvalidInput
@@ -60,6 +61,9 @@ class PrivacyPolicy:
     visible: Mapping[Role, frozenset[FieldClass]] = field(default_factory=lambda: DEFAULT_VISIBLE)
     reveal_roles: frozenset[Role] = DEFAULT_REVEAL_ROLES
     retention_class: str | None = None
+    # Who put this version in force, and when (None on a policy not read from the database).
+    created_by: str | None = field(default=None, compare=False)
+    created_at: datetime | None = field(default=None, compare=False)
 
     def sees(self, role: Role, field_class: FieldClass) -> bool:
         """Whether `role` is shown a value of this class without revealing it."""
@@ -87,6 +91,8 @@ class PrivacyPolicy:
             },
             reveal_roles=frozenset(Role(r) for r in row["reveal_roles"]),
             retention_class=row["retention_class"],
+            created_by=row.get("created_by"),
+            created_at=row.get("created_at"),
         )
 
     def stored_fields(self) -> dict[str, str]:

@@ -55,7 +55,7 @@ class FieldView:
 @dataclass(frozen=True)
 class ItemView:
     """One item as one reader may see it. For an item without a policy: no fields, and its
-    payload as stored."""
+    payload as stored (`has_policy` false)."""
 
     item_id: int
     subject_ref: str | None
@@ -175,7 +175,8 @@ def unchanged(item: Item) -> ItemView:
         policy_version=item.policy_version,
         fields=(),
         payload=item.payload,
-        has_policy=False,
+        # A policy item with no field (every path dropped) has a policy all the same.
+        has_policy=item.policy_version is not None,
     )
 
 

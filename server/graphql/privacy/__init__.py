@@ -1,0 +1,1 @@
+"""The GraphQL face of personal data: payload policies, retention classes, and more."""

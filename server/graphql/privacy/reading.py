@@ -18,9 +18,10 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from server.domain.model import Item
-from server.domain.privacy import policy, reading, reveal
+from server.domain.privacy import reading, reveal
 from server.graphql.context import Context
 from server.graphql.loaders import Loaders
+from server.graphql.privacy.types import FieldClass
 
 strawberry.enum(
     reading.FieldState,
@@ -30,9 +31,7 @@ strawberry.enum(
     "WITHHELD: your role is not shown this class, or the subject is restricted (compliance "
     "officers only).",
 )
-strawberry.enum(policy.FieldClass, name="FieldClass")
 FieldState = reading.FieldState
-FieldClass = policy.FieldClass
 
 
 @strawberry.type(description="One field of an item under a privacy policy, as you may see it.")

@@ -15,7 +15,7 @@ from server.domain.privacy import reveal
 from server.graphql.context import Context
 from server.graphql.errors import Error, InvalidInput, NotFound, NotPermitted, from_failure
 from server.graphql.observe import note_error_member
-from server.graphql.privacy.reading import FieldClass
+from server.graphql.privacy.types import FieldClass
 
 
 @strawberry.type(

@@ -17,6 +17,7 @@ from server.graphql.loaders import DecisionPageKey, LagKey, PageKey
 from server.graphql.measures.queues import QueueMeasures, queue_measures
 from server.graphql.pagination import PageInfo, decode_cursor, encode_cursor, page_size
 from server.graphql.privacy.reveal import FieldAccessResult, field_access
+from server.graphql.privacy.types import PrivacyPolicy
 from server.graphql.quality.types import SecondReview
 from server.graphql.review.types import (
     ITEM_FIELDS_READING_DECISIONS,
@@ -210,6 +211,14 @@ class Queue:
     async def reason_codes(self, info: Info[Context, None]) -> list[ReasonCode]:
         found = await info.context.loaders.reason_codes.load(self.name)
         return [ReasonCode.from_domain(r) for r in found]
+
+    @strawberry.field(
+        description="The payload policy in force (setPrivacyPolicy); null: none, payloads "
+        "are kept as sent."
+    )
+    async def privacy_policy(self, info: Info[Context, None]) -> PrivacyPolicy | None:
+        found = await info.context.loaders.privacy_policy.load(self.name)
+        return None if found is None else PrivacyPolicy.from_domain(found)
 
     @strawberry.field(description="The reasons an item may be held for here (holdItem).")
     async def hold_reasons(self, info: Info[Context, None]) -> list[HoldReason]:

@@ -12,6 +12,7 @@ import * as session from "./session.js";
 import { clock, preciseWhen, relative, shortHash, verdictDone, when, words } from "./format.js";
 import * as ops from "./operations.js";
 import { renderPayload } from "./payload.js";
+import { protectedFields } from "./protected.js";
 
 const STATE_TONES = { PENDING: "info", LEASED: "warning", DECIDED: "success", PARKED: "neutral" };
 
@@ -50,6 +51,7 @@ export function itemCard(item, evidenceHash) {
     ]),
     h("h3", { class: "card-title" }, "Payload"),
     renderPayload(item.payload),
+    protectedFields(item),
   );
 }
 

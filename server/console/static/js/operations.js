@@ -42,7 +42,19 @@ const ITEM_FIELDS = `
   awaitingSecondReview { ${DECISION_FIELDS} }
   qaOf { ${DECISION_FIELDS} item { id externalKey } }
   exception { id workflow sourceRecordId reasonCode state }
+  fields { path class state }
 `;
+
+// One field of a policy item, revealed with a reason (protected.js).
+export const REVEAL_FIELD = `
+mutation RevealField($input: RevealFieldInput!) {
+  revealField(input: $input) {
+    __typename
+    ... on RevealedField { itemId path value revealedAt }
+    ... on InvalidInput { field message }
+    ... on Error { message }
+  }
+}`;
 
 // One item as its own page shows it (anyone whose token covers its queue).
 export const ITEM = `

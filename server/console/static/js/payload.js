@@ -29,7 +29,7 @@ function isScalar(value) {
   return value === null || typeof value !== "object";
 }
 
-function renderValue(value, depth) {
+export function renderValue(value, depth) {
   if (isScalar(value)) return scalar(value);
   if (depth >= MAX_DEPTH) return h("code", { class: "value value-json", text: JSON.stringify(value) });
   if (Array.isArray(value)) {
