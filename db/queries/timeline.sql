@@ -176,13 +176,19 @@ ORDER BY p.item_id, p.at, p.rank, p.ref;
 -- Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 -- that open consoles re-read. No lease is needed: whoever may see the item may note it.
 -- Fence: a review item (an exception's item has its own history) in a queue the caller's
--- token covers (:queue_scope NULL: every queue).
+-- token covers (:queue_scope NULL: every queue). Not an item under a privacy policy, nor a
+-- QA copy of one: their notes are sealed (sealed_note_add, db/queries/privacy_records.sql),
+-- and this statement never stores their text.
 WITH target AS (
     SELECT i.id, i.queue
     FROM review_items AS i
+    LEFT JOIN review_decisions AS d ON d.id = i.qa_of
+    LEFT JOIN review_items AS checked ON checked.id = d.item_id
     WHERE i.id = :item_id
       AND i.kind = 'review'
       AND (:queue_scope::text[] IS NULL OR i.queue = ANY (:queue_scope))
+      AND i.policy_version IS NULL
+      AND checked.policy_version IS NULL
 ),
 noted AS (
     INSERT INTO item_events (item_id, queue, kind, actor, actor_role, body, authentication_id)

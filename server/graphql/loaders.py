@@ -29,10 +29,12 @@ from server.domain.model import (
     HoldReason,
     Item,
     ItemState,
+    Principal,
     Queue,
     ReasonCode,
 )
-from server.domain.privacy import policies
+from server.domain.privacy import policies, records
+from server.domain.privacy.keys import Keyring
 from server.domain.privacy.policy import PrivacyPolicy
 from server.domain.quality import audit, qa
 from server.domain.review import apply, live, queues
@@ -151,6 +153,23 @@ class Loaders:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._sealed_notes: dict[
+            tuple[Principal, Keyring | None], DataLoader[int, records.NoteReading | None]
+        ] = {}
+
+    def sealed_notes(
+        self, principal: Principal, keyring: Keyring | None
+    ) -> DataLoader[int, records.NoteReading | None]:
+        """Sealed notes by event id, as `principal` may read them (None: not a sealed note)."""
+        key = (principal, keyring)
+        found = self._sealed_notes.get(key)
+        if found is None:
+
+            async def fetch(db: Database, ids: list[int]) -> dict[int, records.NoteReading]:
+                return await records.read_notes(db, keyring, principal, ids)
+
+            found = self._sealed_notes[key] = _loader(self._db, fetch, None)
+        return found
 
     @cached_property
     def item(self) -> DataLoader[int, Item | None]:

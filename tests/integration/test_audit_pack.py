@@ -201,6 +201,9 @@ async def test_the_pack_of_a_scripted_item_is_the_document_its_story_gives(
             "priority": 0,
             "payload": SECOND_PAYLOAD,
             "evidence_hash": second_hash,
+            # Personal data (migration 0026): an item without a policy has neither.
+            "subject_ref": None,
+            "policy_version": None,
             "created_at": iso(enqueued["at"]),
             "updated_at": iso(item_row["updated_at"]),
             "decided_at": iso(approved["decided_at"]),

@@ -25,8 +25,9 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from server.domain.model import Authentication, Decision, Principal
-from server.domain.quality import qa
+from server.domain.model import Authentication, Decision, Item, Principal
+from server.domain.privacy.keys import Keyring
+from server.domain.quality import audit_privacy, qa
 from server.domain.reads import authentications_by_ids
 from server.domain.review import apply
 from server.domain.review.evidence import canonical_json
@@ -57,14 +58,20 @@ class Withheld(enum.StrEnum):
     RECEIVER_TEXT = "receiver_text"
     # Exceptions about the item (a failed effect's) owned by queues the token does not cover.
     EXCEPTIONS_OUTSIDE_TOKEN_SCOPE = "exceptions_outside_token_scope"
+    # Personal data of an item under a privacy policy: which fields, and why, are listed in
+    # the pack's `privacy.withheld`; sealed notes the reader may not read have no body.
+    PERSONAL_DATA = "personal_data"
 
 
 @dataclass(frozen=True)
 class Viewer:
     """Who a pack is made for. No principal: an operator at the command line, who reads the
-    database itself and so gets everything."""
+    database itself and so gets everything, but personal data: nothing sealed is opened for
+    an export (audit_privacy.py). `keyring`: where a principal's readable personal values
+    are opened with (none: they are withheld)."""
 
     principal: Principal | None = None
+    keyring: Keyring | None = None
 
     def withheld(self, item_queue: str) -> frozenset[Withheld]:
         if self.principal is None:
@@ -171,6 +178,8 @@ class _Rows:
     redrives: dict[str, list[Row]]
     # How the actors of the rows above authenticated, by authentication_id (migration 0023).
     authentications: dict[int, Authentication]
+    # Personal data of policy items and sealed notes, as the viewer may see them.
+    privacy: audit_privacy.PrivacyRead = audit_privacy.NOTHING
 
 
 def _grouped(rows: list[Row], key: str) -> dict[Any, list[Row]]:
@@ -180,8 +189,9 @@ def _grouped(rows: list[Row], key: str) -> dict[Any, list[Row]]:
     return grouped
 
 
-async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
-    """At most twelve statements, whatever the number of items and rows."""
+async def _read_rows(db: Database, item_ids: list[int], viewer: Viewer) -> _Rows:
+    """At most fifteen statements, whatever the number of items and rows (three of them for
+    personal data, sent only for a batch that holds policy items or sealed notes)."""
     items = {row["id"]: row for row in await db.fetch(sql.items.ITEMS_GET_BY_IDS, ids=item_ids)}
     found = sorted(items)
     timelines = await events_pages(db, [PageKey(i, None, WHOLE_TIMELINE) for i in found])
@@ -229,7 +239,22 @@ async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
     authentications = (
         await authentications_by_ids(db, authentication_ids) if authentication_ids else {}
     )
+    # A note stored without its body is a sealed one (server/domain/privacy/records.py).
+    sealed_notes = [
+        event.position.ref
+        for found in timelines.values()
+        for event in found
+        if event.kind is TimelineKind.NOTED and event.body is None
+    ]
+    privacy = await audit_privacy.read_privacy(
+        db,
+        [Item.from_row(row) for row in items.values()],
+        sealed_notes,
+        viewer.principal,
+        viewer.keyring,
+    )
     return _Rows(
+        privacy=privacy,
         authentications=authentications,
         items=items,
         timelines=timelines,
@@ -248,9 +273,14 @@ async def _read_rows(db: Database, item_ids: list[int]) -> _Rows:
 # --- The parts of a pack, one builder each.
 
 
-def _item_part(row: Row) -> dict[str, Any]:
-    """The item as review_items holds it now: payload, evidence hash, state, times, counts."""
-    return columns(row)
+def _item_part(row: Row, rows: _Rows) -> dict[str, Any]:
+    """The item as review_items holds it now: payload, evidence hash, state, times, counts.
+    Under a privacy policy, the payload is what the reader is shown of it."""
+    part = columns(row)
+    shown = rows.privacy.payloads.get(row["id"])
+    if shown is not None:
+        part["payload"] = plain(shown)
+    return part
 
 
 def _payload_history(timeline: list[TimelineEvent]) -> list[dict[str, Any]]:
@@ -282,9 +312,25 @@ def _timeline_part(timeline: list[TimelineEvent], rows: _Rows) -> list[dict[str,
                 name: value for name, value in plain(event).items() if name not in _TIMELINE_IMPLIED
             },
             "authentication": _authentication_part(event.authentication_id, rows),
+            **_sealed_note_part(event, rows),
         }
         for event in timeline
     ]
+
+
+def _sealed_note_part(event: TimelineEvent, rows: _Rows) -> dict[str, Any]:
+    """A sealed note's body as the reader may read it, its state, and why it is withheld;
+    nothing for any other entry (packs of items without a policy are as they were)."""
+    if event.kind is not TimelineKind.NOTED or event.body is not None:
+        return {}
+    note = rows.privacy.notes.get(event.position.ref)
+    if note is None:
+        return {}
+    return {
+        "body": note.body,
+        "note_state": note.state.value,
+        "note_withheld": None if note.withheld_reason is None else note.withheld_reason.value,
+    }
 
 
 def _authentication_part(authentication_id: int | None, rows: _Rows) -> dict[str, Any] | None:
@@ -380,9 +426,15 @@ def _pack(item_id: int, rows: _Rows, viewer: Viewer) -> dict[str, Any]:
     item = rows.items[item_id]
     withheld = viewer.withheld(item["queue"])
     timeline = rows.timelines[PageKey(item_id, None, WHOLE_TIMELINE)]
-    return {
+    privacy = rows.privacy.parts.get(item_id)
+    notes = [_sealed_note_part(event, rows) for event in timeline]
+    if (privacy is not None and privacy["withheld"]) or any(
+        note.get("note_withheld") for note in notes
+    ):
+        withheld = withheld | {Withheld.PERSONAL_DATA}
+    pack = {
         "format": FORMAT,
-        "item": _item_part(item),
+        "item": _item_part(item, rows),
         "payload_history": _payload_history(timeline),
         "timeline": _timeline_part(timeline, rows),
         "decisions": [
@@ -395,6 +447,9 @@ def _pack(item_id: int, rows: _Rows, viewer: Viewer) -> dict[str, Any]:
         ],
         "withheld": sorted(withheld),
     }
+    if privacy is not None:
+        pack["privacy"] = privacy
+    return pack
 
 
 async def read_packs(
@@ -402,7 +457,7 @@ async def read_packs(
 ) -> dict[int, dict[str, Any]]:
     """The packs of these items, by id; an unknown id has none. Read them inside one
     snapshot (`audit_packs` does) so that every part describes the same moment."""
-    rows = await _read_rows(db, sorted(set(item_ids)))
+    rows = await _read_rows(db, sorted(set(item_ids)), viewer)
     return {item_id: sealed(_pack(item_id, rows, viewer)) for item_id in rows.items}
 
 
@@ -437,6 +492,6 @@ async def export_queue(
             until=until,
         ):
             ids = [row["id"] for row in batch]
-            rows = await _read_rows(snapshot, ids)
+            rows = await _read_rows(snapshot, ids, EVERYTHING)
             for item_id in ids:
                 yield sealed_bytes(_pack(item_id, rows, EVERYTHING))

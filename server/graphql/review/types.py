@@ -356,7 +356,7 @@ class ReviewItem:
         graphql_type=JSON,
     )
     async def audit_pack(self, info: Info[Context, None]) -> dict[str, Any]:
-        viewer = audit.Viewer(info.context.principal)
+        viewer = audit.Viewer(info.context.principal, info.context.keyring)
         found = await info.context.loaders.audit_pack.load(AuditKey(self._item.id, viewer))
         assert found is not None, "a pack is read for an item that was just read"
         return found

@@ -40,7 +40,7 @@ class TimelineMutation:
     )
     async def add_note(self, info: Info[Context, None], input: AddNoteInput) -> AddNoteResult:
         ctx = info.context
-        result = await notes.add_note(ctx.db, ctx.principal, input.item_id, input.body)
+        result = await notes.add_note(ctx.db, ctx.principal, input.item_id, input.body, ctx.keyring)
         if is_failure(result):
             return from_failure(result)
         item = await ctx.loaders.item.load(result.item_id)

@@ -7,6 +7,7 @@ from datetime import datetime
 import strawberry
 from strawberry.types import Info
 
+from server.domain.privacy import records
 from server.domain.timeline import events as timeline
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
@@ -28,6 +29,12 @@ strawberry.enum(
     "QA_CHECKED: a QA reviewer recorded agree or disagree (Decision.qaResult).",
 )
 TimelineKind = timeline.TimelineKind
+strawberry.enum(
+    records.NoteState,
+    name="NoteState",
+    description="How a note sealed under a privacy policy reads for the caller.",
+)
+NoteState = records.NoteState
 
 CURSOR_KIND = "item_event"
 
@@ -58,9 +65,6 @@ class ItemEvent:
         "a decision, the reviewer whose claim found the item abandoned."
     )
     actor_role: str
-    body: str | None = strawberry.field(
-        description="A NOTED's text; the note of a decision; the reason of a REVOKED."
-    )
     lease: TimelineLease | None = strawberry.field(
         description="The lease it happened under, if any: the claim's own for CLAIMED."
     )
@@ -100,7 +104,6 @@ class ItemEvent:
             queue=event.queue,
             actor=event.actor,
             actor_role=event.actor_role,
-            body=event.body,
             lease=(
                 TimelineLease(
                     id=strawberry.ID(lease.id), owner=lease.owner, started_at=lease.started_at
@@ -116,6 +119,34 @@ class ItemEvent:
             hold_reason=event.hold_reason,
             assignee=event.assignee,
         )
+
+    @strawberry.field(
+        description="A NOTED's text; the note of a decision; the reason of a REVOKED. A note "
+        "on an item under a privacy policy is stored sealed: its text is shown to readers "
+        "the policy shows personal values to, and null for others (see noteState)."
+    )
+    async def body(self, info: Info[Context, None]) -> str | None:
+        reading = await self._sealed_note(info)
+        return self._event.body if reading is None else reading.body
+
+    @strawberry.field(
+        description="NOTED on an item under a privacy policy: VISIBLE (body holds its text), "
+        "WITHHELD (the policy does not show personal values to the caller's role, or the "
+        "subject's data is restricted to compliance), ERASED (erased with the subject's "
+        "data). Null on every other event."
+    )
+    async def note_state(self, info: Info[Context, None]) -> NoteState | None:
+        reading = await self._sealed_note(info)
+        return None if reading is None else reading.state
+
+    async def _sealed_note(self, info: Info[Context, None]) -> records.NoteReading | None:
+        event = self._event
+        # A note stored as text has its body; only a sealed one is stored without.
+        if event.kind is not timeline.TimelineKind.NOTED or event.body is not None:
+            return None
+        ref = event.position.ref
+        ctx = info.context
+        return await ctx.loaders.sealed_notes(ctx.principal, ctx.keyring).load(ref)
 
     @strawberry.field(
         description="How the actor authenticated (credential kind, issuer, subject, session, "

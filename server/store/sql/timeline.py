@@ -42,10 +42,12 @@ ITEM_NOTE_ADD = Query("item_note_add", lambda *, item_id, queue_scope, actor, ac
 """Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 that open consoles re-read. No lease is needed: whoever may see the item may note it.
 Fence: a review item (an exception's item has its own history) in a queue the caller's
-token covers (:queue_scope NULL: every queue).
+token covers (:queue_scope NULL: every queue). Not an item under a privacy policy, nor a
+QA copy of one: their notes are sealed (sealed_note_add, db/queries/privacy_records.sql),
+and this statement never stores their text.
 """
 
-# db/queries/timeline.sql:199
+# db/queries/timeline.sql:205
 ITEM_EVENTS_GET_LATEST_ID = Query("item_events_get_latest_id", lambda *, item_id: None)
 """The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
 and after it starts listening, as it compares the item's row, so that a note (which
