@@ -19,3 +19,10 @@ def section(markdown: Path, heading: str) -> str:
 
 def code_blocks(text: str, language: str) -> list[str]:
     return [body for lang, body in _FENCE.findall(text) if lang == language]
+
+
+def between(markdown: Path, first: str, stop: str) -> str:
+    """The text from the heading `first` up to (not including) the heading `stop`."""
+    text = markdown.read_text()
+    start = text.index(f"\n{first}\n")
+    return text[start : text.index(f"\n{stop}\n", start)]

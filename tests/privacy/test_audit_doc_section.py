@@ -1,4 +1,4 @@
-"""docs/privacy-audit-section.md: its verification steps, run as written, accept the pack
+"""docs/privacy.md (audit packs): its verification steps, run as written, accept the pack
 `casework export` writes for a policy item, before and after erasure, and refuse a
 tampered digest or a value that is not the one sent."""
 
@@ -20,7 +20,7 @@ from tests.conftest import INTEGRATION
 from tests.docs.helpers import code_blocks, section
 from tests.privacy.canaries import CANARY_BIRTH_DATE, CANARY_NAME, CANARY_PASSPORT, applicant
 
-DOC = REPO_ROOT / "docs" / "privacy-audit-section.md"
+DOC = REPO_ROOT / "docs" / "privacy.md"
 SENT = {
     "applicant.name": CANARY_NAME,
     "applicant.date_of_birth": CANARY_BIRTH_DATE,

@@ -1,7 +1,7 @@
 """Audit packs and `casework export` of items under a privacy policy: each reader gets what
 it may see and a list of what was withheld and why; nothing sensitive is ever opened, an
 operator's export opens nothing sealed at all; the digests, salts, policy version and
-evidence hash let an auditor verify the evidence (docs/privacy-audit-section.md)."""
+evidence hash let an auditor verify the evidence (docs/privacy.md)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def note_entry(pack: dict[str, Any]) -> dict[str, Any]:
 
 
 def verify(privacy: dict[str, Any]) -> None:
-    """The auditor's steps (docs/privacy-audit-section.md): the digests and the policy
+    """The auditor's steps (docs/privacy.md): the digests and the policy
     version give the evidence hash; each value shown, with its salt, gives its digest."""
     digests = {entry["path"]: entry["digest"] for entry in privacy["fields"]}
     assert policy_evidence_hash(privacy["policy_version"], digests) == privacy["evidence_hash"]

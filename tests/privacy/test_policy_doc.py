@@ -1,5 +1,5 @@
-"""docs/privacy-policy-section.md: its operations run as shown and answer what the text says,
-its key file loads, and its command and output are the CLI's."""
+"""docs/privacy.md on policies, retention classes and keys: its operations run as shown and
+answer what the text says, its key file loads, and its command and output are the CLI's."""
 
 from __future__ import annotations
 
@@ -20,10 +20,15 @@ from server.domain.privacy.rotation import Rotation
 from server.store.database import Database
 from tests.api.conftest import GraphQL, graphql_caller
 from tests.conftest import TestDatabase
-from tests.docs.helpers import code_blocks
+from tests.docs.helpers import between, code_blocks
 from tests.privacy.http import PolicyTokens, keyed_client, make_tokens, setup_kyc
 
-DOC = REPO_ROOT / "docs" / "privacy-policy-section.md"
+DOC = REPO_ROOT / "docs" / "privacy.md"
+
+
+def policy_part() -> str:
+    """The sections on policies, retention classes and keys."""
+    return between(DOC, "## Attaching a policy to a queue", "## An item as you see it")
 
 
 @pytest.fixture
@@ -39,9 +44,7 @@ async def gql(test_database: TestDatabase, tmp_path: Path) -> AsyncIterator[Grap
 
 async def test_the_operations_run_as_the_text_says(gql: GraphQL, tokens: PolicyTokens) -> None:
     await setup_kyc(gql, tokens.admin)
-    set_policy, read_policy, visible, enqueue, define_class = code_blocks(
-        DOC.read_text(), "graphql"
-    )
+    set_policy, read_policy, visible, enqueue, define_class = code_blocks(policy_part(), "graphql")
 
     defined = (await gql(tokens.admin, define_class))["data"]["defineRetentionClass"]
     assert defined["__typename"] == "RetentionClass", defined
@@ -64,7 +67,7 @@ async def test_the_operations_run_as_the_text_says(gql: GraphQL, tokens: PolicyT
 
 
 def test_the_key_file_example_is_the_format_casework_reads(tmp_path: Path) -> None:
-    (example,) = code_blocks(DOC.read_text(), "json")
+    (example,) = code_blocks(policy_part(), "json")
     document = json.loads(example)
     for kid in document["keys"]:
         document["keys"][kid] = base64.b64encode(secrets.token_bytes(32)).decode()
@@ -78,13 +81,13 @@ def test_the_key_file_example_is_the_format_casework_reads(tmp_path: Path) -> No
 
 
 def test_the_command_and_its_output_are_the_clis() -> None:
-    commands = [line for block in code_blocks(DOC.read_text(), "sh") for line in block.split("\n")]
+    commands = [line for block in code_blocks(policy_part(), "sh") for line in block.split("\n")]
     parser = _parser()
     for line in filter(None, commands):
         argv = shlex.split(line)
         assert argv[0] == "casework"
         parser.parse_args(argv[1:])
-    (shown,) = code_blocks(DOC.read_text(), "text")
+    (shown,) = code_blocks(policy_part(), "text")
     rotation = Rotation(
         kek_id="k2",
         rewrapped=1204,

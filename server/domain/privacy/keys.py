@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from server.store import sql
@@ -34,6 +35,11 @@ class KeyError_(Exception):
     """A key file or provider that cannot work: the operator's to fix, said in one line."""
 
 
+class UnwrapFailed(Exception):
+    """A wrapped data key that the named KEK does not open: other bytes, or another KEK.
+    Every provider raises this, whatever its own library raises."""
+
+
 class KeyProvider(Protocol):
     """Wraps and unwraps data keys under a key-encryption key the database never sees."""
 
@@ -44,7 +50,9 @@ class KeyProvider(Protocol):
         """(the KEK's id, the wrapped key) under the active KEK."""
         ...
 
-    async def unwrap(self, kek_id: str, subject_ref: str, wrapped: bytes) -> bytes: ...
+    async def unwrap(self, kek_id: str, subject_ref: str, wrapped: bytes) -> bytes:
+        """The data key; raises UnwrapFailed when the KEK does not open these bytes."""
+        ...
 
 
 def _wrapping_aad(subject_ref: str) -> bytes:
@@ -160,9 +168,12 @@ class LocalKeyFile:
             kek = self._keks.get(kek_id)
         if kek is None:
             raise KeyError_(f"key file {self.path} has no key {kek_id!r}")
-        return AESGCM(kek).decrypt(
-            wrapped[:NONCE_BYTES], wrapped[NONCE_BYTES:], _wrapping_aad(subject_ref)
-        )
+        try:
+            return AESGCM(kek).decrypt(
+                wrapped[:NONCE_BYTES], wrapped[NONCE_BYTES:], _wrapping_aad(subject_ref)
+            )
+        except InvalidTag:
+            raise UnwrapFailed(kek_id) from None
 
 
 def _file_stamp(path: Path) -> tuple[int, int] | None:

@@ -13,9 +13,7 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 
-from cryptography.exceptions import InvalidTag
-
-from server.domain.privacy.keys import KeyError_, KeyProvider
+from server.domain.privacy.keys import KeyError_, KeyProvider, UnwrapFailed
 from server.store import sql
 from server.store.database import Database
 
@@ -75,7 +73,7 @@ async def rotate_keys(
                 data_key = await provider.unwrap(
                     row["kek_id"], row["subject_ref"], bytes(row["wrapped_key"])
                 )
-            except InvalidTag:
+            except UnwrapFailed:
                 # The subject's reference is personal data too: the key's version and KEK
                 # say enough to find it.
                 raise KeyError_(
