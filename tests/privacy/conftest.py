@@ -12,6 +12,7 @@ from server.domain.privacy.policies import PolicyInput, set_privacy_policy
 from server.domain.privacy.policy import FieldClass, PrivacyPolicy, Unlisted
 from server.store.database import Database
 from tests.conftest import ADMIN
+from tests.privacy.http import gql, kyc, tokens  # noqa: F401  (fixtures)
 from tests.privacy.shown import call, people, privacy_client  # noqa: F401  (fixtures)
 
 # What a KYC producer sends: a name and date of birth (personal), a passport number

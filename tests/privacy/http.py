@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from server.config import PrivacySettings, Settings
 from server.domain.model import Role
 from server.store.database import Database
-from tests.api.conftest import SETUP_QUEUES, GraphQL, in_process_client
+from tests.api.conftest import SETUP_QUEUES, GraphQL, graphql_caller, in_process_client
 from tests.conftest import TestDatabase, token_maker
 
 SET_POLICY = """
@@ -114,3 +115,24 @@ async def set_policy(gql: GraphQL, token: str, **policy: Any) -> dict[str, Any]:
     assert "errors" not in body, body
     result: dict[str, Any] = body["data"]["setPrivacyPolicy"]
     return result
+
+
+# The fixtures of the tests that drive the policy API over HTTP (tests/privacy/conftest.py
+# makes them every test's here): the callers, a client with the test's own key file, and
+# the `kyc` queues set up through the API.
+
+
+@pytest.fixture
+async def tokens(owner_db: Database) -> PolicyTokens:
+    return await make_tokens(owner_db)
+
+
+@pytest.fixture
+async def gql(test_database: TestDatabase, tmp_path: Path) -> AsyncIterator[GraphQL]:
+    async with keyed_client(test_database, tmp_path / "keys.json") as client:
+        yield graphql_caller(client)
+
+
+@pytest.fixture
+async def kyc(gql: GraphQL, tokens: PolicyTokens) -> str:
+    return await setup_kyc(gql, tokens.admin)

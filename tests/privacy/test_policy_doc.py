@@ -7,21 +7,16 @@ import base64
 import json
 import secrets
 import shlex
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from server.cli import _parser
 from server.cli.privacy import describe_rotation
 from server.config import REPO_ROOT
 from server.domain.privacy.keys import LocalKeyFile
 from server.domain.privacy.rotation import Rotation
-from server.store.database import Database
-from tests.api.conftest import GraphQL, graphql_caller
-from tests.conftest import TestDatabase
+from tests.api.conftest import GraphQL
 from tests.docs.helpers import between, code_blocks
-from tests.privacy.http import PolicyTokens, keyed_client, make_tokens, setup_kyc
+from tests.privacy.http import PolicyTokens, setup_kyc
 
 DOC = REPO_ROOT / "docs" / "privacy.md"
 
@@ -29,17 +24,6 @@ DOC = REPO_ROOT / "docs" / "privacy.md"
 def policy_part() -> str:
     """The sections on policies, retention classes and keys."""
     return between(DOC, "## Attaching a policy to a queue", "## An item as you see it")
-
-
-@pytest.fixture
-async def tokens(owner_db: Database) -> PolicyTokens:
-    return await make_tokens(owner_db)
-
-
-@pytest.fixture
-async def gql(test_database: TestDatabase, tmp_path: Path) -> AsyncIterator[GraphQL]:
-    async with keyed_client(test_database, tmp_path / "keys.json") as client:
-        yield graphql_caller(client)
 
 
 async def test_the_operations_run_as_the_text_says(gql: GraphQL, tokens: PolicyTokens) -> None:

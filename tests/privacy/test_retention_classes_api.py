@@ -2,41 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 
-from server.store.database import Database
-from tests.api.conftest import GraphQL, graphql_caller
-from tests.conftest import TestDatabase
+from tests.api.conftest import GraphQL
 from tests.privacy.http import (
     AML_BASIS,
     DEFINE_CLASS,
     PolicyTokens,
-    keyed_client,
-    make_tokens,
     set_policy,
-    setup_kyc,
 )
-
-
-@pytest.fixture
-async def tokens(owner_db: Database) -> PolicyTokens:
-    return await make_tokens(owner_db)
-
-
-@pytest.fixture
-async def gql(test_database: TestDatabase, tmp_path: Path) -> AsyncIterator[GraphQL]:
-    async with keyed_client(test_database, tmp_path / "keys.json") as client:
-        yield graphql_caller(client)
-
-
-@pytest.fixture
-async def kyc(gql: GraphQL, tokens: PolicyTokens) -> str:
-    return await setup_kyc(gql, tokens.admin)
 
 
 @pytest.mark.parametrize("role", ["admin", "compliance"])
