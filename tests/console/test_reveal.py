@@ -15,6 +15,7 @@ from tests.console.helpers import (
     SHOWN_WITHIN_MS,
     ConsoleTokens,
     console_context,
+    screenshot_of,
     setup_kyc,
     sign_in,
 )
@@ -53,6 +54,7 @@ async def test_a_masked_field_is_revealed_with_a_reason(
             await expect(hidden).to_contain_text(PASSPORT)
             await expect(hidden).to_contain_text("masked")
             assert CANARY_PASSPORT not in await page.content()
+            await screenshot_of(item, "privacy-masked")
 
             await hidden.get_by_role("button", name=f"Reveal {PASSPORT}").click()
             reason = hidden.get_by_role("textbox", name=f"Reason for revealing {PASSPORT}")
@@ -64,6 +66,7 @@ async def test_a_masked_field_is_revealed_with_a_reason(
             await hidden.get_by_role("button", name="Show value").click()
             await expect(hidden).to_contain_text(CANARY_PASSPORT)
             await expect(hidden).to_contain_text("revealed, logged")
+            await screenshot_of(item, "privacy-revealed")
 
         rows = await owner_conn.fetch(
             "SELECT actor, path, reason FROM privacy_log WHERE action = 'reveal'"
