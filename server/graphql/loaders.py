@@ -156,6 +156,10 @@ class Loaders:
         self._sealed_notes: dict[
             tuple[Principal, Keyring | None], DataLoader[int, records.NoteReading | None]
         ] = {}
+        self._decision_notes: dict[
+            tuple[Principal, Keyring | None],
+            DataLoader[records.StoredNote, records.NoteReading | None],
+        ] = {}
 
     def sealed_notes(
         self, principal: Principal, keyring: Keyring | None
@@ -169,6 +173,22 @@ class Loaders:
                 return await records.read_notes(db, keyring, principal, ids)
 
             found = self._sealed_notes[key] = _loader(self._db, fetch, None)
+        return found
+
+    def decision_notes(
+        self, principal: Principal, keyring: Keyring | None
+    ) -> DataLoader[records.StoredNote, records.NoteReading | None]:
+        """Decisions' sealed notes, as `principal` may read them (None: stored as written)."""
+        key = (principal, keyring)
+        found = self._decision_notes.get(key)
+        if found is None:
+
+            async def fetch(
+                db: Database, notes: list[records.StoredNote]
+            ) -> dict[records.StoredNote, records.NoteReading]:
+                return await records.read_decision_notes(db, keyring, principal, notes)
+
+            found = self._decision_notes[key] = _loader(self._db, fetch, None)
         return found
 
     @cached_property
