@@ -286,7 +286,9 @@ async def answer_retry(
         prior.outcome is decision.verdict
         and prior.reason_code == decision.reason_code
         and prior.evidence_hash == decision.evidence_hash
-        and prior.note == decision.note
+        # A sealed note is compared as it was written.
+        and await records.open_decision_note(db, keyring, prior.item_id, prior.note)
+        == decision.note
     ):
         return Replayed(prior)
     return used_lease(
