@@ -15,7 +15,8 @@ import asyncpg
 import pytest
 from cryptography.exceptions import InvalidTag
 
-from server.domain.model import Principal, Role
+from server.domain.failures import StaleLease
+from server.domain.model import Decision, Principal, Role, Verdict
 from server.domain.privacy.erasure import ErasureRequest, approve_erasure, request_erasure
 from server.domain.privacy.keys import Keyring, LocalKeyFile
 from server.domain.privacy.ledger import ErasureLedger
@@ -25,12 +26,27 @@ from server.domain.privacy.records import (
     DECISION_NOTE_PATH,
     SEALED_DECISION_NOTE,
     SEALED_NOTE_TEXT,
+    NoteState,
+    StoredNote,
+    WithheldReason,
+    read_decision_notes,
 )
 from server.domain.privacy.sealing import NONCE_BYTES, open_sealed
+from server.domain.quality.second_review import override_decision
 from server.domain.review import apply
+from server.domain.review.decisions import Replayed
 from server.domain.text import MAX_TEXT
 from server.store.database import Database
 from tests.conftest import token_maker
+from tests.integration import helpers
+from tests.integration.second_review import (
+    ALICE,
+    BOB,
+    SECOND_REVIEW_QUEUE,
+    overriding,
+    require_second_review,
+)
+from tests.privacy.erasure_helpers import enqueue as enqueue_policy_item
 from tests.privacy.scan import find_canaries
 from tests.privacy.shown import Call, People, claim, decision_input, enqueue
 
@@ -379,3 +395,35 @@ async def test_without_a_policy_the_note_is_kept_as_written(
         [packed] = item["auditPack"]["pack"]["decisions"]
         assert packed["note"] == note
         assert "note_state" not in packed
+
+
+async def test_a_second_reviewers_override_note_is_sealed_and_its_retry_replayed(
+    db: Database, kyc_policy: PrivacyPolicy, keyring: Keyring, owner_conn: asyncpg.Connection
+) -> None:
+    await require_second_review(db)
+    item = await enqueue_policy_item(db, keyring, "app-1", "cust-1", 1)
+    await helpers.decide(db, ALICE, await helpers.claim(db, ALICE), Verdict.REJECT, "name_mismatch")
+    bobs = await helpers.claim(db, BOB, SECOND_REVIEW_QUEUE)
+    answer = overriding(bobs, note=NOTE)
+
+    result = await override_decision(db, BOB, answer, keyring)
+
+    assert isinstance(result, Decision), result
+    assert result.note is not None
+    assert result.note.startswith(SEALED_DECISION_NOTE)
+    assert await find_canaries(owner_conn, [CANARY]) == []
+    stored = StoredNote(result.id, item.id, result.note)
+    [reading] = (await read_decision_notes(db, keyring, BOB, [stored])).values()
+    assert (reading.state, reading.body) == (NoteState.VISIBLE, NOTE)
+    again = await override_decision(db, BOB, answer, keyring)
+    assert isinstance(again, Replayed), again
+    assert again.decision.id == result.id
+    other = await override_decision(db, BOB, overriding(bobs, note=OTHER_NOTE), keyring)
+    assert isinstance(other, StaleLease), other
+    # An operator's reading (no principal) never opens it.
+    [unread] = (await read_decision_notes(db, keyring, None, [stored])).values()
+    assert (unread.state, unread.body, unread.withheld_reason) == (
+        NoteState.WITHHELD,
+        None,
+        WithheldReason.NO_PRINCIPAL,
+    )
