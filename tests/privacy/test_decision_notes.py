@@ -20,9 +20,7 @@ from server.domain.model import Decision, Principal, Role, Verdict
 from server.domain.privacy.erasure import ErasureRequest, approve_erasure, request_erasure
 from server.domain.privacy.keys import Keyring, LocalKeyFile
 from server.domain.privacy.ledger import ErasureLedger
-from server.domain.privacy.policy import PrivacyPolicy
-from server.domain.privacy.receipts import ErasureReceipt
-from server.domain.privacy.records import (
+from server.domain.privacy.notes import (
     DECISION_NOTE_PATH,
     SEALED_DECISION_NOTE,
     SEALED_NOTE_TEXT,
@@ -31,6 +29,8 @@ from server.domain.privacy.records import (
     WithheldReason,
     read_decision_notes,
 )
+from server.domain.privacy.policy import PrivacyPolicy
+from server.domain.privacy.receipts import ErasureReceipt
 from server.domain.privacy.sealing import NONCE_BYTES, open_sealed
 from server.domain.quality.second_review import override_decision
 from server.domain.review import apply

@@ -28,9 +28,9 @@ from typing import Any
 from server.domain.model import Item, Principal, Role
 from server.domain.privacy import reading, records
 from server.domain.privacy.keys import Keyring
+from server.domain.privacy.notes import NoteReading, StoredNote, WithheldReason, read_decision_notes
 from server.domain.privacy.policy import FieldClass
 from server.domain.privacy.reading import FieldState
-from server.domain.privacy.records import NoteReading, StoredNote, WithheldReason
 from server.domain.timeline.events import TimelineEvent, TimelineKind
 from server.store import sql
 from server.store.database import Database, Row
@@ -69,7 +69,7 @@ async def read_privacy(
     wanted_notes = list(note_event_ids)
     notes = await records.read_notes(db, keyring, principal, wanted_notes) if wanted_notes else {}
     stored = (StoredNote(row["id"], row["item_id"], row["note"]) for row in decision_rows)
-    decided = await records.read_decision_notes(db, keyring, principal, stored)
+    decided = await read_decision_notes(db, keyring, principal, stored)
     decision_notes = {note.decision_id: found for note, found in decided.items()}
     if not policy_items:
         return PrivacyRead(notes=notes, decision_notes=decision_notes)

@@ -16,7 +16,7 @@ from server.domain.failures import (
 )
 from server.domain.model import SECOND_REVIEW_VERDICTS, Decision, Principal
 from server.domain.parsing import holds_lease
-from server.domain.privacy import records
+from server.domain.privacy import notes
 from server.domain.privacy.keys import Keyring
 from server.domain.review.decisions import (
     DecisionInput,
@@ -118,7 +118,7 @@ async def override_decision(
     catalogue of the provisional decision's queue, supersedes it and takes effect; the
     provisional one is never carried out. Fenced by the caller's lease and the evidence the
     caller saw; the decision's maker is refused. Its note is sealed as a decision's is on an
-    item under a privacy policy (records.seal_decision_note)."""
+    item under a privacy policy (notes.seal_decision_note)."""
     parsed = parse_reviewer_write(principal, override, refused=_REFUSED)
     if isinstance(parsed, NotPermitted | InvalidInput):
         return parsed
@@ -131,7 +131,7 @@ async def override_decision(
         )
     if problem := check_note(override.note):
         return problem
-    stored = await records.seal_decision_note(
+    stored = await notes.seal_decision_note(
         db, keyring, item_id, override.note, principal.queue_scope()
     )
     if isinstance(stored, InvalidInput):

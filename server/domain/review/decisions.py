@@ -24,7 +24,7 @@ from server.domain.model import (
     Verdict,
 )
 from server.domain.parsing import LeaseInput, holds_lease, parse_id, reviewer_lease
-from server.domain.privacy import records
+from server.domain.privacy import notes
 from server.domain.privacy.keys import Keyring
 from server.domain.step_up import provenance, step_up, step_up_refusal
 from server.domain.text import check_text
@@ -176,13 +176,13 @@ async def submit_decision(
     db: Database, principal: Principal, decision: DecisionInput, keyring: Keyring | None = None
 ) -> SubmitResult:
     """A verdict under a live lease. A note on an item under a privacy policy is stored
-    sealed (records.seal_decision_note): `keyring` is then required."""
+    sealed (notes.seal_decision_note): `keyring` is then required."""
     refused = "only a reviewer token may decide items"
     parsed = noted(parse_reviewer_write(principal, decision, refused=refused), decision.note)
     if isinstance(parsed, NotPermitted | InvalidInput):
         return parsed
     item_id, token = parsed
-    stored = await records.seal_decision_note(
+    stored = await notes.seal_decision_note(
         db, keyring, item_id, decision.note, principal.queue_scope()
     )
     if isinstance(stored, InvalidInput):
@@ -287,8 +287,7 @@ async def answer_retry(
         and prior.reason_code == decision.reason_code
         and prior.evidence_hash == decision.evidence_hash
         # A sealed note is compared as it was written.
-        and await records.open_decision_note(db, keyring, prior.item_id, prior.note)
-        == decision.note
+        and await notes.open_decision_note(db, keyring, prior.item_id, prior.note) == decision.note
     ):
         return Replayed(prior)
     return used_lease(
@@ -342,7 +341,7 @@ async def overturn_decision(
     db: Database, principal: Principal, overturn: OverturnInput, keyring: Keyring | None = None
 ) -> OverturnResult:
     """An approver's reversal of an effective decision. A note on an item under a privacy
-    policy is stored sealed (records.seal_decision_note): `keyring` is then required."""
+    policy is stored sealed (notes.seal_decision_note): `keyring` is then required."""
     if principal.role is not Role.APPROVER:
         return NotPermitted("only an approver may overturn a decision")
     decision_id = parse_id(overturn.decision_id, "decisionId")
@@ -358,7 +357,7 @@ async def overturn_decision(
         return AlreadySuperseded(decision_id, target.superseded_by)
     if target.status is DecisionStatus.PROVISIONAL:
         return _not_effective_yet(decision_id)
-    note = await records.seal_decision_note(db, keyring, target.item_id, overturn.note)
+    note = await notes.seal_decision_note(db, keyring, target.item_id, overturn.note)
     if isinstance(note, InvalidInput):
         return note
     try:

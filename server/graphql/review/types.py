@@ -11,7 +11,7 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from server.domain import model, reads
-from server.domain.privacy import records
+from server.domain.privacy import notes
 from server.domain.quality import audit
 from server.domain.review import apply
 from server.graphql.context import Context
@@ -32,11 +32,11 @@ if TYPE_CHECKING:
 # Naming the class, not the call's result, lets mypy read these names as types.
 strawberry.enum(model.Verdict, name="Verdict")
 strawberry.enum(
-    records.NoteState,
+    notes.NoteState,
     name="NoteState",
     description="How a note sealed under a privacy policy reads for the caller.",
 )
-NoteState = records.NoteState
+NoteState = notes.NoteState
 strawberry.enum(model.EffectKind, name="EffectKind")
 strawberry.enum(
     model.ItemState, name="ItemState", description="LEASED is a pending item under a live lease."
@@ -87,10 +87,10 @@ class Lease:
 
 async def decision_note(
     info: Info[Context, None], decision_id: int, item_id: int, note: str | None
-) -> records.NoteReading | None:
+) -> notes.NoteReading | None:
     """A decision's sealed note as the caller may read it; None for a note stored as written
     (no statement is made for it)."""
-    stored = records.StoredNote(decision_id, item_id, note)
+    stored = notes.StoredNote(decision_id, item_id, note)
     if not stored.sealed:
         return None
     ctx = info.context

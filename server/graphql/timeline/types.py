@@ -7,7 +7,7 @@ from datetime import datetime
 import strawberry
 from strawberry.types import Info
 
-from server.domain.privacy import records
+from server.domain.privacy import notes
 from server.domain.timeline import events as timeline
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
@@ -134,7 +134,7 @@ class ItemEvent:
         reading = await self._sealed_note(info)
         return None if reading is None else reading.state
 
-    async def _sealed_note(self, info: Info[Context, None]) -> records.NoteReading | None:
+    async def _sealed_note(self, info: Info[Context, None]) -> notes.NoteReading | None:
         event = self._event
         if event.decision_id is not None:  # a decision's note, sealed in place or not
             return await decision_note(info, event.decision_id, event.item_id, event.body)
