@@ -3,6 +3,9 @@
 -- if the worker dies, long enough for the queue's effect timeout. Returns what the effect needs,
 -- including the outcome an overturn reverses. Only effective decisions are ever on this
 -- list: decision_submit enlists a provisional one only once decision_confirm confirms it.
+-- The note of a decision on an item under a privacy policy is not sent (null): it is
+-- personal data, stored sealed (server/domain/privacy/records.py), and a receiver is an
+-- integration, not a reader the policy shows it to.
 WITH due AS (
     SELECT a.decision_id
     FROM decision_applications AS a
@@ -23,7 +26,8 @@ claimed AS (
     RETURNING a.decision_id, a.attempts, a.attempts_before_redrive, a.redrive_key
 )
 SELECT c.decision_id, c.attempts, c.attempts_before_redrive, c.redrive_key,
-       d.item_id, d.queue, d.verdict, d.outcome, d.reason_code, d.note, d.reviewer,
+       d.item_id, d.queue, d.verdict, d.outcome, d.reason_code,
+       CASE WHEN i.policy_version IS NULL THEN d.note END AS note, d.reviewer,
        d.evidence_hash, d.decided_at, s.id AS supersedes, s.outcome AS superseded_outcome,
        d.traceparent,
        i.external_key,

@@ -67,3 +67,38 @@ JOIN item_fields AS f
 LEFT JOIN privacy_subjects AS s ON s.subject_ref = f.subject_ref
 WHERE i.id = ANY (:item_ids::bigint[])
 ORDER BY i.id, f.path;
+
+-- name: decision_note_subject
+-- The subject a decision's note on this item is sealed for, when the item was enqueued
+-- under a privacy policy (no row: the note is stored as it is written). One read by
+-- primary key, made only for a decision that carries a note; a token's queues fence it
+-- (:queue_scope NULL: every queue).
+SELECT id AS item_id, subject_ref, policy_version
+FROM review_items
+WHERE id = :item_id
+  AND policy_version IS NOT NULL
+  AND subject_ref IS NOT NULL
+  AND (:queue_scope::text[] IS NULL OR queue = ANY (:queue_scope));
+
+-- name: decision_notes_get
+-- What decides who may open the sealed decision notes of these policy items: the policy the
+-- item was enqueued under, whether its subject's processing is restricted, whether its
+-- personal fields were erased, and which of its subject's key versions are shredded (a
+-- note sealed under one of those reads as erased, whatever a process still has cached).
+SELECT i.id AS item_id, i.subject_ref, s.restricted_at,
+       EXISTS (
+           SELECT 1 FROM item_fields AS f
+           WHERE f.item_id = i.id AND f.erased_at IS NOT NULL
+       ) AS erased,
+       coalesce((
+           SELECT array_agg(k.key_version ORDER BY k.key_version)
+           FROM privacy_subject_keys AS k
+           WHERE k.subject_ref = i.subject_ref AND k.shredded_at IS NOT NULL
+       ), '{}'::integer[]) AS shredded_versions,
+       p.queue, p.version, p.fields, p.unlisted, p.visible, p.reveal_roles, p.retention_class
+FROM review_items AS i
+JOIN privacy_policies AS p ON p.queue = i.origin_queue AND p.version = i.policy_version
+LEFT JOIN privacy_subjects AS s ON s.subject_ref = i.subject_ref
+WHERE i.id = ANY (:item_ids::bigint[])
+  AND i.subject_ref IS NOT NULL
+ORDER BY i.id;

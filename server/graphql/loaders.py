@@ -33,7 +33,7 @@ from server.domain.model import (
     Queue,
     ReasonCode,
 )
-from server.domain.privacy import policies, records
+from server.domain.privacy import notes, policies, records
 from server.domain.privacy.keys import Keyring
 from server.domain.privacy.policy import PrivacyPolicy
 from server.domain.quality import audit, qa
@@ -154,21 +154,41 @@ class Loaders:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._sealed_notes: dict[
-            tuple[Principal, Keyring | None], DataLoader[int, records.NoteReading | None]
+            tuple[Principal, Keyring | None], DataLoader[int, notes.NoteReading | None]
+        ] = {}
+        self._decision_notes: dict[
+            tuple[Principal, Keyring | None],
+            DataLoader[notes.StoredNote, notes.NoteReading | None],
         ] = {}
 
     def sealed_notes(
         self, principal: Principal, keyring: Keyring | None
-    ) -> DataLoader[int, records.NoteReading | None]:
+    ) -> DataLoader[int, notes.NoteReading | None]:
         """Sealed notes by event id, as `principal` may read them (None: not a sealed note)."""
         key = (principal, keyring)
         found = self._sealed_notes.get(key)
         if found is None:
 
-            async def fetch(db: Database, ids: list[int]) -> dict[int, records.NoteReading]:
+            async def fetch(db: Database, ids: list[int]) -> dict[int, notes.NoteReading]:
                 return await records.read_notes(db, keyring, principal, ids)
 
             found = self._sealed_notes[key] = _loader(self._db, fetch, None)
+        return found
+
+    def decision_notes(
+        self, principal: Principal, keyring: Keyring | None
+    ) -> DataLoader[notes.StoredNote, notes.NoteReading | None]:
+        """Decisions' sealed notes, as `principal` may read them (None: stored as written)."""
+        key = (principal, keyring)
+        found = self._decision_notes.get(key)
+        if found is None:
+
+            async def fetch(
+                db: Database, stored: list[notes.StoredNote]
+            ) -> dict[notes.StoredNote, notes.NoteReading]:
+                return await notes.read_decision_notes(db, keyring, principal, stored)
+
+            found = self._decision_notes[key] = _loader(self._db, fetch, None)
         return found
 
     @cached_property

@@ -12,52 +12,23 @@ Reading a note back is a reading of personal data: a caller whose role the polic
 officer), sees the text; anyone else sees that a note is there and why its text is not
 shown (WITHHELD), or that it was erased (ERASED). A reader without a principal (an operator
 at the command line, `casework export`) never opens a note.
+
+A decision's note on such an item is sealed in place instead (notes.py).
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from server.domain.model import Principal
 from server.domain.privacy.keys import Keyring
-from server.domain.privacy.policy import FieldClass, PrivacyPolicy
-from server.domain.privacy.reading import FieldState, field_state
+from server.domain.privacy.notes import NoteReading, NoteState, WithheldReason, note_withheld
+from server.domain.privacy.policy import PrivacyPolicy
 from server.domain.privacy.sealing import open_sealed, seal
 from server.domain.step_up import provenance
 from server.domain.timeline.events import TimelineEvent
 from server.store import sql
 from server.store.database import Database, Row
-
-
-class NoteState(enum.StrEnum):
-    """How a sealed note reads for one reader."""
-
-    VISIBLE = "visible"  # its text is shown
-    WITHHELD = "withheld"  # the reader may not see personal data of this item
-    ERASED = "erased"  # erased with its subject's data: nobody can read it again
-
-
-class WithheldReason(enum.StrEnum):
-    """Why a reader is not shown a sealed note's text."""
-
-    # The policy does not show `personal` values to the reader's role.
-    ROLE = "role"
-    # The subject's processing is restricted (an erasure deferred): compliance only.
-    RESTRICTED = "restricted"
-    # An operator's export: no principal, and nothing personal is opened for it.
-    NO_PRINCIPAL = "no_principal"
-    # A sensitive field (never a note): shown only once revealed with a reason, one reader
-    # at a time (revealField); a record that leaves the service never reveals one.
-    MASKED = "masked"
-
-
-@dataclass(frozen=True)
-class NoteReading:
-    state: NoteState
-    body: str | None = None
-    withheld_reason: WithheldReason | None = None
 
 
 def note_path(event_id: int) -> str:
@@ -101,24 +72,6 @@ async def add_sealed_note(
             ciphertext=ciphertext,
         )
     return TimelineEvent.from_row(row)
-
-
-def note_withheld(
-    principal: Principal | None, policy: PrivacyPolicy, restricted: bool
-) -> WithheldReason | None:
-    """Why this reader may not read a note of an item under `policy`; None: they may. A
-    note reads as a `personal` field does (reading.field_state)."""
-    if principal is None:
-        return WithheldReason.NO_PRINCIPAL
-    state = field_state(
-        policy, principal.role, FieldClass.PERSONAL, restricted=restricted, erased=False
-    )
-    if state is FieldState.VISIBLE:
-        return None
-    unrestricted = field_state(
-        policy, principal.role, FieldClass.PERSONAL, restricted=False, erased=False
-    )
-    return WithheldReason.RESTRICTED if unrestricted is FieldState.VISIBLE else WithheldReason.ROLE
 
 
 async def read_notes(

@@ -252,6 +252,7 @@ async def _read_rows(db: Database, item_ids: list[int], viewer: Viewer) -> _Rows
         sealed_notes,
         viewer.principal,
         viewer.keyring,
+        decision_rows,
     )
     return _Rows(
         privacy=privacy,
@@ -312,25 +313,10 @@ def _timeline_part(timeline: list[TimelineEvent], rows: _Rows) -> list[dict[str,
                 name: value for name, value in plain(event).items() if name not in _TIMELINE_IMPLIED
             },
             "authentication": _authentication_part(event.authentication_id, rows),
-            **_sealed_note_part(event, rows),
+            **audit_privacy.note_part(event, rows.privacy),
         }
         for event in timeline
     ]
-
-
-def _sealed_note_part(event: TimelineEvent, rows: _Rows) -> dict[str, Any]:
-    """A sealed note's body as the reader may read it, its state, and why it is withheld;
-    nothing for any other entry (packs of items without a policy are as they were)."""
-    if event.kind is not TimelineKind.NOTED or event.body is not None:
-        return {}
-    note = rows.privacy.notes.get(event.position.ref)
-    if note is None:
-        return {}
-    return {
-        "body": note.body,
-        "note_state": note.state.value,
-        "note_withheld": None if note.withheld_reason is None else note.withheld_reason.value,
-    }
 
 
 def _authentication_part(authentication_id: int | None, rows: _Rows) -> dict[str, Any] | None:
@@ -352,6 +338,7 @@ def _decision_part(decision: Row, rows: _Rows, withheld: frozenset[Withheld]) ->
     part = columns(decision)
     part["lease_id"] = lease_id(token) if token is not None else None
     part["authentication"] = _authentication_part(decision["authentication_id"], rows)
+    part.update(audit_privacy.decision_note_part(decision, rows.privacy))
     part["status"] = plain(Decision.from_row(decision).status)
     part["confirmation"] = _confirmation_part(decision["id"], rows)
     # Sampled for QA: the copy's item id and queue, and the QA reviewer's result once given.
@@ -427,7 +414,7 @@ def _pack(item_id: int, rows: _Rows, viewer: Viewer) -> dict[str, Any]:
     withheld = viewer.withheld(item["queue"])
     timeline = rows.timelines[PageKey(item_id, None, WHOLE_TIMELINE)]
     privacy = rows.privacy.parts.get(item_id)
-    notes = [_sealed_note_part(event, rows) for event in timeline]
+    notes = [audit_privacy.note_part(event, rows.privacy) for event in timeline]
     if (privacy is not None and privacy["withheld"]) or any(
         note.get("note_withheld") for note in notes
     ):

@@ -13,7 +13,10 @@ auditor needs to verify the item's evidence without any value (docs/audit.md).
 - The policy version and the evidence hash: the digests of all fields, with the version,
   hash to it (sealing.policy_evidence_hash), erased fields included, since digests outlive
   erasure.
-- Sealed notes (records.py) read as the reader may read them.
+- Sealed notes (records.py) read as the reader may read them, and so do decisions' notes
+  sealed in place: the pack's decision and timeline entry carry the text only for a reader
+  the policy shows it to, else null with the note's state and why it is withheld (an
+  operator's export never opens one).
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from typing import Any
 from server.domain.model import Item, Principal, Role
 from server.domain.privacy import reading, records
 from server.domain.privacy.keys import Keyring
+from server.domain.privacy.notes import NoteReading, StoredNote, WithheldReason, read_decision_notes
 from server.domain.privacy.policy import FieldClass
 from server.domain.privacy.reading import FieldState
-from server.domain.privacy.records import NoteReading, WithheldReason
+from server.domain.timeline.events import TimelineEvent, TimelineKind
 from server.store import sql
 from server.store.database import Database, Row
 
@@ -44,6 +48,8 @@ class PrivacyRead:
     payloads: dict[int, Any] = field(default_factory=dict)
     # Event id -> a sealed note, as the reader may read it.
     notes: dict[int, NoteReading] = field(default_factory=dict)
+    # Decision id -> its note sealed in place, as the reader may read it.
+    decision_notes: dict[int, NoteReading] = field(default_factory=dict)
 
 
 NOTHING = PrivacyRead()
@@ -55,14 +61,18 @@ async def read_privacy(
     note_event_ids: Iterable[int],
     principal: Principal | None,
     keyring: Keyring | None,
+    decision_rows: Iterable[Row] = (),
 ) -> PrivacyRead:
-    """At most three statements for any batch (fields, readable values, notes); none for a
-    batch without policy items and without sealed notes."""
+    """At most four statements for any batch (fields, readable values, notes, decisions'
+    notes); none for a batch without policy items and without sealed notes."""
     policy_items = [item for item in items if reading.may_have_fields(item)]
     wanted_notes = list(note_event_ids)
     notes = await records.read_notes(db, keyring, principal, wanted_notes) if wanted_notes else {}
+    stored = (StoredNote(row["id"], row["item_id"], row["note"]) for row in decision_rows)
+    decided = await read_decision_notes(db, keyring, principal, stored)
+    decision_notes = {note.decision_id: found for note, found in decided.items()}
     if not policy_items:
-        return PrivacyRead(notes=notes)
+        return PrivacyRead(notes=notes, decision_notes=decision_notes)
     rows = await db.fetch(
         sql.privacy_records.AUDIT_FIELDS_GET, item_ids=[item.id for item in policy_items]
     )
@@ -82,7 +92,36 @@ async def read_privacy(
         parts[item.id] = _part(item, by_item[item.id], view, principal)
         if view is not None:
             payloads[item.id] = view.payload
-    return PrivacyRead(parts=parts, payloads=payloads, notes=notes)
+    return PrivacyRead(parts=parts, payloads=payloads, notes=notes, decision_notes=decision_notes)
+
+
+def note_part(event: TimelineEvent, privacy: PrivacyRead) -> dict[str, Any]:
+    """A sealed note's body as the reader may read it (a NOTED's, or a decision's note on
+    the decision's entry), its state, and why it is withheld; nothing for any other entry
+    (packs of items without a policy are as they were)."""
+    if event.decision_id is not None:
+        sealed = StoredNote(event.decision_id, event.item_id, event.body).sealed
+        note = privacy.decision_notes.get(event.decision_id) if sealed else None
+    elif event.kind is TimelineKind.NOTED and event.body is None:
+        note = privacy.notes.get(event.position.ref)
+    else:
+        note = None
+    return {} if note is None else _note_fields("body", note)
+
+
+def decision_note_part(decision: Row, privacy: PrivacyRead) -> dict[str, Any]:
+    """A decision's note sealed in place, as the reader may read it: the text or null, its
+    state and why it is withheld; nothing for a note stored as written."""
+    note = privacy.decision_notes.get(decision["id"])
+    return {} if note is None else _note_fields("note", note)
+
+
+def _note_fields(name: str, note: NoteReading) -> dict[str, Any]:
+    return {
+        name: note.body,
+        "note_state": note.state.value,
+        "note_withheld": None if note.withheld_reason is None else note.withheld_reason.value,
+    }
 
 
 def _part(

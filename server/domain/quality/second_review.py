@@ -16,6 +16,8 @@ from server.domain.failures import (
 )
 from server.domain.model import SECOND_REVIEW_VERDICTS, Decision, Principal
 from server.domain.parsing import holds_lease
+from server.domain.privacy import notes
+from server.domain.privacy.keys import Keyring
 from server.domain.review.decisions import (
     DecisionInput,
     Replayed,
@@ -110,12 +112,13 @@ async def confirm_decision(
 
 
 async def override_decision(
-    db: Database, principal: Principal, override: OverrideInput
+    db: Database, principal: Principal, override: OverrideInput, keyring: Keyring | None = None
 ) -> OverrideResult:
     """The second reviewer disagrees: a decision of their own, with its own reason from the
     catalogue of the provisional decision's queue, supersedes it and takes effect; the
     provisional one is never carried out. Fenced by the caller's lease and the evidence the
-    caller saw; the decision's maker is refused."""
+    caller saw; the decision's maker is refused. Its note is sealed as a decision's is on an
+    item under a privacy policy (notes.seal_decision_note)."""
     parsed = parse_reviewer_write(principal, override, refused=_REFUSED)
     if isinstance(parsed, NotPermitted | InvalidInput):
         return parsed
@@ -128,12 +131,17 @@ async def override_decision(
         )
     if problem := check_note(override.note):
         return problem
+    stored = await notes.seal_decision_note(
+        db, keyring, item_id, override.note, principal.queue_scope()
+    )
+    if isinstance(stored, InvalidInput):
+        return stored
     try:
         row = await db.fetchrow(
             sql.decisions.DECISION_OVERRIDE,
             **under_lease(principal, item_id, token),
             **step_up(principal),
-            **verdict_values(override),
+            **{**verdict_values(override), "note": stored},
         )
     except IntegrityViolation as violation:
         # Lost the race for the row to another write under this lease, or to another row
@@ -150,7 +158,7 @@ async def override_decision(
         db, principal, item_id, token, override.verdict.value, override.reason_code, override.note
     )
     if state is not None and state["decided_here"] is not None:
-        answer = await answer_retry(db, principal, state["decided_here"], override)
+        answer = await answer_retry(db, principal, state["decided_here"], override, keyring)
         if answer is not None:
             return answer
     if _confirmed_by_caller(principal, state):

@@ -24,6 +24,8 @@ from server.domain.model import (
     Verdict,
 )
 from server.domain.parsing import LeaseInput, holds_lease, parse_id, reviewer_lease
+from server.domain.privacy import notes
+from server.domain.privacy.keys import Keyring
 from server.domain.step_up import provenance, step_up, step_up_refusal
 from server.domain.text import check_text
 from server.observability import tracing
@@ -171,19 +173,26 @@ def catalogue_refusal(
 
 
 async def submit_decision(
-    db: Database, principal: Principal, decision: DecisionInput
+    db: Database, principal: Principal, decision: DecisionInput, keyring: Keyring | None = None
 ) -> SubmitResult:
+    """A verdict under a live lease. A note on an item under a privacy policy is stored
+    sealed (notes.seal_decision_note): `keyring` is then required."""
     refused = "only a reviewer token may decide items"
     parsed = noted(parse_reviewer_write(principal, decision, refused=refused), decision.note)
     if isinstance(parsed, NotPermitted | InvalidInput):
         return parsed
     item_id, token = parsed
+    stored = await notes.seal_decision_note(
+        db, keyring, item_id, decision.note, principal.queue_scope()
+    )
+    if isinstance(stored, InvalidInput):
+        return stored
     try:
         row = await db.fetchrow(
             sql.decisions.DECISION_SUBMIT,
             **under_lease(principal, item_id, token),
             **step_up(principal),
-            **verdict_values(decision),
+            **{**verdict_values(decision), "note": stored},
         )
     except IntegrityViolation as violation:
         # One verdict per lease: this one lost the race for the row, and the diagnosis
@@ -193,11 +202,16 @@ async def submit_decision(
         row = None
     if row is not None:
         return Decision.from_row(row)
-    return await _why_not_recorded(db, principal, item_id, token, decision)
+    return await _why_not_recorded(db, principal, item_id, token, decision, keyring)
 
 
 async def _why_not_recorded(
-    db: Database, principal: Principal, item_id: int, token: UUID, decision: DecisionInput
+    db: Database,
+    principal: Principal,
+    item_id: int,
+    token: UUID,
+    decision: DecisionInput,
+    keyring: Keyring | None,
 ) -> SubmitResult:
     """The fence refused the write; say which condition failed, in order of precedence."""
     verdict = decision.verdict.value
@@ -207,13 +221,14 @@ async def _why_not_recorded(
         reason_code=decision.reason_code,
         verdict=verdict,
         lease_token=token,
+        # Only a note that says something is sealed: the plain one says as much.
         note=decision.note,
         **step_up(principal),
     )
     if state is not None and state["prior_decision_id"] is not None:
         # Before the scope check: an escalation moved the item to a queue the token of the
         # reviewer who escalated it need not cover.
-        answer = await answer_retry(db, principal, state["prior_decision_id"], decision)
+        answer = await answer_retry(db, principal, state["prior_decision_id"], decision, keyring)
         if answer is not None:
             return answer
     if unseen := item_refusal(principal, item_id, state):
@@ -250,7 +265,11 @@ def _awaits_second_review(item_id: int, decision_id: int) -> InvalidInput:
 
 
 async def answer_retry(
-    db: Database, principal: Principal, prior_id: int, decision: DecisionInput
+    db: Database,
+    principal: Principal,
+    prior_id: int,
+    decision: DecisionInput,
+    keyring: Keyring | None = None,
 ) -> Replayed | StaleLease | None:
     """A verdict was recorded under this lease already: is this submission a retry of it?
 
@@ -267,7 +286,8 @@ async def answer_retry(
         prior.outcome is decision.verdict
         and prior.reason_code == decision.reason_code
         and prior.evidence_hash == decision.evidence_hash
-        and prior.note == decision.note
+        # A sealed note is compared as it was written.
+        and await notes.open_decision_note(db, keyring, prior.item_id, prior.note) == decision.note
     ):
         return Replayed(prior)
     return used_lease(
@@ -318,8 +338,10 @@ OverturnResult = (
 
 
 async def overturn_decision(
-    db: Database, principal: Principal, overturn: OverturnInput
+    db: Database, principal: Principal, overturn: OverturnInput, keyring: Keyring | None = None
 ) -> OverturnResult:
+    """An approver's reversal of an effective decision. A note on an item under a privacy
+    policy is stored sealed (notes.seal_decision_note): `keyring` is then required."""
     if principal.role is not Role.APPROVER:
         return NotPermitted("only an approver may overturn a decision")
     decision_id = parse_id(overturn.decision_id, "decisionId")
@@ -335,13 +357,16 @@ async def overturn_decision(
         return AlreadySuperseded(decision_id, target.superseded_by)
     if target.status is DecisionStatus.PROVISIONAL:
         return _not_effective_yet(decision_id)
+    note = await notes.seal_decision_note(db, keyring, target.item_id, overturn.note)
+    if isinstance(note, InvalidInput):
+        return note
     try:
         row = await db.fetchrow(
             sql.decisions.DECISION_OVERTURN,
             decision_id=decision_id,
             **principal.actor(),
             reason_code=overturn.reason_code,
-            note=overturn.note,
+            note=note,
             traceparent=tracing.current_traceparent(),
             **provenance(principal),
             **step_up(principal),

@@ -131,7 +131,7 @@ class QualityMutation:
         self, info: Info[Context, None], input: OverrideDecisionInput
     ) -> OverrideDecisionResult:
         result = await second_review.override_decision(
-            info.context.db, info.context.principal, input.to_domain()
+            info.context.db, info.context.principal, input.to_domain(), info.context.keyring
         )
         return from_failure(result) if is_failure(result) else decision_answer(result)
 

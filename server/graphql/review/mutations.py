@@ -401,7 +401,7 @@ class Mutation:
         self, info: Info[Context, None], input: SubmitDecisionInput
     ) -> SubmitDecisionResult:
         result = await decisions.submit_decision(
-            info.context.db, info.context.principal, input.to_domain()
+            info.context.db, info.context.principal, input.to_domain(), info.context.keyring
         )
         if is_failure(result):
             if isinstance(result, failures.StaleLease) and result.queue is not None:
@@ -416,7 +416,9 @@ class Mutation:
         self, info: Info[Context, None], input: OverturnDecisionInput
     ) -> OverturnDecisionResult:
         ctx = info.context
-        result = await decisions.overturn_decision(ctx.db, ctx.principal, input.to_domain())
+        result = await decisions.overturn_decision(
+            ctx.db, ctx.principal, input.to_domain(), ctx.keyring
+        )
         return from_failure(result) if is_failure(result) else decision_answer(result)
 
     @strawberry.mutation(description="Creates a queue or changes the settings given. Admins only.")

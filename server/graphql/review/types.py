@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from server.domain import model, reads
+from server.domain.privacy import notes
 from server.domain.quality import audit
 from server.domain.review import apply
 from server.graphql.context import Context
@@ -30,6 +31,12 @@ if TYPE_CHECKING:
 # strawberry.enum marks the domain enum itself as the GraphQL enum and returns that class.
 # Naming the class, not the call's result, lets mypy read these names as types.
 strawberry.enum(model.Verdict, name="Verdict")
+strawberry.enum(
+    notes.NoteState,
+    name="NoteState",
+    description="How a note sealed under a privacy policy reads for the caller.",
+)
+NoteState = notes.NoteState
 strawberry.enum(model.EffectKind, name="EffectKind")
 strawberry.enum(
     model.ItemState, name="ItemState", description="LEASED is a pending item under a live lease."
@@ -78,6 +85,18 @@ class Lease:
     expires_at: datetime
 
 
+async def decision_note(
+    info: Info[Context, None], decision_id: int, item_id: int, note: str | None
+) -> notes.NoteReading | None:
+    """A decision's sealed note as the caller may read it; None for a note stored as written
+    (no statement is made for it)."""
+    stored = notes.StoredNote(decision_id, item_id, note)
+    if not stored.sealed:
+        return None
+    ctx = info.context
+    return await ctx.loaders.decision_notes(ctx.principal, ctx.keyring).load(stored)
+
+
 @strawberry.type
 class Decision:
     _decision: strawberry.Private[model.Decision]
@@ -88,7 +107,6 @@ class Decision:
     )
     is_overturn: bool
     reason_code: str
-    note: str | None
     reviewer: str
     evidence_hash: str
     decided_at: datetime
@@ -121,7 +139,6 @@ class Decision:
             verdict=decision.outcome,
             is_overturn=decision.is_overturn,
             reason_code=decision.reason_code,
-            note=decision.note,
             reviewer=decision.reviewer,
             evidence_hash=decision.evidence_hash,
             decided_at=decision.decided_at,
@@ -131,6 +148,29 @@ class Decision:
             is_override=decision.is_override,
             review_queue=decision.review_queue,
         )
+
+    @strawberry.field(
+        description="Why, in the decider's words. On an item under a privacy policy it is "
+        "stored sealed: its text is shown to readers the policy shows personal values to, "
+        "and null for others (see noteState)."
+    )
+    async def note(self, info: Info[Context, None]) -> str | None:
+        reading = await decision_note(
+            info, self._decision.id, self._decision.item_id, self._decision.note
+        )
+        return self._decision.note if reading is None else reading.body
+
+    @strawberry.field(
+        description="A note on an item under a privacy policy: VISIBLE (note holds its text), "
+        "WITHHELD (the policy does not show personal values to the caller's role, or the "
+        "subject's data is restricted to compliance), ERASED (erased with the subject's "
+        "data). Null when there is no note, or it is not sealed."
+    )
+    async def note_state(self, info: Info[Context, None]) -> NoteState | None:
+        reading = await decision_note(
+            info, self._decision.id, self._decision.item_id, self._decision.note
+        )
+        return None if reading is None else reading.state
 
     @strawberry.field(
         description="The item decided; null when it now sits in a queue your token does not "

@@ -7,13 +7,13 @@ from datetime import datetime
 import strawberry
 from strawberry.types import Info
 
-from server.domain.privacy import records
+from server.domain.privacy import notes
 from server.domain.timeline import events as timeline
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
 from server.graphql.identity.types import Authentication, authentication_of
 from server.graphql.pagination import PageInfo, decode_text_cursor, encode_cursor, page_size
-from server.graphql.review.types import Decision
+from server.graphql.review.types import Decision, NoteState, decision_note
 
 strawberry.enum(
     timeline.TimelineKind,
@@ -29,12 +29,6 @@ strawberry.enum(
     "QA_CHECKED: a QA reviewer recorded agree or disagree (Decision.qaResult).",
 )
 TimelineKind = timeline.TimelineKind
-strawberry.enum(
-    records.NoteState,
-    name="NoteState",
-    description="How a note sealed under a privacy policy reads for the caller.",
-)
-NoteState = records.NoteState
 
 CURSOR_KIND = "item_event"
 
@@ -130,7 +124,8 @@ class ItemEvent:
         return self._event.body if reading is None else reading.body
 
     @strawberry.field(
-        description="NOTED on an item under a privacy policy: VISIBLE (body holds its text), "
+        description="NOTED, and a decision's note, on an item under a privacy policy: VISIBLE "
+        "(body holds its text), "
         "WITHHELD (the policy does not show personal values to the caller's role, or the "
         "subject's data is restricted to compliance), ERASED (erased with the subject's "
         "data). Null on every other event."
@@ -139,8 +134,10 @@ class ItemEvent:
         reading = await self._sealed_note(info)
         return None if reading is None else reading.state
 
-    async def _sealed_note(self, info: Info[Context, None]) -> records.NoteReading | None:
+    async def _sealed_note(self, info: Info[Context, None]) -> notes.NoteReading | None:
         event = self._event
+        if event.decision_id is not None:  # a decision's note, sealed in place or not
+            return await decision_note(info, event.decision_id, event.item_id, event.body)
         # A note stored as text has its body; only a sealed one is stored without.
         if event.kind is not timeline.TimelineKind.NOTED or event.body is not None:
             return None

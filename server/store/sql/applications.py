@@ -13,15 +13,18 @@ APPLICATIONS_CLAIM = Query("applications_claim", lambda *, batch_size: None)
 if the worker dies, long enough for the queue's effect timeout. Returns what the effect needs,
 including the outcome an overturn reverses. Only effective decisions are ever on this
 list: decision_submit enlists a provisional one only once decision_confirm confirms it.
+The note of a decision on an item under a privacy policy is not sent (null): it is
+personal data, stored sealed (server/domain/privacy/records.py), and a receiver is an
+integration, not a reader the policy shows it to.
 """
 
-# db/queries/applications.sql:40
+# db/queries/applications.sql:44
 APPLICATION_RECORD_APPLIED = Query("application_record_applied", lambda *, decision_id, note, attempt, worker, started_at: None)
 """The proof of application, once per decision: a second recording of the same decision
 (a lapsed lock, a concurrent worker) changes nothing and returns applied = false.
 """
 
-# db/queries/applications.sql:64
+# db/queries/applications.sql:68
 APPLICATION_RECORD_FAILURE = Query("application_record_failure", lambda *, permanent, next_attempt_at, error, decision_id, attempt, worker, started_at: None)
 """A failed attempt: retried at :next_attempt_at unless it was permanent or the last one
 allowed (counted from the latest redrive), in which case the application is `failed` and
@@ -32,13 +35,13 @@ over); the history row is written either way.
 The error arrives cut to size (text.RECEIVER_TEXT_LIMIT).
 """
 
-# db/queries/applications.sql:98
+# db/queries/applications.sql:102
 APPLICATIONS_GET_BY_DECISION_IDS = Query("applications_get_by_decision_ids", lambda *, decision_ids: None)
 
-# db/queries/applications.sql:104
+# db/queries/applications.sql:108
 APPLICATION_ATTEMPTS_GET_BY_DECISION_IDS = Query("application_attempts_get_by_decision_ids", lambda *, decision_ids: None)
 
-# db/queries/applications.sql:110
+# db/queries/applications.sql:114
 APPLICATIONS_GET_QUEUE_LAG = Query("applications_get_queue_lag", lambda *, queues, threshold_seconds: None)
 """"A human decided and the system did not carry it out", for each queue of :queues:
 unapplied decisions older than the threshold, the age of the oldest, and the failed ones.

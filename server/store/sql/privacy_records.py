@@ -36,3 +36,19 @@ the item whose decision it checks, under the same evidence hash): path, class, d
 the salt while the field is not erased, the policy version that split the item, and
 whether its subject's processing is restricted. Never a ciphertext or a nonce.
 """
+
+# db/queries/privacy_records.sql:71
+DECISION_NOTE_SUBJECT = Query("decision_note_subject", lambda *, item_id, queue_scope: None)
+"""The subject a decision's note on this item is sealed for, when the item was enqueued
+under a privacy policy (no row: the note is stored as it is written). One read by
+primary key, made only for a decision that carries a note; a token's queues fence it
+(:queue_scope NULL: every queue).
+"""
+
+# db/queries/privacy_records.sql:83
+DECISION_NOTES_GET = Query("decision_notes_get", lambda *, item_ids: None)
+"""What decides who may open the sealed decision notes of these policy items: the policy the
+item was enqueued under, whether its subject's processing is restricted, whether its
+personal fields were erased, and which of its subject's key versions are shredded (a
+note sealed under one of those reads as erased, whatever a process still has cached).
+"""
