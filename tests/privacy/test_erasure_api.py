@@ -29,8 +29,8 @@ mutation($items: [NewItemInput!]!) {
 }
 """
 PLACE = """
-mutation($input: PlaceHoldInput!) {
-  placeHold(input: $input) {
+mutation($subjectRef: String, $itemIds: [ID!], $basis: String!, $until: DateTime) {
+  placeHold(subjectRef: $subjectRef, itemIds: $itemIds, basis: $basis, until: $until) {
     __typename
     ... on PrivacyHold { id subjectRef itemIds basis until placedBy releasedAt }
     ... on InvalidInput { message field }
@@ -40,7 +40,7 @@ mutation($input: PlaceHoldInput!) {
 """
 RELEASE = """
 mutation($id: ID!) {
-  releaseHold(input: {holdId: $id, reason: "case closed"}) {
+  releaseHold(holdId: $id, reason: "case closed") {
     __typename
     ... on PrivacyHold { id releasedBy releaseReason }
     ... on Error { message }
@@ -108,19 +108,19 @@ async def test_holds_relationship_ends_and_a_deferral_through_the_api(
     item_id = enqueued["items"][0]["item"]["id"]
     until = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0)
 
-    refused = await answer(api, admin, PLACE, input={"subjectRef": "cust-1", "basis": "b"})
+    refused = await answer(api, admin, PLACE, **{"subjectRef": "cust-1", "basis": "b"})
     assert refused["__typename"] == "NotPermitted"
     both = await answer(
-        api, cora, PLACE, input={"subjectRef": "cust-1", "itemIds": [item_id], "basis": "b"}
+        api, cora, PLACE, **{"subjectRef": "cust-1", "itemIds": [item_id], "basis": "b"}
     )
     assert (both["__typename"], both["field"]) == ("InvalidInput", "subjectRef")
-    bad_id = await answer(api, cora, PLACE, input={"itemIds": ["x"], "basis": "b"})
+    bad_id = await answer(api, cora, PLACE, **{"itemIds": ["x"], "basis": "b"})
     assert (bad_id["__typename"], bad_id["field"]) == ("InvalidInput", "itemIds")
     hold = await answer(
         api,
         cora,
         PLACE,
-        input={"itemIds": [item_id], "basis": "Case 7", "until": until.isoformat()},
+        **{"itemIds": [item_id], "basis": "Case 7", "until": until.isoformat()},
     )
     assert hold["__typename"] == "PrivacyHold", hold
     assert (hold["subjectRef"], hold["itemIds"], hold["placedBy"]) == (None, [item_id], "cora")

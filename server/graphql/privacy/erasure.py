@@ -42,28 +42,6 @@ ApproveErasureResult = Annotated[
 
 
 @strawberry.input
-class PlaceHoldInput:
-    subject_ref: str | None = strawberry.field(
-        default=None, description="Hold every item of this subject (or give itemIds)."
-    )
-    item_ids: list[strawberry.ID] | None = strawberry.field(
-        default=None, description="Hold these items (or give subjectRef)."
-    )
-    basis: str = strawberry.field(
-        description="Why: the litigation, investigation or request it serves (1-2000)."
-    )
-    until: datetime | None = strawberry.field(
-        default=None, description="When it ends by itself; null: until released."
-    )
-
-
-@strawberry.input
-class ReleaseHoldInput:
-    hold_id: strawberry.ID
-    reason: str = strawberry.field(description="Why the hold ends (1-2000).")
-
-
-@strawberry.input
 class ApproveErasureInput:
     request_id: strawberry.ID
 
@@ -92,24 +70,45 @@ class ErasureMutation:
         "role only (not admins: a hold is a legal matter), for subjects and items in its "
         "queues. Logged."
     )
-    async def place_hold(self, info: Info[Context, None], input: PlaceHoldInput) -> HoldResult:
+    async def place_hold(
+        self,
+        info: Info[Context, None],
+        basis: Annotated[
+            str,
+            strawberry.argument(
+                description="Why: the litigation, investigation or request it serves (1-2000)."
+            ),
+        ],
+        subject_ref: Annotated[
+            str | None,
+            strawberry.argument(description="Hold every item of this subject (or give itemIds)."),
+        ] = None,
+        item_ids: Annotated[
+            list[strawberry.ID] | None,
+            strawberry.argument(description="Hold these items (or give subjectRef)."),
+        ] = None,
+        until: Annotated[
+            datetime | None,
+            strawberry.argument(description="When it ends by itself; null: until released."),
+        ] = None,
+    ) -> HoldResult:
         ctx = info.context
-        item_ids: list[int] | None = None
-        if input.item_ids is not None:
-            item_ids = []
-            for value in input.item_ids:
+        parsed_ids: list[int] | None = None
+        if item_ids is not None:
+            parsed_ids = []
+            for value in item_ids:
                 parsed = _int_id(value, "itemIds")
                 if isinstance(parsed, InvalidInput):
                     return parsed
-                item_ids.append(parsed)
+                parsed_ids.append(parsed)
         return _hold_result(
             await holds.place_hold(
                 ctx.db,
                 ctx.principal,
-                subject_ref=input.subject_ref,
-                item_ids=item_ids,
-                basis=input.basis,
-                until=input.until,
+                subject_ref=subject_ref,
+                item_ids=parsed_ids,
+                basis=basis,
+                until=until,
                 now=ctx.now,
             )
         )
@@ -118,12 +117,17 @@ class ErasureMutation:
         description="Releases a hold (append-only: the release is a record of its own). "
         "Releasing it again changes nothing. Compliance role only. Logged."
     )
-    async def release_hold(self, info: Info[Context, None], input: ReleaseHoldInput) -> HoldResult:
+    async def release_hold(
+        self,
+        info: Info[Context, None],
+        hold_id: strawberry.ID,
+        reason: Annotated[str, strawberry.argument(description="Why the hold ends (1-2000).")],
+    ) -> HoldResult:
         ctx = info.context
-        hold_id = _int_id(input.hold_id, "holdId")
-        if isinstance(hold_id, InvalidInput):
-            return hold_id
-        return _hold_result(await holds.release_hold(ctx.db, ctx.principal, hold_id, input.reason))
+        parsed = _int_id(hold_id, "holdId")
+        if isinstance(parsed, InvalidInput):
+            return parsed
+        return _hold_result(await holds.release_hold(ctx.db, ctx.principal, parsed, reason))
 
     @strawberry.mutation(
         description="The integration reports that the business relationship with a subject "
