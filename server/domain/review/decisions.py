@@ -182,17 +182,21 @@ async def submit_decision(
     if isinstance(parsed, NotPermitted | InvalidInput):
         return parsed
     item_id, token = parsed
-    stored = await notes.seal_decision_note(
-        db, keyring, item_id, decision.note, principal.queue_scope()
-    )
-    if isinstance(stored, InvalidInput):
-        return stored
+    values = verdict_values(decision)
+    if decision.note:
+        # The hot path (no note) pays for none of this.
+        stored = await notes.seal_decision_note(
+            db, keyring, item_id, decision.note, principal.queue_scope()
+        )
+        if isinstance(stored, InvalidInput):
+            return stored
+        values["note"] = stored
     try:
         row = await db.fetchrow(
             sql.decisions.DECISION_SUBMIT,
             **under_lease(principal, item_id, token),
             **step_up(principal),
-            **{**verdict_values(decision), "note": stored},
+            **values,
         )
     except IntegrityViolation as violation:
         # One verdict per lease: this one lost the race for the row, and the diagnosis
