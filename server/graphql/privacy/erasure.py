@@ -11,6 +11,7 @@ from strawberry.types import Info
 
 from server.domain import failures
 from server.domain.failures import is_failure
+from server.domain.parsing import parse_id
 from server.domain.privacy import erasure, holds, receipts, retention
 from server.graphql.context import Context
 from server.graphql.errors import InvalidInput, NotFound, NotPermitted, from_failure
@@ -47,10 +48,11 @@ class ApproveErasureInput:
 
 
 def _int_id(value: strawberry.ID, field: str) -> int | InvalidInput:
-    try:
-        return int(value)
-    except ValueError:
-        return InvalidInput(message=f"{field} is not an id", field=field)
+    """The project's id parsing (positive, within bigint), as this family's union member."""
+    parsed = parse_id(value, field)
+    if isinstance(parsed, failures.InvalidInput):
+        return InvalidInput(message=parsed.message, field=parsed.field)
+    return parsed
 
 
 def _hold_result(
