@@ -205,6 +205,16 @@ class Settings:
     # when many sockets send the same one (for comparison; docs/live-updates.md).
     multiplex_subscriptions: bool = True
 
+    # --- availability (docs/operations.md, "High availability") ---
+    # CASEWORK_READ_DATABASE_URL: a streaming replica for the reads that may lag (measures,
+    # dashboards, exports); None: every read goes to the primary.
+    read_database_url: str | None = None
+    # CASEWORK_READ_MAX_LAG_SECONDS: a replica further behind than this is not read from.
+    read_max_lag_seconds: float = 10.0
+    # CASEWORK_LISTEN_DATABASE_URL: a direct connection for LISTEN, for when the service's
+    # connection goes through a transaction pooler (LISTEN needs a session of its own).
+    listen_database_url: str | None = None
+
     # --- observability (docs/observability.md) ---
     # CASEWORK_LOG_FORMAT and CASEWORK_LOG_LEVEL: lines for people ("text") or one JSON
     # object per line ("json"); the level of Casework's own loggers.
@@ -267,6 +277,9 @@ class Settings:
                 "CASEWORK_MULTIPLEX_SUBSCRIPTIONS",
                 env.get("CASEWORK_MULTIPLEX_SUBSCRIPTIONS") or "1",
             ),
+            read_database_url=env.get("CASEWORK_READ_DATABASE_URL") or None,
+            read_max_lag_seconds=_number(env, "CASEWORK_READ_MAX_LAG_SECONDS", 10.0),
+            listen_database_url=env.get("CASEWORK_LISTEN_DATABASE_URL") or None,
             **_observability_settings(env),
             auth=AuthSettings.from_env(env),
             privacy=PrivacySettings.from_env(env, home),
