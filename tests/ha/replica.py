@@ -144,11 +144,11 @@ class ReplicaPair:
         finally:
             await conn.close()
 
-    async def caught_up(self, timeout: float = 30.0) -> None:
+    async def caught_up(self, within: float = 30.0) -> None:
         """Waits until the standby has replayed everything the primary had written when
         this was called (a condition polled with a deadline)."""
         target = await self.primary_lsn()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within
         conn = await self.owner(self.standby)
         try:
             while True:
@@ -185,8 +185,8 @@ class ReplicaPair:
         finally:
             await conn.close()
 
-    async def _wait_standby(self, condition: str, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
+    async def _wait_standby(self, condition: str, within: float = 10.0) -> None:
+        deadline = time.monotonic() + within
         conn = await self.owner(self.standby)
         try:
             while not await conn.fetchval(condition):
@@ -209,11 +209,12 @@ def _configure(node: Node, socket_dir: Path, extra: str = "") -> None:
         f"\nport = {node.port}\n"
         "listen_addresses = '127.0.0.1'\n"
         f"unix_socket_directories = '{socket_dir}'\n"
-        # Test clusters: durability is not what is tested, and the machine is shared.
-        "fsync = off\nfull_page_writes = off\nsynchronous_commit = off\n"
+        # Test clusters: a crash of the machine is not what is tested, and it is shared.
+        # synchronous_commit stays on, as in production: a commit is in the WAL position
+        # the lag check reads (pg_current_wal_lsn) once it is acknowledged.
+        "fsync = off\nfull_page_writes = off\n"
         "shared_buffers = 32MB\nmax_connections = 60\n"
-        "wal_receiver_status_interval = 1s\n"
-        + extra
+        "wal_receiver_status_interval = 1s\n" + extra
     )
     conf = node.data_dir / "postgresql.auto.conf"
     with conf.open("a") as out:
