@@ -110,7 +110,6 @@ class ReplicaMonitor:
         self._checks = 0
         self._trips = 0
         self._stopping = asyncio.Event()
-        self._checked = asyncio.Event()
         self._up_gauge.set(0)
 
     # --- the circuit, as the reads see it ---
@@ -125,7 +124,7 @@ class ReplicaMonitor:
     def trip(self, error: BaseException) -> None:
         """A read found the replica unreachable: no read goes there until a check succeeds."""
         self._trips += 1
-        self._lost(error)
+        self._lost(error, expected=True)
 
     # --- the check ---
 
@@ -138,32 +137,31 @@ class ReplicaMonitor:
     def stop(self) -> None:
         self._stopping.set()
 
-    async def checked(self) -> None:
-        """Waits for the next check to finish (tests, start-up)."""
-        self._checked.clear()
-        await self._checked.wait()
-
     async def check(self) -> None:
         try:
-            async with asyncio.timeout(self._timeout):
-                sampled_at = self._clock()
-                position = await self._primary.fetchval(_PRIMARY_POSITION)
-                self._samples.append((sampled_at, position))
-                async with self._replica.acquire() as conn:
+            try:
+                async with asyncio.timeout(self._timeout):
+                    sampled_at = self._clock()
+                    position = await self._primary.fetchval(_PRIMARY_POSITION)
+            except Exception:
+                # The primary's own trouble (an outage, a busy pool, a failover under way)
+                # is not the replica's, and is reported where it is felt; without a new
+                # sample the bound can only grow, never shrink.
+                return
+            self._samples.append((sampled_at, position))
+            try:
+                async with asyncio.timeout(self._timeout), self._replica.acquire() as conn:
                     row = await conn.fetchrow(_REPLICA_POSITION)
                     if not row["standby"] or row["replayed"] is None:
                         raise NotAStandby("the read database is not a streaming standby")
                     await self._advance(conn, row["replayed"])
-        except Exception as error:
-            if not (is_unavailable(error) or isinstance(error, NotAStandby)):
-                log.exception("read replica: the lag check failed")
-            self._lost(error)
-        else:
-            self._found()
+            except Exception as error:
+                self._lost(error, expected=is_unavailable(error) or isinstance(error, NotAStandby))
+            else:
+                self._found()
         finally:
             self._checks += 1
             self._publish()
-            self._checked.set()
 
     async def _advance(self, conn: asyncpg.Connection, replayed: str) -> None:
         """fresh_as_of := the moment of the newest sample the replica has replayed."""
@@ -186,12 +184,15 @@ class ReplicaMonitor:
             self._up = True
         self._last_error = None
 
-    def _lost(self, error: BaseException) -> None:
+    def _lost(self, error: BaseException, *, expected: bool) -> None:
+        """One line when it is lost (with the traceback if the failure is not an outage),
+        none while it stays lost."""
         if self._up or self._last_error is None:
             log.warning(
                 "read replica: unavailable (%s); reads go to the primary until a check "
                 "finds it again",
                 _describe(error),
+                exc_info=None if expected else error,
             )
         self._up = False
         self._last_error = _describe(error)
