@@ -23,8 +23,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
@@ -131,7 +131,6 @@ class ReplicaPair:
     root: Path
     primary: Node
     standby: Node
-    _closers: list[Callable[[], None]] = field(default_factory=list)
 
     async def owner(self, node: Node) -> asyncpg.Connection:
         conn: asyncpg.Connection = await asyncpg.connect(node.owner_dsn, timeout=10)
