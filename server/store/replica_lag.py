@@ -34,6 +34,7 @@ from server.store.errors import is_unavailable
 log = logging.getLogger("casework.replica")
 
 CHECK_INTERVAL_SECONDS = 1.0
+CHECK_TIMEOUT_SECONDS = 2.0
 # Samples older than the newest replayed one are dropped; this caps the rest (a replica
 # paused for an hour keeps an hour of one-a-second samples at most).
 MAX_SAMPLES = 3600
@@ -97,9 +98,12 @@ class ReplicaMonitor:
         self._primary = primary
         self._replica = replica
         self._max_lag = max_lag_seconds
-        self._timeout = timeout_seconds
+        self.timeout_seconds = timeout_seconds
+        # A check gives up after CHECK_TIMEOUT_SECONDS at most: it runs once a second.
+        self._timeout = min(CHECK_TIMEOUT_SECONDS, timeout_seconds)
         self._interval = interval_seconds
         self._clock = clock
+        self._label = label
         self._lag_gauge = READ_REPLICA_LAG_SECONDS.labels(label)
         self._up_gauge = READ_REPLICA_UP.labels(label)
         self._samples: deque[tuple[float, str]] = deque(maxlen=MAX_SAMPLES)
@@ -136,6 +140,12 @@ class ReplicaMonitor:
 
     def stop(self) -> None:
         self._stopping.set()
+
+    def forget(self) -> None:
+        """Removes this replica's series: a stopped monitor measures nothing."""
+        for gauge in (READ_REPLICA_LAG_SECONDS, READ_REPLICA_UP):
+            with contextlib.suppress(KeyError):
+                gauge.remove(self._label)
 
     async def check(self) -> None:
         try:

@@ -75,6 +75,7 @@ class ReadRouter:
         self.monitor = monitor
         self._replica_pool = replica
         self._checking: asyncio.Task[None] | None = None
+        self.timeout_seconds = monitor.timeout_seconds
 
     @classmethod
     async def open(
@@ -102,7 +103,7 @@ class ReadRouter:
             pool,
             label=label,
             max_lag_seconds=max_lag_seconds,
-            timeout_seconds=min(CONNECT_TIMEOUT_SECONDS, timeout_seconds),
+            timeout_seconds=timeout_seconds,
         )
         router = cls(primary, pool, monitor)
         router._checking = asyncio.create_task(monitor.run(), name="casework-replica-lag")
@@ -112,12 +113,15 @@ class ReadRouter:
         return Reads(self)
 
     def replica_database(self, reads: Reads) -> ReplicaDatabase:
-        return ReplicaDatabase(self._replica_pool, self.primary, self.monitor, reads)
+        return ReplicaDatabase(
+            self._replica_pool, self.primary, self.monitor, reads, self.timeout_seconds
+        )
 
     async def close(self) -> None:
         self.monitor.stop()
         if self._checking is not None:
             await self._checking
+        self.monitor.forget()
         try:
             await asyncio.wait_for(self._replica_pool.close(), CONNECT_TIMEOUT_SECONDS)
         except TimeoutError:
@@ -165,12 +169,20 @@ class ReplicaDatabase(Database):
     while it is within the bound, else (or when it turns out unreachable) to the primary."""
 
     def __init__(
-        self, pool: asyncpg.Pool, primary: Database, monitor: ReplicaMonitor, reads: Reads
+        self,
+        pool: asyncpg.Pool,
+        primary: Database,
+        monitor: ReplicaMonitor,
+        reads: Reads,
+        timeout_seconds: float,
     ) -> None:
         super().__init__(pool, primary.queries)
         self._primary = primary
         self._monitor = monitor
         self._reads = reads
+        # Bounds a statement with its connection's acquire and release: on a hung replica,
+        # the pool's command_timeout alone lets asyncpg wait as long again for the cancel.
+        self._timeout = timeout_seconds
 
     def _bound(self) -> float | None:
         if self._reads.fell_back:
@@ -191,7 +203,8 @@ class ReplicaDatabase(Database):
         bound = self._bound()
         if bound is not None:
             try:
-                rows = await super().fetch(query, *args, **kwargs)
+                async with asyncio.timeout(self._timeout):
+                    rows = await super().fetch(query, *args, **kwargs)
             except Exception as error:
                 if not self._unreachable(error):
                     raise
@@ -204,7 +217,8 @@ class ReplicaDatabase(Database):
         bound = self._bound()
         if bound is not None:
             try:
-                row = await super().fetchrow(query, *args, **kwargs)
+                async with asyncio.timeout(self._timeout):
+                    row = await super().fetchrow(query, *args, **kwargs)
             except Exception as error:
                 if not self._unreachable(error):
                     raise
@@ -222,7 +236,8 @@ class ReplicaDatabase(Database):
             snapshot: Database | None = None
             if bound is not None:
                 try:
-                    snapshot = await stack.enter_async_context(super().snapshot())
+                    async with asyncio.timeout(self._timeout):
+                        snapshot = await stack.enter_async_context(super().snapshot())
                 except Exception as error:
                     if not self._unreachable(error):
                         raise

@@ -19,6 +19,7 @@ import contextlib
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -114,6 +115,17 @@ class Node:
     def stop(self, mode: str = "fast") -> None:
         _as_postgres(PG_BIN / "pg_ctl", "-D", self.data_dir, "-m", mode, "-w", "stop")
 
+    def pids(self) -> list[int]:
+        """The postmaster and its children."""
+        postmaster = int((self.data_dir / "postmaster.pid").read_text().split()[0])
+        found = [postmaster]
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == postmaster:
+                    found.append(int(stat.parent.name))
+        return found
+
     def running(self) -> bool:
         done = _as_postgres(PG_BIN / "pg_ctl", "-D", self.data_dir, "status", check=False)
         return done.returncode == 0
@@ -171,6 +183,16 @@ class ReplicaPair:
         await self._on_standby("SELECT pg_wal_replay_resume()")
         await self._wait_standby("SELECT pg_get_wal_replay_pause_state() = 'not paused'")
 
+    def freeze_standby(self) -> None:
+        """SIGSTOPs every process of the standby: a replica that accepts TCP connections and
+        answers nothing, as a hung machine does (thaw_standby undoes it)."""
+        for pid in self.standby.pids():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw_standby(self) -> None:
+        for pid in self.standby.pids():
+            os.kill(pid, signal.SIGCONT)
+
     def stop_standby(self, mode: str = "immediate") -> None:
         self.standby.stop(mode)
 
@@ -196,6 +218,8 @@ class ReplicaPair:
             await conn.close()
 
     def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.thaw_standby()
         for node in (self.standby, self.primary):
             if node.running():
                 with contextlib.suppress(HarnessError, subprocess.TimeoutExpired):

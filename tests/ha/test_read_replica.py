@@ -94,10 +94,12 @@ Call = Callable[..., Awaitable[dict[str, Any]]]
 
 
 @asynccontextmanager
-async def served(pair: ReplicaPair, *, max_lag: float) -> AsyncIterator[httpx.AsyncClient]:
+async def served(
+    pair: ReplicaPair, *, max_lag: float, replica: bool = True
+) -> AsyncIterator[httpx.AsyncClient]:
     settings = replace(
         Settings.from_env(),
-        read_database_url=pair.standby.app_dsn,
+        read_database_url=pair.standby.app_dsn if replica else None,
         read_max_lag_seconds=max_lag,
         read_timeout_seconds=2.0,
         metrics_public=True,
@@ -108,7 +110,8 @@ async def served(pair: ReplicaPair, *, max_lag: float) -> AsyncIterator[httpx.As
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://cw") as client,
     ):
-        await until(client, lambda replica: replica["serving_reads"], "the replica serves reads")
+        if replica:
+            await until(client, lambda found: found["serving_reads"], "the replica serves reads")
         yield client
 
 
@@ -261,6 +264,36 @@ async def test_reads_fall_back_at_once_when_the_replica_stops_and_return_when_it
         assert "replica" in back["extensions"]
 
 
+async def test_a_hung_replica_holds_the_requests_reading_it_for_its_timeout_and_then_none(
+    pair: ReplicaPair, tokens: dict[Role, str]
+) -> None:
+    """A replica that accepts connections and answers nothing (every process SIGSTOPped):
+    the statement gives up after CASEWORK_READ_TIMEOUT_SECONDS (2 s here; asyncpg's cancel
+    of the statement in flight can take as long again) and the primary answers; later reads
+    skip the replica at once until a check finds it again."""
+    async with served(pair, max_lag=30) as client:
+        call = caller(client, tokens)
+        queue = await new_queue(call, items=2)
+        await pair.caught_up()
+        assert "replica" in (await call(Role.MANAGER, DASHBOARD, queue=queue))["extensions"]
+        pair.freeze_standby()
+        try:
+            started = time.monotonic()
+            answer = await call(Role.MANAGER, DASHBOARD, queue=queue)
+            took = time.monotonic() - started
+            assert answer["data"]["queue"]["measures"]["arrivals"] == 2
+            assert "extensions" not in answer
+            assert took < 2 * 2.0 + 1.5, took
+            started = time.monotonic()
+            again = await call(Role.MANAGER, DASHBOARD, queue=queue)
+            assert "extensions" not in again
+            assert time.monotonic() - started < 1.0
+            await until(client, lambda found: not found["up"], "the hung replica is down")
+        finally:
+            pair.thaw_standby()
+        await until(client, lambda found: found["serving_reads"], "the replica is read again")
+
+
 async def test_a_replica_behind_the_bound_is_left_until_it_catches_up(
     pair: ReplicaPair, tokens: dict[Role, str]
 ) -> None:
@@ -338,3 +371,26 @@ async def test_export_reads_the_replica_once_it_has_caught_up_else_the_primary(
             await pair.resume_replay()
     finally:
         await primary.close()
+
+
+async def test_without_a_read_url_every_read_is_the_primary_and_nothing_says_replica(
+    pair: ReplicaPair, tokens: dict[Role, str]
+) -> None:
+    async with served(pair, max_lag=60, replica=False) as client:
+        call = caller(client, tokens)
+        queue = await new_queue(call, items=1)
+        await pair.pause_replay()
+        try:
+            await call(
+                Role.INTEGRATION, ENQUEUE, queue=queue, items=[{"externalKey": "y", "payload": {}}]
+            )
+            answer = await call(Role.MANAGER, DASHBOARD, queue=queue)
+            assert answer["data"]["queue"]["measures"]["arrivals"] == 2
+            assert "extensions" not in answer
+            assert (await health(client))["replica"] is None
+            families = text_string_to_metric_families((await client.get("/metrics")).text)
+            samples = [s.name for f in families for s in f.samples]
+            assert samples
+            assert not [name for name in samples if name.startswith("casework_read_replica")]
+        finally:
+            await pair.resume_replay()
