@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -48,10 +49,11 @@ def available() -> str | None:
     """Why the harness cannot run here, or None when it can."""
     if not (PG_BIN / "pg_basebackup").exists():
         return f"PostgreSQL 15 is not installed ({PG_BIN})"
-    try:
-        pwd.getpwnam(OS_USER)
-    except KeyError:
-        return f"no {OS_USER} OS user"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(OS_USER)
+        except KeyError:
+            return f"running as root, and there is no {OS_USER} OS user to run PostgreSQL as"
     return None
 
 
@@ -250,8 +252,9 @@ def make_pair(root: Path | None = None) -> ReplicaPair:
     if reason is not None:
         raise HarnessError(reason)
     root = root or Path(tempfile.mkdtemp(prefix="casework-replica-", dir="/tmp"))
-    postgres = pwd.getpwnam(OS_USER)
-    os.chown(root, postgres.pw_uid, postgres.pw_gid)
+    if os.geteuid() == 0:
+        postgres = pwd.getpwnam(OS_USER)
+        os.chown(root, postgres.pw_uid, postgres.pw_gid)
     root.chmod(0o700)
     primary = Node("primary", root / "primary", free_port(), root / "primary.log")
     standby = Node("standby", root / "standby", free_port(), root / "standby.log")
@@ -323,6 +326,10 @@ async def started_pair() -> AsyncIterator[ReplicaPair]:
 
 
 def main() -> None:
+    # Ctrl-C, or a TERM from whoever started it in the background (where SIGINT may be
+    # ignored), stops both servers and removes their data.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     pair = make_pair()
     try:
         asyncio.run(pair.caught_up())
