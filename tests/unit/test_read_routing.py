@@ -5,12 +5,13 @@ replica is tests/ha/test_read_replica.py's."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, cast
 
 import asyncpg
 import pytest
 
+from server.observability.metrics import READ_REPLICA_LAG_SECONDS, READ_REPLICA_UP
 from server.store import sql
 from server.store.database import Database
 from server.store.queries import Queries
@@ -47,6 +48,19 @@ def test_only_what_a_person_looks_at_may_lag() -> None:
 )
 def test_what_a_write_depends_on_reads_the_primary(kind: ReadKind) -> None:
     assert not may_lag(kind)
+
+
+LABEL = "unit:1/casework"
+
+
+@pytest.fixture(autouse=True)
+def no_series_left() -> Iterator[None]:
+    """The monitors here set the process's replica gauges: removed after each test, so that
+    no other test of this process sees a replica that it did not configure."""
+    yield
+    for gauge in (READ_REPLICA_LAG_SECONDS, READ_REPLICA_UP):
+        with contextlib.suppress(KeyError):
+            gauge.remove(LABEL)
 
 
 def lsn(value: int) -> str:
@@ -104,7 +118,7 @@ def monitor(max_lag: float = 5.0) -> tuple[ReplicaMonitor, FakePrimary, FakeRepl
     found = ReplicaMonitor(
         cast(asyncpg.Pool, primary),
         cast(asyncpg.Pool, replica),
-        label="unit:1/casework",
+        label=LABEL,
         max_lag_seconds=max_lag,
         timeout_seconds=1.0,
         clock=clock,
