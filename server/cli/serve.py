@@ -25,6 +25,7 @@ from server.demo import (
     SUPPLIER_WORKFLOW,
     seed_demo,
 )
+from server.pooler import check_pooler_settings
 from server.runtime import (
     Databases,
     StartupError,
@@ -55,6 +56,7 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     listening = _listen(args.host, args.port)
     configure_observability(settings, with_pid=workers > 1)
     try:
+        check_pooler_settings(settings)
         databases = resolve_databases(settings)
         asyncio.run(
             _prepare_service(databases, settings, demo=args.demo, migrate_first=not args.no_migrate)
@@ -218,6 +220,7 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     configure_observability(settings)
     if args.metrics_port is not None:
         _serve_worker_metrics(args.metrics_host, args.metrics_port)
+    check_pooler_settings(settings, worker=True)
     databases = resolve_databases(settings)
     # As serve --no-migrate: the worker runs as the service role and needs the current schema.
     asyncio.run(check_schema_current(databases, settings.db_dir / "migrations"))
