@@ -5,15 +5,18 @@ statements."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import asyncpg
+import httpx
 
 from tests.api.helpers import CLAIM, DECIDE, decision_input
+from tests.api.live_server import casework_serve_process
 from tests.conftest import TestDatabase
 from tests.ha.pgbouncer import PgBouncer
-from tests.live.helpers import Api, serve_env
+from tests.live.helpers import Api, Casework, serve_env
 
 # Server connections PgBouncer keeps per database and user: fewer than the served process's
 # pool (SERVED_POOL), so that its connections share server sessions, and whatever one of
@@ -21,6 +24,16 @@ from tests.live.helpers import Api, serve_env
 POOL_SIZE = 2
 SERVED_POOL = 8
 POLL_SECONDS = 0.02
+
+
+@asynccontextmanager
+async def serve_casework_env(env: dict[str, str]) -> AsyncIterator[Casework]:
+    """`casework serve` with exactly this environment, and an HTTP client for it."""
+    async with (
+        casework_serve_process(env) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=60) as client,
+    ):
+        yield Casework(served.url, Api(client), served.log)
 
 
 def pooled_env(test_database: TestDatabase, bouncer: PgBouncer, **extra: str) -> dict[str, str]:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import uuid
 from collections.abc import Iterator
 
 import asyncpg
 import httpx
 import pytest
+import redis.asyncio as aioredis
 
 from server.domain.model import Claim, Role
 from server.domain.review.items import NewItem, enqueue_items
@@ -30,10 +32,17 @@ from tests.ha.pooler_helpers import (
     pooled_env,
     prepared_statements_on_every_server,
     review_concurrently,
+    serve_casework_env,
     wait_for,
 )
 from tests.integration.helpers import decide
-from tests.live.helpers import DECISION_EVENTS, Api, create_live_tokens, subscriptions_started
+from tests.live.helpers import (
+    DECISION_EVENTS,
+    Api,
+    create_live_tokens,
+    decided_across,
+    subscriptions_started,
+)
 from tests.live.wsclient import graphql_socket
 
 pytestmark = pytest.mark.ha
@@ -115,6 +124,56 @@ async def test_the_review_loop_runs_through_pgbouncer_with_live_updates_direct(
     assert await prepared_statements_on_every_server(bouncer, test_database, backend_pids) == {}
     assert "prepared statement" not in served_log
     assert "Traceback" not in served_log
+
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+async def redis_channel() -> str:
+    """A channel of this test's own, on the machine's Redis (skipped where there is none)."""
+    client = aioredis.from_url(REDIS_URL, socket_timeout=2)
+    try:
+        await client.ping()
+    except Exception as error:
+        pytest.skip(f"no Redis at {REDIS_URL} ({error}); set TEST_REDIS_URL")
+    finally:
+        await client.aclose()
+    return f"casework-test-{uuid.uuid4().hex[:12]}"
+
+
+async def test_the_redis_transport_through_pgbouncer_needs_no_listen_and_sends_no_notify(
+    test_database: TestDatabase,
+    owner_db: Database,
+    bouncer: PgBouncer,
+    redis_channel: str,
+) -> None:
+    """With Redis carrying the hints nothing LISTENs, so no direct connection is needed;
+    the setting that spares NOTIFY is set per transaction (PgBouncer would refuse it as a
+    startup parameter and stop the pool at its first connection)."""
+    tokens = await create_live_tokens(owner_db)
+    heard: list[str] = []
+    listener = await asyncpg.connect(test_database.app_dsn)
+    await listener.add_listener(CHANNEL, lambda *args: heard.append(args[3]))
+    env = pooled_env(
+        test_database,
+        bouncer,
+        CASEWORK_EVENTS_TRANSPORT="redis",
+        CASEWORK_REDIS_URL=REDIS_URL,
+        CASEWORK_REDIS_CHANNEL=redis_channel,
+    )
+    del env["CASEWORK_LISTEN_DATABASE_URL"]
+    try:
+        async with serve_casework_env(env) as casework:
+            seen = await decided_across(casework, casework, tokens)
+        assert [event["kind"] for event in seen.lease_events] == ["CLAIMED", "DECIDED"]
+        assert seen.decision_event["id"] == seen.decision_id
+        await listener.execute(f"NOTIFY {CHANNEL}, 'marker'")
+        await wait_for(lambda: "marker" in heard, within=WAIT_SECONDS, what="the marker")
+    finally:
+        await listener.close()
+    assert heard == ["marker"], "a write sent a NOTIFY although Redis carries the hints"
+    casework.assert_no_traceback()
 
 
 @pytest.mark.parametrize("per_transaction", [True, False])

@@ -1,0 +1,76 @@
+"""CASEWORK_DATABASE_POOLER: what it accepts, where LISTEN connects, and what `serve` and
+`worker` refuse before they start (server/pooler.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from server.config import ConfigError, Settings
+from server.pooler import check_pooler_settings, listen_dsn
+
+POOLER = "postgresql://casework_app@pgbouncer:6432/casework"
+DIRECT = "postgresql://casework_app@db:5432/casework"
+
+BASE = Settings(
+    database_url="postgresql://postgres@db:5432/casework",
+    app_database_url=POOLER,
+    home=Path("/tmp/casework"),
+    db_dir=Path("/tmp/casework/db"),
+    pool_min_size=2,
+    pool_max_size=20,
+    events_transport="postgres",
+)
+POOLED = replace(BASE, database_pooler="transaction")
+
+
+def test_the_setting_reads_none_or_transaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CASEWORK_DATABASE_POOLER", raising=False)
+    assert not Settings.from_env().transaction_pooler
+    monkeypatch.setenv("CASEWORK_DATABASE_POOLER", "Transaction")
+    assert Settings.from_env().transaction_pooler
+    monkeypatch.setenv("CASEWORK_DATABASE_POOLER", "session")
+    with pytest.raises(ConfigError, match="CASEWORK_DATABASE_POOLER='session': expected one of"):
+        Settings.from_env()
+
+
+def test_without_a_pooler_listen_uses_the_service_connection_unless_told() -> None:
+    assert listen_dsn(BASE, DIRECT) == DIRECT
+    assert listen_dsn(replace(BASE, listen_database_url=POOLER), DIRECT) == POOLER
+    check_pooler_settings(BASE)
+
+
+def test_behind_a_pooler_listen_goes_to_the_direct_url() -> None:
+    settings = replace(POOLED, listen_database_url=DIRECT)
+    assert listen_dsn(settings, POOLER) == DIRECT
+    check_pooler_settings(settings)
+    check_pooler_settings(settings, worker=True)
+
+
+@pytest.mark.parametrize("worker", [False, True])
+def test_behind_a_pooler_listen_without_a_direct_url_is_refused(worker: bool) -> None:
+    with pytest.raises(ConfigError, match="set CASEWORK_LISTEN_DATABASE_URL to a direct"):
+        check_pooler_settings(POOLED, worker=worker)
+    with pytest.raises(ConfigError, match="CASEWORK_LISTEN_DATABASE_URL"):
+        listen_dsn(POOLED, POOLER)
+
+
+def test_the_pooler_address_as_listen_url_is_refused() -> None:
+    with pytest.raises(ConfigError, match="CASEWORK_LISTEN_DATABASE_URL is CASEWORK_APP_"):
+        check_pooler_settings(replace(POOLED, listen_database_url=POOLER))
+
+
+def test_with_redis_a_serving_process_listens_to_nothing() -> None:
+    check_pooler_settings(replace(POOLED, events_transport="redis"))
+    check_pooler_settings(replace(POOLED, events_transport="redis"), worker=True)
+    # The memory transport serves no LISTEN, but a standalone worker still listens.
+    check_pooler_settings(replace(POOLED, events_transport="memory"))
+    with pytest.raises(ConfigError, match="CASEWORK_LISTEN_DATABASE_URL"):
+        check_pooler_settings(replace(POOLED, events_transport="memory"), worker=True)
+
+
+def test_the_pooler_setting_needs_the_app_url_apart_from_the_owners() -> None:
+    with pytest.raises(ConfigError, match="CASEWORK_APP_DATABASE_URL, which is not set"):
+        check_pooler_settings(replace(POOLED, app_database_url=None, listen_database_url=DIRECT))
