@@ -23,7 +23,7 @@ from server.events.channels import CHANNEL
 from server.events.listener import PostgresListener
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
-from tests.api.live_server import casework_serve_process, run_casework
+from tests.api.live_server import casework_process, casework_serve_process, run_casework
 from tests.conftest import INTEGRATION, TestDatabase, reviewer, token_maker
 from tests.ha.pgbouncer import PgBouncer, pgbouncer
 from tests.ha.pooler_helpers import (
@@ -174,6 +174,38 @@ async def test_the_redis_transport_through_pgbouncer_needs_no_listen_and_sends_n
         await listener.close()
     assert heard == ["marker"], "a write sent a NOTIFY although Redis carries the hints"
     casework.assert_no_traceback()
+
+
+async def test_the_worker_runs_through_pgbouncer_and_listens_directly(
+    test_database: TestDatabase, owner_conn: asyncpg.Connection, bouncer: PgBouncer
+) -> None:
+    """`casework worker`: its schema check and pool through the pooler, its LISTEN direct."""
+    process = await casework_process(pooled_env(test_database, bouncer), "worker")
+    assert process.stdout is not None
+    assert process.stderr is not None
+    try:
+        banner = await asyncio.wait_for(process.stdout.readline(), 60)
+        assert b"carrying decisions out" in banner, banner
+
+        async def listening_and_pooled() -> bool:
+            listener = await owner_conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = $1 AND application_name = 'casework-listener'",
+                test_database.name,
+            )
+            clients = _ours(await asyncio.to_thread(bouncer.show, "CLIENTS"), test_database)
+            return listener == 1 and len(clients) >= 1
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT_SECONDS
+        while not await listening_and_pooled():
+            assert loop.time() < deadline, "the worker neither listens nor pools"
+            await asyncio.sleep(0.05)
+    finally:
+        process.terminate()
+        _, stderr = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, stderr.decode()
+    assert b"Traceback" not in stderr, stderr.decode()
 
 
 @pytest.mark.parametrize("per_transaction", [True, False])
