@@ -202,6 +202,12 @@ def _print_banner(
 def _connection_budget(workers: int, settings: Settings) -> str:
     """What N processes may hold at once, to set against PostgreSQL's max_connections."""
     listener = settings.events_transport == "postgres"
+    if settings.transaction_pooler:
+        return (
+            f"{workers} on this port, each with up to {settings.pool_max_size} connections to "
+            f"the pooler (CASEWORK_POOL_MAX){' and a direct listener' if listener else ''}: "
+            f"{workers if listener else 0} PostgreSQL connections besides the pooler's"
+        )
     each = settings.pool_max_size + (1 if listener else 0)
     return (
         f"{workers} on this port, each with up to {settings.pool_max_size} pooled "

@@ -74,3 +74,14 @@ def test_with_redis_a_serving_process_listens_to_nothing() -> None:
 def test_the_pooler_setting_needs_the_app_url_apart_from_the_owners() -> None:
     with pytest.raises(ConfigError, match="CASEWORK_APP_DATABASE_URL, which is not set"):
         check_pooler_settings(replace(POOLED, app_database_url=None, listen_database_url=DIRECT))
+
+
+def test_the_banner_counts_postgresql_connections_besides_the_poolers() -> None:
+    from server.cli.serve import _connection_budget
+
+    settings = replace(POOLED, listen_database_url=DIRECT)
+    assert _connection_budget(4, settings) == (
+        "4 on this port, each with up to 20 connections to the pooler (CASEWORK_POOL_MAX) "
+        "and a direct listener: 4 PostgreSQL connections besides the pooler's"
+    )
+    assert "up to 84 PostgreSQL connections in all" in _connection_budget(4, BASE)
