@@ -101,7 +101,7 @@ class Runtime:
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
             # Writes then return their hint instead of sending a NOTIFY (migration 0003);
-            # behind a transaction pooler, set per transaction instead (server/pooler.py).
+            # behind a transaction pooler, set in each transaction that sends one instead.
             server_settings=APP_HINTS_SETTINGS if publish_hints and not pooled else None,
             transaction_pooler=pooled,
         )

@@ -85,3 +85,26 @@ def test_the_banner_counts_postgresql_connections_besides_the_poolers() -> None:
         "and a direct listener: 4 PostgreSQL connections besides the pooler's"
     )
     assert "up to 84 PostgreSQL connections in all" in _connection_budget(4, BASE)
+
+
+def test_every_statement_that_returns_a_hint_is_known_to_send_one() -> None:
+    """Behind a transaction pooler with published hints, the statements the database layer
+    recognises as sending a hint get `casework.events` set for their transaction; one it
+    missed would NOTIFY. The hint comes back as the `notification` column."""
+    import re
+
+    from server.store.database import _SENDS_HINT
+    from server.store.queries import Queries
+    from tests.pg import QUERIES_DIR
+
+    queries = Queries(QUERIES_DIR)
+    returns_hint = {
+        name
+        for name in queries.names()
+        if re.search(r"\bnotification\b", queries.statement(name).sql)
+    }
+    sends_hint = {
+        name for name in queries.names() if _SENDS_HINT.search(queries.statement(name).sql)
+    }
+    assert returns_hint
+    assert returns_hint == sends_hint
