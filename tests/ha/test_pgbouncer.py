@@ -97,6 +97,10 @@ async def test_the_review_loop_runs_through_pgbouncer_with_live_updates_direct(
             " WHERE datname = $1 AND application_name = 'casework-listener'",
             test_database.name,
         )
+        # Read while the service still holds its clients, so that the sessions it used
+        # are the ones read.
+        backend_pids = {int(server["remote_pid"]) for server in servers}
+        prepared = await prepared_statements_on_every_server(bouncer, test_database, backend_pids)
     served_log = "".join(served.log)
 
     enqueued = sorted(int(item["id"]) for item in items)
@@ -120,8 +124,7 @@ async def test_the_review_loop_runs_through_pgbouncer_with_live_updates_direct(
     # No named prepared statement is on any of those sessions (and none leaked into an
     # error: with 8 clients on 2 sessions, one would have met "does not exist" or
     # "already exists").
-    backend_pids = {int(server["remote_pid"]) for server in servers}
-    assert await prepared_statements_on_every_server(bouncer, test_database, backend_pids) == {}
+    assert prepared == {}
     assert "prepared statement" not in served_log
     assert "Traceback" not in served_log
 
