@@ -217,6 +217,11 @@ class Settings:
     # CASEWORK_LISTEN_DATABASE_URL: a direct connection for LISTEN, for when the service's
     # connection goes through a transaction pooler (LISTEN needs a session of its own).
     listen_database_url: str | None = None
+    # CASEWORK_DATABASE_POOLER=transaction: CASEWORK_APP_DATABASE_URL goes through a pooler
+    # in transaction mode (PgBouncer): no prepared statement outlives its query, no setting
+    # outlives its transaction, and LISTEN goes to CASEWORK_LISTEN_DATABASE_URL
+    # (server/pooler.py). "none": a direct connection, or a pooler in session mode.
+    database_pooler: str = "none"
 
     # --- observability (docs/observability.md) ---
     # CASEWORK_LOG_FORMAT and CASEWORK_LOG_LEVEL: lines for people ("text") or one JSON
@@ -242,6 +247,11 @@ class Settings:
                 f"CASEWORK_POOL_MIN={self.pool_min_size} is more than "
                 f"CASEWORK_POOL_MAX={self.pool_max_size}"
             )
+
+    @property
+    def transaction_pooler(self) -> bool:
+        """The service's connections go through a pooler in transaction mode."""
+        return self.database_pooler == "transaction"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -284,10 +294,19 @@ class Settings:
             read_max_lag_seconds=_number(env, "CASEWORK_READ_MAX_LAG_SECONDS", 10.0),
             read_timeout_seconds=_number(env, "CASEWORK_READ_TIMEOUT_SECONDS", 5.0),
             listen_database_url=env.get("CASEWORK_LISTEN_DATABASE_URL") or None,
+            database_pooler=_one_of(
+                "CASEWORK_DATABASE_POOLER",
+                (env.get("CASEWORK_DATABASE_POOLER") or "none").lower(),
+                DATABASE_POOLERS,
+            ),
             **_observability_settings(env),
             auth=AuthSettings.from_env(env),
             privacy=PrivacySettings.from_env(env, home),
         )
+
+
+# What sits between the service and PostgreSQL (CASEWORK_DATABASE_POOLER).
+DATABASE_POOLERS = ("none", "transaction")
 
 
 class ConfigError(ValueError):

@@ -30,10 +30,11 @@ from server.events.listener import PostgresListener
 from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
 from server.events.transport import MemoryTransport, Transport
+from server.pooler import listen_dsn
 from server.retention_worker import RetentionWorker
 from server.runtime import describe_location
 from server.store import sql
-from server.store.database import Database, create_pool
+from server.store.database import APP_HINTS_SETTINGS, Database, create_pool
 from server.store.queries import Queries
 from server.store.routing import ReadRouter
 from server.worker import ApplyWorker, worker_settings
@@ -98,17 +99,21 @@ class Runtime:
         gc.set_threshold(*GC_THRESHOLDS)
         transport = self._transport()
         publish_hints = transport.publish if isinstance(transport, RedisTransport) else None
+        pooled = settings.transaction_pooler
         pool = await create_pool(
             self._app_dsn,
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
-            # Writes then return their hint instead of sending a NOTIFY (migration 0003).
-            server_settings={"casework.events": "app"} if publish_hints else None,
+            # Writes then return their hint instead of sending a NOTIFY (migration 0003);
+            # behind a transaction pooler, set in each transaction that sends one instead.
+            server_settings=APP_HINTS_SETTINGS if publish_hints and not pooled else None,
+            transaction_pooler=pooled,
         )
         self._db = Database(
             pool,
             Queries(settings.db_dir / "queries"),
             publish_hints=publish_hints,
+            hints_setting_per_transaction=bool(publish_hints) and pooled,
         )
         # CASEWORK_READ_DATABASE_URL: the reads that may lag go there (server/store/routing.py).
         self.reads = await _read_router(settings, self._db, pool)
@@ -169,7 +174,7 @@ class Runtime:
             return MemoryTransport()
         if settings.events_transport == "redis":
             return RedisTransport(settings.redis_url, channel=settings.redis_channel)
-        return PostgresListener(self._app_dsn)
+        return PostgresListener(listen_dsn(settings, self._app_dsn))
 
     async def _database_ok(self) -> bool:
         with contextlib.suppress(Exception):

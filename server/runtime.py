@@ -52,6 +52,8 @@ class Databases:
     # Set when the embedded server is in use: where its data lives.
     embedded_data_dir: Path | None
     app_dsn_from_env: bool
+    # CASEWORK_DATABASE_POOLER=transaction: the app DSN goes through a transaction pooler.
+    transaction_pooler: bool = False
 
     @property
     def owner_user(self) -> str:
@@ -96,6 +98,7 @@ def resolve_databases(settings: Settings) -> Databases:
         app_dsn=settings.app_database_url or with_user(_given(owner_dsn), APP_ROLE),
         embedded_data_dir=embedded_data_dir,
         app_dsn_from_env=settings.app_database_url is not None,
+        transaction_pooler=settings.transaction_pooler,
     )
 
 
@@ -153,9 +156,11 @@ async def connect_owner(databases: Databases) -> asyncpg.Connection:
     return await _connect(databases.owner_dsn, hint=hint)
 
 
-async def _connect(dsn: str, *, hint: str) -> asyncpg.Connection:
+async def _connect(dsn: str, *, hint: str, transaction_pooler: bool = False) -> asyncpg.Connection:
     try:
-        conn: asyncpg.Connection = await asyncio.wait_for(connect(dsn), CONNECT_TIMEOUT_SECONDS)
+        conn: asyncpg.Connection = await asyncio.wait_for(
+            connect(dsn, transaction_pooler=transaction_pooler), CONNECT_TIMEOUT_SECONDS
+        )
     except _CONNECT_ERRORS as error:
         raise StartupError(
             f"cannot reach PostgreSQL at {describe_location(dsn)} as "
@@ -201,7 +206,9 @@ async def connect_app(databases: Databases) -> asyncpg.Connection:
             f"the service connects as {APP_ROLE} without a password; if that role needs "
             "one, set CASEWORK_APP_DATABASE_URL"
         )
-    return await _connect(databases.app_dsn, hint=hint)
+    return await _connect(
+        databases.app_dsn, hint=hint, transaction_pooler=databases.transaction_pooler
+    )
 
 
 MIGRATE_FIRST = "run `casework migrate` with the owner's DATABASE_URL first"

@@ -38,6 +38,7 @@ from server.events.redis import RedisTransport
 from server.observability import metrics, tracing
 from server.observability.context import DECISION_ID
 from server.observability.metrics import ApplyOutcome
+from server.pooler import listen_dsn
 from server.retention_worker import RetentionWorker, standalone_retention
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
@@ -334,7 +335,12 @@ def _stop_both(worker: ApplyWorker, retention: RetentionWorker) -> Callable[[], 
 
 async def run_standalone(app_dsn: str, settings: Settings) -> None:
     """`casework worker`: its own pool and its own hint listener; stops on SIGTERM/SIGINT."""
-    pool = await create_pool(app_dsn, min_size=1, max_size=settings.worker_concurrency + 2)
+    pool = await create_pool(
+        app_dsn,
+        min_size=1,
+        max_size=settings.worker_concurrency + 2,
+        transaction_pooler=settings.transaction_pooler,
+    )
     db = Database(pool, Queries(settings.db_dir / "queries"))
     worker = ApplyWorker(db, worker_settings(settings))
     # Beside it, as in a serving process: retention and deferred erasures.
@@ -342,7 +348,7 @@ async def run_standalone(app_dsn: str, settings: Settings) -> None:
     transport: ReconnectingTransport = (
         RedisTransport(settings.redis_url, channel=settings.redis_channel)
         if settings.events_transport == "redis"
-        else PostgresListener(app_dsn)
+        else PostgresListener(listen_dsn(settings, app_dsn))
     )
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -25,6 +25,7 @@ from server.demo import (
     SUPPLIER_WORKFLOW,
     seed_demo,
 )
+from server.pooler import check_pooler_settings
 from server.runtime import (
     Databases,
     StartupError,
@@ -55,6 +56,7 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     listening = _listen(args.host, args.port)
     configure_observability(settings, with_pid=workers > 1)
     try:
+        check_pooler_settings(settings)
         databases = resolve_databases(settings)
         asyncio.run(
             _prepare_service(databases, settings, demo=args.demo, migrate_first=not args.no_migrate)
@@ -200,6 +202,12 @@ def _print_banner(
 def _connection_budget(workers: int, settings: Settings) -> str:
     """What N processes may hold at once, to set against PostgreSQL's max_connections."""
     listener = settings.events_transport == "postgres"
+    if settings.transaction_pooler:
+        return (
+            f"{workers} on this port, each with up to {settings.pool_max_size} connections to "
+            f"the pooler (CASEWORK_POOL_MAX){' and a direct listener' if listener else ''}: "
+            f"{workers if listener else 0} PostgreSQL connections besides the pooler's"
+        )
     each = settings.pool_max_size + (1 if listener else 0)
     return (
         f"{workers} on this port, each with up to {settings.pool_max_size} pooled "
@@ -218,6 +226,7 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     configure_observability(settings)
     if args.metrics_port is not None:
         _serve_worker_metrics(args.metrics_host, args.metrics_port)
+    check_pooler_settings(settings, worker=True)
     databases = resolve_databases(settings)
     # As serve --no-migrate: the worker runs as the service role and needs the current schema.
     asyncio.run(check_schema_current(databases, settings.db_dir / "migrations"))

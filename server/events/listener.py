@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 import asyncpg
 
@@ -20,6 +21,8 @@ from server.events.reconnecting import (
     ReconnectingTransport,
 )
 from server.events.transport import TransportStatus
+
+log = logging.getLogger("casework.events")
 
 # What an operator looks for in pg_stat_activity.application_name.
 APPLICATION_NAME = "casework-listener"
@@ -33,6 +36,7 @@ class PostgresListener(ReconnectingTransport):
         self._dsn = dsn
         self._connection: asyncpg.Connection | None = None
         self.backend_pid: int | None = None
+        self._checked_direct = False
 
     def status(self) -> TransportStatus:
         base = super().status()
@@ -51,6 +55,9 @@ class PostgresListener(ReconnectingTransport):
             CONNECT_TIMEOUT_SECONDS,
         )
         self._connection = conn
+        if not self._checked_direct:
+            self._checked_direct = True
+            await _warn_if_proxied(conn)
         lost = asyncio.Event()
         conn.add_termination_listener(lambda _: lost.set())
         await conn.add_listener(CHANNEL, self._notified)
@@ -70,3 +77,21 @@ class PostgresListener(ReconnectingTransport):
         conn, self._connection = self._connection, None
         if conn is not None and not conn.is_closed():
             conn.terminate()
+
+
+async def _warn_if_proxied(conn: asyncpg.Connection) -> None:
+    """A warning, once per process, when the listener does not reach its PostgreSQL session
+    directly. A pooler speaks for the server: the process id it announces at connect is its
+    own (PgBouncer's is random), not the backend's. LISTEN works through a pooler in session
+    mode, so this warns rather than refuses (server/pooler.py refuses what it can tell)."""
+    backend_pid = await asyncio.wait_for(
+        conn.fetchval("SELECT pg_backend_pid()"), HEARTBEAT_TIMEOUT_SECONDS
+    )
+    if backend_pid != conn.get_server_pid():
+        log.warning(
+            "the listener's connection goes through a pooler or proxy (its backend is %s, "
+            "it announced %s): LISTEN hears nothing through a pooler in transaction mode; "
+            "point CASEWORK_LISTEN_DATABASE_URL at PostgreSQL directly",
+            backend_pid,
+            conn.get_server_pid(),
+        )

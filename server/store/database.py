@@ -7,6 +7,7 @@ Every statement of the service runs here, so this is where each gets its trace s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -45,6 +46,19 @@ async def _reset_connection(conn: asyncpg.Connection) -> None:
         await conn.execute("ROLLBACK")
 
 
+# Behind a pooler in transaction mode (CASEWORK_DATABASE_POOLER=transaction) a connection
+# is a client of the pooler, and each transaction may run on another server session: a
+# named prepared statement made on one is missing on the next (or already there, made by
+# another client). Without a statement cache asyncpg prepares only the unnamed statement
+# and parses it again with each execution, in the execution's own round trip.
+POOLED_STATEMENT_CACHE_SIZE = 0
+_DEFAULT_STATEMENT_CACHE_SIZE = 100  # asyncpg's
+
+
+def _statement_cache_size(transaction_pooler: bool) -> int:
+    return POOLED_STATEMENT_CACHE_SIZE if transaction_pooler else _DEFAULT_STATEMENT_CACHE_SIZE
+
+
 async def create_pool(
     dsn: str,
     *,
@@ -53,6 +67,7 @@ async def create_pool(
     server_settings: dict[str, str] | None = None,
     connect_timeout: float = 60,
     command_timeout: float | None = None,
+    transaction_pooler: bool = False,
 ) -> asyncpg.Pool:
     """connect_timeout: to connect; command_timeout: a statement's limit (none by default)."""
     pool: asyncpg.Pool = await asyncpg.create_pool(
@@ -64,14 +79,33 @@ async def create_pool(
         server_settings=server_settings,
         timeout=connect_timeout,
         command_timeout=command_timeout,
+        statement_cache_size=_statement_cache_size(transaction_pooler),
     )
     return pool
 
 
-async def connect(dsn: str, *, connect_timeout: float = 60) -> asyncpg.Connection:
-    conn: asyncpg.Connection = await asyncpg.connect(dsn, timeout=connect_timeout)
+async def connect(
+    dsn: str, *, connect_timeout: float = 60, transaction_pooler: bool = False
+) -> asyncpg.Connection:
+    conn: asyncpg.Connection = await asyncpg.connect(
+        dsn,
+        timeout=connect_timeout,
+        statement_cache_size=_statement_cache_size(transaction_pooler),
+    )
     await _init_connection(conn)
     return conn
+
+
+# Where a write's hint goes (db/migrations/0003_event_hint_routing.sql): with this setting
+# `casework.events = 'app'` a write sends no NOTIFY and the service publishes its hint. On a
+# direct connection it is a session setting, given at connect; a pooler in transaction mode
+# refuses it at connect and could not keep it on a session, so there it is set for each
+# transaction that writes a hint (Database's `hints_setting_per_transaction`).
+APP_HINTS_SETTINGS = {"casework.events": "app"}
+_APP_HINTS_IN_TRANSACTION = "SELECT set_config('casework.events', 'app', true)"
+# A statement that may send a hint calls casework_hint (db/migrations/0007, 0016) or
+# casework_notify (0003) itself; no trigger does.
+_SENDS_HINT = re.compile(r"\bcasework_(?:hint|notify)\s*\(")
 
 
 # Sends a write's hint (the `notification` column the write queries return) elsewhere than
@@ -88,10 +122,14 @@ class Database:
         queries: Queries,
         *,
         publish_hints: HintPublisher | None = None,
+        hints_setting_per_transaction: bool = False,
     ) -> None:
         self._executor = executor
         self.queries = queries
         self._publish_hints = publish_hints
+        # Behind a transaction pooler with published hints: APP_HINTS_SETTINGS is set in
+        # each transaction that may send a hint, as it cannot be set on the session.
+        self._hints_per_transaction = hints_setting_per_transaction
         # Inside a transaction: hints wait here for the commit, and die with a rollback.
         self._held_hints: list[str] | None = None
 
@@ -99,7 +137,10 @@ class Database:
         sql, values = self._bind(query, args, kwargs)
         try:
             with statement_span(query.name):
-                rows: list[Row] = await self._executor.fetch(sql, *values)
+                if self._hints_per_transaction and _SENDS_HINT.search(sql):
+                    rows: list[Row] = await self._with_app_hints("fetch", sql, values)
+                else:
+                    rows = await self._executor.fetch(sql, *values)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
         await self._route_hints(rows)
@@ -109,12 +150,24 @@ class Database:
         sql, values = self._bind(query, args, kwargs)
         try:
             with statement_span(query.name):
-                row: Row | None = await self._executor.fetchrow(sql, *values)
+                if self._hints_per_transaction and _SENDS_HINT.search(sql):
+                    row: Row | None = await self._with_app_hints("fetchrow", sql, values)
+                else:
+                    row = await self._executor.fetchrow(sql, *values)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
         if row is not None:
             await self._route_hints([row])
         return row
+
+    async def _with_app_hints(self, method: str, sql: str, values: list[Any]) -> Any:
+        """Runs a statement that may send a hint with APP_HINTS_SETTINGS set for its
+        transaction: its own, or the one it is part of (set_config(..., true) lasts until
+        that transaction ends, and a pooler keeps a transaction on one server session)."""
+        if isinstance(self._executor, asyncpg.Pool):
+            async with self._executor.acquire() as conn:
+                return await _run_with_app_hints(conn, method, sql, values)
+        return await _run_with_app_hints(self._executor, method, sql, values)
 
     def _bind(
         self, query: Query[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -132,7 +185,12 @@ class Database:
                 yield self
             return
         async with self._executor.acquire() as conn:
-            inner = Database(conn, self.queries, publish_hints=self._publish_hints)
+            inner = Database(
+                conn,
+                self.queries,
+                publish_hints=self._publish_hints,
+                hints_setting_per_transaction=self._hints_per_transaction,
+            )
             inner._held_hints = []
             async with conn.transaction():
                 yield inner
@@ -185,6 +243,17 @@ class Database:
     async def _send_hint(self, hint: str) -> None:
         assert self._publish_hints is not None
         await self._publish_hints(hint)
+
+
+async def _run_with_app_hints(
+    conn: asyncpg.Connection, method: str, sql: str, values: list[Any]
+) -> Any:
+    if conn.is_in_transaction():
+        await conn.execute(_APP_HINTS_IN_TRANSACTION)
+        return await getattr(conn, method)(sql, *values)
+    async with conn.transaction():
+        await conn.execute(_APP_HINTS_IN_TRANSACTION)
+        return await getattr(conn, method)(sql, *values)
 
 
 def _integrity_violation(error: Exception) -> IntegrityViolation:
