@@ -17,7 +17,7 @@ import httpx
 import websockets
 
 from tests.api.helpers import CLAIM, DECIDE, decision_input
-from tests.live.helpers import DECISION_EVENTS
+from tests.live.helpers import DECISION_EVENTS, LEASE_EVENTS, QUEUE_BACKLOG
 from tests.live.wsclient import Closed, graphql_socket
 
 RETRY_SECONDS = 0.1
@@ -146,6 +146,20 @@ class Reviewer:
             assert claim["__typename"] == "Claim", claim
             await self._decide(claim)
 
+    async def walk_away_with_a_claim(self) -> str:
+        """Claims an item and never decides it (its lease is left to lapse); its id."""
+        deadline = time.monotonic() + RESOLVE_WITHIN_SECONDS
+        while True:
+            try:
+                claim = (await self._post(CLAIM, queue=self._queue))["claimNext"]
+            except Lost:
+                assert time.monotonic() < deadline, "no claim answered"
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            assert claim["__typename"] == "Claim", claim
+            item_id: str = claim["item"]["id"]
+            return item_id
+
     async def _decide(self, claim: dict[str, Any]) -> None:
         entry = decision_input(claim, "APPROVE", "documents_ok")
         submission = Submission(
@@ -218,6 +232,54 @@ async def follow_decisions(
             stream.endings.append(f"{type(error).__name__}: {error}")
         if not stop.is_set():
             await asyncio.sleep(RETRY_SECONDS)
+
+
+@dataclass
+class Console:
+    """A reviewer's console on one process: its leaseEvents and queueBacklog, each message
+    with the time it came (time.monotonic()), on one socket kept open through the run."""
+
+    lease_events: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    backlogs: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    # How a subscription ended, if one did before the run's end.
+    ended: list[str] = field(default_factory=list)
+
+    def lease_events_after(self, moment: float) -> list[dict[str, Any]]:
+        return [event for at, event in self.lease_events if at >= moment]
+
+    def backlogs_after(self, moment: float) -> list[dict[str, Any]]:
+        return [figure for at, figure in self.backlogs if at >= moment]
+
+
+async def watch_console(
+    url: str,
+    token: str,
+    queue: str,
+    console: Console,
+    started: asyncio.Event,
+    stop: asyncio.Event,
+) -> None:
+    async with graphql_socket(url, token) as socket:
+        leases = await socket.subscribe(LEASE_EVENTS, queue=queue)
+        backlog = await socket.subscribe(QUEUE_BACKLOG, queue=queue)
+
+        async def pump(operation: str, into: list[tuple[float, dict[str, Any]]], name: str) -> None:
+            while not stop.is_set():
+                try:
+                    message = await socket.message(operation, wait=0.5)
+                except TimeoutError:
+                    continue
+                if message["type"] != "next":
+                    console.ended.append(f"{name}: {message}")
+                    return
+                into.append((time.monotonic(), message["payload"]["data"][name]))
+                # The first snapshot follows the lease subscription's start: both are live.
+                started.set()
+
+        await asyncio.gather(
+            pump(leases, console.lease_events, "leaseEvents"),
+            pump(backlog, console.backlogs, "queueBacklog"),
+        )
 
 
 @dataclass

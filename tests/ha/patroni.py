@@ -260,11 +260,11 @@ class PatroniCluster:
         # A client of the multi-host DSN tries the standby first when it is listed first,
         # and stops at "database does not exist" until the standby has replayed the CREATE.
         for node in self.nodes:
-            await self._wait(
-                lambda node=node: self._has_database(node),
-                within=30,
-                what=f"database {DATABASE} on {node.name}",
-            )
+
+            async def replayed(node: PatroniNode = node) -> bool:
+                return await self._has_database(node)
+
+            await self._wait(replayed, within=30, what=f"database {DATABASE} on {node.name}")
         # Through the multi-host DSN, as Casework's own `migrate` would.
         conn = await asyncpg.connect(self.owner_dsn)
         try:
