@@ -32,6 +32,7 @@ from server.config import Settings
 from server.console import console_routes, graphiql_page
 from server.domain.identity.access_tokens import AccessTokenVerifier, ProviderUnavailable
 from server.domain.identity.grants import NoAccess, RoleNotHeld
+from server.domain.model import Role
 from server.graphql import observe, wire_json
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
 from server.graphql.context import NOBODY, Context
@@ -186,10 +187,12 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             record = observe.current()
             if record is not None:
                 record.caller(principal)
+            # With a read replica, this request's reads follow the rule (server/store/routing.py).
+            reads = None if runtime.reads is None else runtime.reads.request()
             return Context(
                 runtime.db,
                 principal,
-                Loaders(runtime.db),
+                Loaders(runtime.db, reads, manager=principal.role is Role.MANAGER),
                 runtime.live,
                 runtime.tokens,
                 credentials=credentials,
@@ -197,6 +200,7 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
                 keyring=runtime.keyring,
                 erasure_ledger=runtime.erasure_ledger,
+                reads=reads,
             )
         if request.scope.get("method") == "GET":
             # GraphiQL's page carries no token; the operations it sends do.

@@ -211,6 +211,9 @@ class Settings:
     read_database_url: str | None = None
     # CASEWORK_READ_MAX_LAG_SECONDS: a replica further behind than this is not read from.
     read_max_lag_seconds: float = 10.0
+    # CASEWORK_READ_TIMEOUT_SECONDS: a statement on the replica, and its lag check (connects
+    # within min(this, 2 s)), taking longer than this is given up and read from the primary.
+    read_timeout_seconds: float = 5.0
     # CASEWORK_LISTEN_DATABASE_URL: a direct connection for LISTEN, for when the service's
     # connection goes through a transaction pooler (LISTEN needs a session of its own).
     listen_database_url: str | None = None
@@ -279,6 +282,7 @@ class Settings:
             ),
             read_database_url=env.get("CASEWORK_READ_DATABASE_URL") or None,
             read_max_lag_seconds=_number(env, "CASEWORK_READ_MAX_LAG_SECONDS", 10.0),
+            read_timeout_seconds=_number(env, "CASEWORK_READ_TIMEOUT_SECONDS", 5.0),
             listen_database_url=env.get("CASEWORK_LISTEN_DATABASE_URL") or None,
             **_observability_settings(env),
             auth=AuthSettings.from_env(env),

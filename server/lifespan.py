@@ -10,6 +10,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Awaitable
 
+import asyncpg
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -30,9 +31,11 @@ from server.events.live import LiveUpdates
 from server.events.redis import RedisTransport
 from server.events.transport import MemoryTransport, Transport
 from server.retention_worker import RetentionWorker
+from server.runtime import describe_location
 from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
+from server.store.routing import ReadRouter
 from server.worker import ApplyWorker, worker_settings
 
 log = logging.getLogger("casework")
@@ -52,6 +55,7 @@ class Runtime:
         self._live: LiveUpdates | None = None
         self.worker: ApplyWorker | None = None
         self.retention: RetentionWorker | None = None
+        self.reads: ReadRouter | None = None
         # Read before the process serves: a bad rule file stops `casework serve` with its
         # message, rather than refusing every login later.
         self.rules = load_rules(settings.auth)
@@ -106,6 +110,8 @@ class Runtime:
             Queries(settings.db_dir / "queries"),
             publish_hints=publish_hints,
         )
+        # CASEWORK_READ_DATABASE_URL: the reads that may lag go there (server/store/routing.py).
+        self.reads = await _read_router(settings, self._db, pool)
         access_tokens = None
         if self.rules is not None:
             self.verifier = provider_verifier(settings.auth)
@@ -147,6 +153,9 @@ class Runtime:
                 if not await _within_shutdown(retention_task, "the retention worker"):
                     retention_task.cancel()
             await _within_shutdown(self._live.stop(), "live updates")
+            if self.reads is not None:
+                await _within_shutdown(self.reads.close(), "the read replica")
+                self.reads = None
             if self.verifier is not None:
                 await self.verifier.aclose()
             self._db = self._tokens = self._live = self.worker = self.retention = None
@@ -193,6 +202,8 @@ class Runtime:
             "events_dispatched": status.events_dispatched,
             "inbox_overflows": status.inbox_overflows,
             "worker": None if self.worker is None else vars(self.worker.stats),
+            # Informative: while the replica is down or behind, reads go to the primary.
+            "replica": None if self.reads is None else self.reads.monitor.status().as_json(),
         }
         return JSONResponse(body, status_code=200 if healthy else 503)
 
@@ -206,6 +217,22 @@ class Runtime:
             {"ready": ready, "database": database_ok, "listener": listener_ok},
             status_code=200 if ready else 503,
         )
+
+
+async def _read_router(
+    settings: Settings, primary: Database, pool: asyncpg.Pool
+) -> ReadRouter | None:
+    if settings.read_database_url is None:
+        return None
+    return await ReadRouter.open(
+        primary,
+        pool,
+        settings.read_database_url,
+        label=describe_location(settings.read_database_url),
+        max_lag_seconds=settings.read_max_lag_seconds,
+        timeout_seconds=settings.read_timeout_seconds,
+        max_size=settings.pool_max_size,
+    )
 
 
 # uvicorn waits for the lifespan's shutdown without a limit, and a second SIGTERM does not

@@ -22,6 +22,7 @@ from server.runtime import (
 )
 from server.store.database import Database
 from server.store.queries import Queries
+from server.store.routing import replica_for_export
 
 if TYPE_CHECKING:
     pass
@@ -56,7 +57,21 @@ async def _export_database(databases: Databases, settings: Settings) -> AsyncIte
     await check_schema_current(databases, settings.db_dir / "migrations")
     conn = await connect_app(databases)
     try:
-        yield Database(conn, Queries(settings.db_dir / "queries"))
+        # With a read replica, an export reads it (server/store/routing.py) once it holds
+        # everything committed before the command started; else the primary.
+        replica, line = await replica_for_export(
+            conn,
+            settings.read_database_url,
+            max_lag_seconds=settings.read_max_lag_seconds,
+            timeout_seconds=settings.read_timeout_seconds,
+        )
+        if line:
+            print(f"casework export: {line}", file=sys.stderr)
+        try:
+            yield Database(replica or conn, Queries(settings.db_dir / "queries"))
+        finally:
+            if replica is not None:
+                await replica.close()
     finally:
         await conn.close()
 

@@ -19,6 +19,7 @@ from server.events.subscriber import Inbox, LatestValue, Message
 from server.graphql.loaders import Loaders
 from server.store.database import Database
 from server.store.errors import is_unavailable
+from server.store.routing import ReadKind, Reads
 
 # A socket's caller until connection_init names a token: a reviewer of no queue, who may
 # do nothing. Strawberry refuses subscriptions before the init is acknowledged anyway.
@@ -54,6 +55,13 @@ class Context:
     keyring: Keyring | None = None
     # Where every erasure is appended before it commits (CASEWORK_ERASURE_LEDGER).
     erasure_ledger: ErasureLedger | None = None
+    # With a read replica (CASEWORK_READ_DATABASE_URL): where each kind of read goes, and
+    # how old the replica's answers were (server/store/routing.py). None: all on `db`.
+    reads: Reads | None = None
+
+    def database(self, kind: ReadKind) -> Database:
+        """The database a resolver's own read of this kind goes to (loaders choose theirs)."""
+        return self.db if self.reads is None else self.reads.database(kind)
 
     @property
     def expires_at(self) -> datetime | None:

@@ -40,6 +40,7 @@ from server.domain.quality import audit, qa
 from server.domain.review import apply, live, queues
 from server.domain.timeline import events as timeline
 from server.store.database import Database
+from server.store.routing import ReadKind, Reads
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -149,10 +150,18 @@ async def _decision_pages(
 
 
 class Loaders:
-    """Built on first use: most mutations read nothing nested and need none of them."""
+    """Built on first use: most mutations read nothing nested and need none of them.
 
-    def __init__(self, db: Database) -> None:
+    Each loader names its kind of read; `reads` (a request's, with a read replica
+    configured) decides where that kind goes (server/store/routing.py). Without it, or
+    for kinds that may not lag, the loaders read `db`, the primary.
+    """
+
+    def __init__(self, db: Database, reads: Reads | None = None, *, manager: bool = False) -> None:
         self._db = db
+        self._reads = reads
+        # An item's page as a manager reads it may lag; the item a reviewer holds may not.
+        self._item_kind = ReadKind.MANAGER_ITEM if manager else ReadKind.OWN_ITEM
         self._sealed_notes: dict[
             tuple[Principal, Keyring | None], DataLoader[int, notes.NoteReading | None]
         ] = {}
@@ -172,7 +181,7 @@ class Loaders:
             async def fetch(db: Database, ids: list[int]) -> dict[int, notes.NoteReading]:
                 return await records.read_notes(db, keyring, principal, ids)
 
-            found = self._sealed_notes[key] = _loader(self._db, fetch, None)
+            found = self._sealed_notes[key] = _loader(self._item_db, fetch, None)
         return found
 
     def decision_notes(
@@ -188,146 +197,159 @@ class Loaders:
             ) -> dict[notes.StoredNote, notes.NoteReading]:
                 return await notes.read_decision_notes(db, keyring, principal, stored)
 
-            found = self._decision_notes[key] = _loader(self._db, fetch, None)
+            found = self._decision_notes[key] = _loader(self._item_db, fetch, None)
         return found
+
+    def _for(self, kind: ReadKind) -> Database:
+        return self._db if self._reads is None else self._reads.database(kind)
+
+    @property
+    def _item_db(self) -> Database:
+        return self._for(self._item_kind)
 
     @cached_property
     def item(self) -> DataLoader[int, Item | None]:
-        return _loader(self._db, reads.items_by_ids, None)
+        return _loader(self._item_db, reads.items_by_ids, None)
 
     @cached_property
     def decision(self) -> DataLoader[int, Decision | None]:
-        return _loader(self._db, reads.decisions_by_ids, None)
+        return _loader(self._item_db, reads.decisions_by_ids, None)
 
     @cached_property
     def authentication(self) -> DataLoader[int, Authentication | None]:
-        return _loader(self._db, reads.authentications_by_ids, None)
+        return _loader(self._item_db, reads.authentications_by_ids, None)
 
     @cached_property
     def qa_check(self) -> DataLoader[int, qa.QaCheck | None]:
-        return _loader(self._db, qa.checks_by_decision_ids, None)
+        return _loader(self._item_db, qa.checks_by_decision_ids, None)
 
     @cached_property
     def item_decisions(self) -> DataLoader[int, list[Decision]]:
-        return _loader(self._db, reads.decisions_by_item_ids, [])
+        return _loader(self._item_db, reads.decisions_by_item_ids, [])
 
     @cached_property
     def item_events(self) -> DataLoader[timeline.PageKey, list[timeline.TimelineEvent]]:
-        return _loader(self._db, timeline.events_pages, [])
+        return _loader(self._item_db, timeline.events_pages, [])
 
     @cached_property
     def audit_pack(self) -> DataLoader[AuditKey, dict[str, Any] | None]:
-        return _loader(self._db, _audit_packs, None)
+        return _loader(self._for(ReadKind.AUDIT_PACK), _audit_packs, None)
 
     @cached_property
     def queue(self) -> DataLoader[str, Queue | None]:
-        return _loader(self._db, queues.get_queues, None)
+        return _loader(self._for(ReadKind.QUEUE_LIST), queues.get_queues, None)
 
     @cached_property
     def application(self) -> DataLoader[int, apply.Application | None]:
-        return _loader(self._db, apply.applications_by_decision_ids, None)
+        return _loader(self._item_db, apply.applications_by_decision_ids, None)
 
     @cached_property
     def attempts(self) -> DataLoader[int, list[apply.Attempt]]:
-        return _loader(self._db, apply.attempts_by_decision_ids, [])
+        return _loader(self._item_db, apply.attempts_by_decision_ids, [])
 
     @cached_property
     def reason_codes(self) -> DataLoader[str, list[ReasonCode]]:
-        return _loader(self._db, queues.get_reason_codes, [])
+        return _loader(self._for(ReadKind.CONFIGURATION), queues.get_reason_codes, [])
 
     @cached_property
     def privacy_policy(self) -> DataLoader[str, PrivacyPolicy | None]:
-        return _loader(self._db, policies.policies_by_queues, None)
+        return _loader(self._for(ReadKind.CONFIGURATION), policies.policies_by_queues, None)
 
     @cached_property
     def hold_reasons(self) -> DataLoader[str, list[HoldReason]]:
-        return _loader(self._db, holds.get_hold_reasons, [])
+        return _loader(self._for(ReadKind.CONFIGURATION), holds.get_hold_reasons, [])
 
     @cached_property
     def queue_holds(self) -> DataLoader[str, list[queue_measures.HoldCount]]:
-        return _loader(self._db, queue_measures.holds, [])
+        return _loader(self._for(ReadKind.MEASURES), queue_measures.holds, [])
 
     @cached_property
     def exception(self) -> DataLoader[str, ExceptionRecord | None]:
-        return _loader(self._db, exception_reads.exceptions_by_ids, None)
+        return _loader(self._item_db, exception_reads.exceptions_by_ids, None)
 
     @cached_property
     def exception_id_by_item(self) -> DataLoader[int, str | None]:
-        return _loader(self._db, exception_reads.exception_ids_by_item_ids, None)
+        return _loader(self._item_db, exception_reads.exception_ids_by_item_ids, None)
 
     @cached_property
     def exception_events(self) -> DataLoader[str, list[ExceptionEvent]]:
-        return _loader(self._db, exception_reads.events_by_exception_ids, [])
+        return _loader(self._item_db, exception_reads.events_by_exception_ids, [])
 
     @cached_property
     def exception_corrections(self) -> DataLoader[str, list[Correction]]:
-        return _loader(self._db, exception_reads.corrections_by_exception_ids, [])
+        return _loader(self._item_db, exception_reads.corrections_by_exception_ids, [])
 
     @cached_property
     def exception_redrives(self) -> DataLoader[str, list[Redrive]]:
-        return _loader(self._db, exception_reads.redrives_by_exception_ids, [])
+        return _loader(self._item_db, exception_reads.redrives_by_exception_ids, [])
 
     @cached_property
     def exception_reasons(self) -> DataLoader[str, list[ExceptionReason]]:
-        return _loader(self._db, workflows.get_reasons, [])
+        return _loader(self._for(ReadKind.CONFIGURATION), workflows.get_reasons, [])
 
     @cached_property
     def backlog(self) -> DataLoader[str, live.Backlog | None]:
-        return _loader(self._db, live.queue_backlogs, None)
+        return _loader(self._for(ReadKind.DASHBOARD), live.queue_backlogs, None)
 
     @cached_property
     def application_lag(self) -> DataLoader[LagKey, apply.ApplicationLag | None]:
-        return _loader(self._db, _lags, None)
+        return _loader(self._for(ReadKind.DASHBOARD), _lags, None)
 
     @cached_property
     def items_page(self) -> DataLoader[PageKey, list[PagedItem]]:
-        return _loader(self._db, _pages, [])
+        return _loader(self._for(ReadKind.QUEUE_LIST), _pages, [])
 
     @cached_property
     def decisions_page(self) -> DataLoader[DecisionPageKey, list[Decision]]:
-        return _loader(self._db, _decision_pages, [])
+        return _loader(self._for(ReadKind.QUEUE_LIST), _decision_pages, [])
 
     @cached_property
     def queue_summary(self) -> DataLoader[MeasureKey, queue_measures.QueueSummary | None]:
-        return _loader(self._db, queue_measures.summaries, None)
+        return _loader(self._for(ReadKind.MEASURES), queue_measures.summaries, None)
 
     @cached_property
     def queue_lease_counts(self) -> DataLoader[MeasureKey, queue_measures.LeaseCounts | None]:
-        return _loader(self._db, queue_measures.lease_counts, None)
+        return _loader(self._for(ReadKind.MEASURES), queue_measures.lease_counts, None)
 
     @cached_property
     def queue_reasons(self) -> DataLoader[MeasureKey, list[queue_measures.ReasonCount]]:
-        return _loader(self._db, queue_measures.reasons, [])
+        return _loader(self._for(ReadKind.MEASURES), queue_measures.reasons, [])
 
     @cached_property
     def queue_quality(self) -> DataLoader[MeasureKey, queue_measures.Quality | None]:
-        return _loader(self._db, queue_measures.quality, None)
+        return _loader(self._for(ReadKind.MEASURES), queue_measures.quality, None)
 
     @cached_property
     def queue_reviewers(self) -> DataLoader[MeasureKey, list[queue_measures.ReviewerMeasures]]:
-        return _loader(self._db, queue_measures.reviewers, [])
+        return _loader(self._for(ReadKind.MEASURES), queue_measures.reviewers, [])
 
     # --- Workflow measures (Workflow.measures): one statement per figure group for every
     # workflow of a request; windowed figures are keyed by (workflow, sinceSeconds).
 
     @cached_property
     def workflow_now(self) -> DataLoader[str, workflow_measures.WorkflowNow]:
-        return _loader(self._db, workflow_measures.now_by_workflow, workflow_measures.NOTHING_OPEN)
+        return _loader(
+            self._for(ReadKind.MEASURES),
+            workflow_measures.now_by_workflow,
+            workflow_measures.NOTHING_OPEN,
+        )
 
     @cached_property
     def workflow_ages(self) -> DataLoader[str, list[workflow_measures.ReasonAge]]:
-        return _loader(self._db, workflow_measures.ages_by_workflow, [])
+        return _loader(self._for(ReadKind.MEASURES), workflow_measures.ages_by_workflow, [])
 
     @cached_property
     def workflow_activity(
         self,
     ) -> DataLoader[workflow_measures.Window, workflow_measures.WorkflowActivity]:
         return _loader(
-            self._db, workflow_measures.activity_by_window, workflow_measures.NOTHING_HAPPENED
+            self._for(ReadKind.MEASURES),
+            workflow_measures.activity_by_window,
+            workflow_measures.NOTHING_HAPPENED,
         )
 
     @cached_property
     def workflow_repeats(
         self,
     ) -> DataLoader[workflow_measures.Window, list[workflow_measures.ReasonRepeat]]:
-        return _loader(self._db, workflow_measures.repeats_by_window, [])
+        return _loader(self._for(ReadKind.MEASURES), workflow_measures.repeats_by_window, [])

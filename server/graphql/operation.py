@@ -12,7 +12,9 @@ What it does, hook by hook:
   masks unexpected errors (keeping their codes) and ends a subscription's count.
 - parse: parses through a bounded cache; a parser limit is coded LIMIT_EXCEEDED.
 - validate: validates through a bounded cache, without schema suggestions outside --dev.
-- execute: notes the operation's type and root fields for its access line.
+- execute: notes the operation's type and root fields for its access line; with a read
+  replica, keeps every read of a mutation or a subscription on the primary.
+- results: `extensions.replica` when some of the data came from the read replica.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, cast
 from graphql import ASTValidationRule, GraphQLError, GraphQLSyntaxError, parse
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import MaskErrors, MaxAliasesLimiter, QueryDepthLimiter
+from strawberry.types.graphql import OperationType
 
 from server.graphql import guards, observe
 from server.graphql.codes import RETRY_AFTER_SECONDS, ClientError, ErrorCode, with_code
@@ -146,7 +149,19 @@ class CaseworkOperation(MaskUnexpectedErrors):
         context = self.execution_context
         if context.graphql_document is not None:
             observe.begin_operation(context.query, context.graphql_document, context.operation_name)
+            reads = getattr(context.context, "reads", None)
+            if reads is not None and context.operation_type is not OperationType.QUERY:
+                # A mutation's answer shows its own write; a subscription's events follow
+                # hints of writes the replica may not have yet (server/store/routing.py).
+                reads.primary_only = True
         yield
+
+    def get_results(self) -> dict[str, Any]:
+        """`extensions.replica.maxLagSeconds`: some of `data` came from the read replica and
+        may be this many seconds old (docs/operations.md, "Read replicas")."""
+        reads = getattr(self.execution_context.context, "reads", None)
+        found = None if reads is None else reads.extension()
+        return {} if found is None else {"replica": found}
 
 
 def operation_extension(*, dev: bool) -> Callable[[], CaseworkOperation]:

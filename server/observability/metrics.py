@@ -92,6 +92,23 @@ LISTENER_CONNECTED = Gauge(
 LISTENER_RECONNECTS = Counter(
     "casework_listener_reconnects", "Times the hint listener came back after a loss."
 )
+# The read replica (CASEWORK_READ_DATABASE_URL; server/store/replica_lag.py): series only
+# where one is configured, labelled with its host:port/database. Every process measures the
+# same replica; the merge keeps the worst.
+READ_REPLICA_LAG_SECONDS = Gauge(
+    "casework_read_replica_lag_seconds",
+    "How old the read replica's data may be, at the last lag check: the time since the "
+    "primary's newest WAL position the replica has replayed. Grows while it is unreachable.",
+    ("replica",),
+    multiprocess_mode="livemax",
+)
+READ_REPLICA_UP = Gauge(
+    "casework_read_replica_up",
+    "1 while the read replica answered the last lag check (reads may go to it within "
+    "CASEWORK_READ_MAX_LAG_SECONDS), 0 while reads go to the primary because it did not.",
+    ("replica",),
+    multiprocess_mode="livemin",
+)
 
 
 class ApplyOutcome(enum.StrEnum):

@@ -51,7 +51,10 @@ async def create_pool(
     min_size: int = 2,
     max_size: int = 20,
     server_settings: dict[str, str] | None = None,
+    connect_timeout: float = 60,
+    command_timeout: float | None = None,
 ) -> asyncpg.Pool:
+    """connect_timeout: to connect; command_timeout: a statement's limit (none by default)."""
     pool: asyncpg.Pool = await asyncpg.create_pool(
         dsn,
         min_size=min_size,
@@ -59,12 +62,14 @@ async def create_pool(
         init=_init_connection,
         reset=_reset_connection,
         server_settings=server_settings,
+        timeout=connect_timeout,
+        command_timeout=command_timeout,
     )
     return pool
 
 
-async def connect(dsn: str) -> asyncpg.Connection:
-    conn: asyncpg.Connection = await asyncpg.connect(dsn)
+async def connect(dsn: str, *, connect_timeout: float = 60) -> asyncpg.Connection:
+    conn: asyncpg.Connection = await asyncpg.connect(dsn, timeout=connect_timeout)
     await _init_connection(conn)
     return conn
 

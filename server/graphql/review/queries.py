@@ -17,6 +17,7 @@ from server.graphql.context import Context
 from server.graphql.review.me import Me
 from server.graphql.review.queues import Queue
 from server.graphql.review.types import Decision, ReviewItem
+from server.store.routing import ReadKind
 
 
 def _parse_id(value: strawberry.ID, field: str) -> int:
@@ -43,7 +44,8 @@ def _visible(found: Found | None, caller: Principal) -> TypeIs[Found]:
 class Query:
     @strawberry.field(description="The queues your token covers.")
     async def queues(self, info: Info[Context, None]) -> list[Queue]:
-        found = await queues.list_queues(info.context.db, info.context.principal)
+        db = info.context.database(ReadKind.QUEUE_LIST)
+        found = await queues.list_queues(db, info.context.principal)
         return [Queue.from_domain(q) for q in found]
 
     @strawberry.field
