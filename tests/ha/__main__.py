@@ -5,6 +5,7 @@ the failover cluster (docs/operations.md)."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 from pathlib import Path
@@ -28,8 +29,13 @@ def main(argv: list[str]) -> int:
         print(f"usage: python -m tests.ha {{{','.join(available)}}} [args]", file=sys.stderr)
         return 2
     module = importlib.import_module(f"tests.ha.{argv[0]}")
-    code: int = module.main(argv[1:])
-    return code
+    if inspect.signature(module.main).parameters:
+        code: int | None = module.main(argv[1:])
+    else:
+        # A harness that reads no arguments (`python -m tests.ha.NAME` works as well).
+        sys.argv = [f"tests.ha.{argv[0]}", *argv[1:]]
+        code = module.main()
+    return code or 0
 
 
 if __name__ == "__main__":
