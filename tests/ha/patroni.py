@@ -113,8 +113,6 @@ class Member:
     name: str
     role: str
     state: str
-    timeline: int | None
-    lag: int | str | None
 
 
 @dataclass
@@ -143,8 +141,6 @@ class PatroniCluster:
 
     def node(self, name: str) -> PatroniNode:
         return next(node for node in self.nodes if node.name == name)
-
-    # -- starting --------------------------------------------------------------------------
 
     def _start_etcd(self) -> None:
         data = postgres.make_owned(self.directory / "etcd")
@@ -272,15 +268,19 @@ class PatroniCluster:
         finally:
             await conn.close()
 
-    async def _has_database(self, node: PatroniNode) -> bool:
+    async def _value(self, node: PatroniNode, query: str, database: str = "postgres") -> Any:
+        """`query`'s one value on `node`, or None when the node does not answer."""
         try:
-            conn = await asyncpg.connect(self.node_dsn(node))
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-            return False
-        await conn.close()
-        return True
+            conn = await asyncio.wait_for(asyncpg.connect(self.node_dsn(node, database)), 2)
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return None
+        try:
+            return await conn.fetchval(query)
+        finally:
+            await conn.close()
 
-    # -- what Patroni says ---------------------------------------------------------------------
+    async def _has_database(self, node: PatroniNode) -> bool:
+        return await self._value(node, "SELECT true", DATABASE) is True
 
     async def members(self) -> list[Member]:
         """The cluster as the first node that answers describes it (empty: none answers)."""
@@ -292,16 +292,8 @@ class PatroniCluster:
                     continue
                 if response.status_code != 200:
                     continue
-                return [
-                    Member(
-                        entry["name"],
-                        entry["role"],
-                        entry.get("state", ""),
-                        entry.get("timeline"),
-                        entry.get("lag"),
-                    )
-                    for entry in response.json().get("members", [])
-                ]
+                members = response.json().get("members", [])
+                return [Member(m["name"], m["role"], m.get("state", "")) for m in members]
         return []
 
     async def _leading(self, exclude: PatroniNode | None = None) -> PatroniNode | None:
@@ -317,16 +309,7 @@ class PatroniCluster:
         return None
 
     async def _writable(self, node: PatroniNode) -> bool:
-        try:
-            conn = await asyncio.wait_for(
-                asyncpg.connect(self.node_dsn(node, "postgres")), timeout=2
-            )
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
-            return False
-        try:
-            return not await conn.fetchval("SELECT pg_is_in_recovery()")
-        finally:
-            await conn.close()
+        return await self._value(node, "SELECT NOT pg_is_in_recovery()") is True
 
     async def leader(self, *, within: float, exclude: PatroniNode | None = None) -> PatroniNode:
         """The writable leader (other than `exclude`), once there is one."""
@@ -361,18 +344,11 @@ class PatroniCluster:
         return found[-1]
 
     async def _streaming_sync(self, leader: PatroniNode) -> bool:
-        try:
-            conn = await asyncpg.connect(self.node_dsn(leader, "postgres"))
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-            return False
-        try:
-            states = await conn.fetch(
-                "SELECT state, sync_state FROM pg_stat_replication"
-                " WHERE application_name <> 'pg_basebackup'"
-            )
-        finally:
-            await conn.close()
-        return any(row["state"] == "streaming" and row["sync_state"] == "sync" for row in states)
+        query = (
+            "SELECT count(*) > 0 FROM pg_stat_replication"
+            " WHERE state = 'streaming' AND sync_state = 'sync'"
+        )
+        return await self._value(leader, query) is True
 
     async def _wait(self, check: Callable[[], Any], *, within: float, what: str) -> None:
         deadline = time.monotonic() + within
@@ -393,8 +369,6 @@ class PatroniCluster:
         parts = [f"--- {node.name} ({node.log_path}):\n{node.log_tail()}" for node in self.nodes]
         return "\n".join(parts)
 
-    # -- faults --------------------------------------------------------------------------------
-
     def kill_postmaster(self, node: PatroniNode) -> int:
         """SIGKILLs the node's postmaster (its backends notice and exit); returns its pid."""
         pid = node.postmaster_pid()
@@ -414,8 +388,6 @@ class PatroniCluster:
             "immediate",
             "-w",
         )
-
-    # -- stopping ------------------------------------------------------------------------------
 
     async def close(self) -> None:
         """Stops everything at once and removes the files: the data is thrown away, so
