@@ -177,8 +177,11 @@ class Runtime:
         return PostgresListener(listen_dsn(settings, self._app_dsn))
 
     async def _database_ok(self) -> bool:
+        """The primary answers and takes writes. A read-only server does not count (a pool
+        connection that reached a standby, or a primary being demoted): writes would fail."""
         with contextlib.suppress(Exception):
-            return await asyncio.wait_for(self.db.fetchrow(sql.health.HEALTH_CHECK), 2) is not None
+            row = await asyncio.wait_for(self.db.fetchrow(sql.health.HEALTH_CHECK), 2)
+            return row is not None and bool(row["writable"])
         return False
 
     async def livez(self, request: Request) -> JSONResponse:
@@ -210,7 +213,8 @@ class Runtime:
         return JSONResponse(body, status_code=200 if healthy else 503)
 
     async def readyz(self, request: Request) -> JSONResponse:
-        """503 while the database or the listener is down: take this process out of rotation."""
+        """503 while no writable primary answers or the listener is down: take this process
+        out of rotation (during a failover, until the new primary takes writes)."""
         database_ok = await self._database_ok()
         listener_ok = self.live.status().transport.connected
         ready = database_ok and listener_ok

@@ -12,13 +12,13 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import asyncpg
 
 from server.config import Settings
 from server.store.database import connect
-from server.store.dsn import APP_ROLE, database_name, with_user
+from server.store.dsn import APP_ROLE, database_name, hosts, with_user, writable
 from server.store.embedded import (
     EMBEDDED_DATABASE,
     EmbeddedUnavailable,
@@ -72,12 +72,13 @@ class Databases:
 
 
 def describe_location(dsn: str) -> str:
-    """host:port/database for messages, never the password."""
-    parts = urlsplit(dsn)
-    socket_dir = parse_qs(parts.query).get("host", [""])[0]
-    host = parts.hostname or socket_dir or "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{host}{port}/{database_name(dsn)}"
+    """host:port/database for messages, never the password; every host of a multi-host DSN
+    (h1:p1,h2:p2/database)."""
+    named = [
+        (f"[{host}]" if ":" in host and port else host) + (f":{port}" if port else "")
+        for host, port in hosts(dsn)
+    ]
+    return f"{','.join(named) or 'localhost'}/{database_name(dsn)}"
 
 
 def resolve_databases(settings: Settings) -> Databases:
@@ -85,7 +86,7 @@ def resolve_databases(settings: Settings) -> Databases:
     embedded_data_dir: Path | None = None
     owner_dsn: str | None
     if settings.database_url:
-        owner_dsn = settings.database_url
+        owner_dsn = writable(settings.database_url)
     elif settings.app_database_url:
         # A serving container holds the service role's credentials only.
         owner_dsn = None
@@ -95,7 +96,7 @@ def resolve_databases(settings: Settings) -> Databases:
         embedded_data_dir = settings.home / "pgdata"
     return Databases(
         owner_dsn=owner_dsn,
-        app_dsn=settings.app_database_url or with_user(_given(owner_dsn), APP_ROLE),
+        app_dsn=writable(settings.app_database_url or with_user(_given(owner_dsn), APP_ROLE)),
         embedded_data_dir=embedded_data_dir,
         app_dsn_from_env=settings.app_database_url is not None,
         transaction_pooler=settings.transaction_pooler,

@@ -20,8 +20,10 @@ class DatabaseUnavailable(Exception):
 
 
 # SQLSTATE classes that mean "the server is not there right now", not "your query is wrong":
-# 08 connection exceptions, 57P01-57P03 shutdown and start-up, 53 insufficient resources.
-_UNAVAILABLE_SQLSTATE_PREFIXES = ("08", "57P", "53")
+# 08 connection exceptions, 57P01-57P03 shutdown and start-up, 53 insufficient resources,
+# 25006 a write on a server that has become read-only (a primary demoted under a failover
+# manager, or fenced by an operator).
+_UNAVAILABLE_SQLSTATE_PREFIXES = ("08", "57P", "53", "25006")
 
 
 def is_unavailable(error: BaseException) -> bool:
@@ -39,6 +41,10 @@ def is_unavailable(error: BaseException) -> bool:
         if isinstance(current, OSError):
             return True
         if isinstance(current, asyncpg.exceptions.ConnectionDoesNotExistError):
+            return True
+        # A multi-host DSN with target_session_attrs=read-write whose hosts all answered as
+        # standbys: mid-failover, before one of them is promoted.
+        if isinstance(current, asyncpg.exceptions.TargetServerAttributeNotMatched):
             return True
         if isinstance(current, asyncpg.InterfaceError) and (
             "closed" in str(current) or "closing" in str(current)
