@@ -12,6 +12,7 @@ than serve live updates that never arrive (docs/operations.md, "Connection poole
 from __future__ import annotations
 
 from server.config import ConfigError, Settings
+from server.store.dsn import writable
 
 _POOLER = "CASEWORK_DATABASE_POOLER=transaction"
 
@@ -49,7 +50,8 @@ def listen_dsn(settings: Settings, app_dsn: str) -> str:
                 f"address ({_POOLER}): LISTEN needs a session of its own, so point "
                 "CASEWORK_LISTEN_DATABASE_URL at PostgreSQL directly"
             )
-        return settings.listen_database_url
+        # LISTEN is refused on a standby: several hosts are asked for the writable one.
+        return writable(settings.listen_database_url)
     if settings.transaction_pooler:
         raise ConfigError(
             f"{_POOLER}: live updates need LISTEN, which cannot work through a pooler in "
