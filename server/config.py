@@ -214,6 +214,10 @@ class Settings:
     # CASEWORK_LISTEN_DATABASE_URL: a direct connection for LISTEN, for when the service's
     # connection goes through a transaction pooler (LISTEN needs a session of its own).
     listen_database_url: str | None = None
+    # CASEWORK_WORKER_LEASE_SECONDS: how long an apply worker's liveness lasts once renewed
+    # (every quarter of it); a dead worker's claims are taken over this long after its last
+    # renewal instead of after their lock (twice the effect timeout plus ten seconds).
+    worker_lease_seconds: float = 10.0
 
     # --- observability (docs/observability.md) ---
     # CASEWORK_LOG_FORMAT and CASEWORK_LOG_LEVEL: lines for people ("text") or one JSON
@@ -280,6 +284,7 @@ class Settings:
             read_database_url=env.get("CASEWORK_READ_DATABASE_URL") or None,
             read_max_lag_seconds=_number(env, "CASEWORK_READ_MAX_LAG_SECONDS", 10.0),
             listen_database_url=env.get("CASEWORK_LISTEN_DATABASE_URL") or None,
+            worker_lease_seconds=_number(env, "CASEWORK_WORKER_LEASE_SECONDS", 10.0),
             **_observability_settings(env),
             auth=AuthSettings.from_env(env),
             privacy=PrivacySettings.from_env(env, home),
