@@ -85,6 +85,8 @@ class Liveness:
                     self.renewed(run, sent)
                 self._fence_if_lapsing(loop.time())
                 wait = self.lease_seconds / RENEWALS_PER_LEASE
+                if retrying.down:
+                    wait = min(wait, retrying.delay())
                 if self._fence_at is not None:
                     wait = max(0.0, min(wait, self._fence_at - loop.time()))
                 await asyncio.sleep(wait)
