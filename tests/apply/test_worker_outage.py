@@ -82,7 +82,8 @@ async def test_the_worker_backs_off_while_the_database_is_away_and_applies_after
         database = await migrated_database(postgres.server_dsn)
         async with pooled(database.app_dsn, queries, max_size=4) as db:
             await setup_kyc(db)
-            async with effect_receiver(db, "kyc") as receiver, running(RoundLog(db)) as worker:
+            worker = RoundLog(db)
+            async with effect_receiver(db, "kyc") as receiver, running(worker):
                 before = await make_decision(db, "kyc", "before")
                 assert (await receiver.next_arrival()).key == str(before)
 
