@@ -12,9 +12,8 @@ import os
 from pathlib import Path
 
 from tests.api.conftest import GraphQL, Tokens
-from tests.api.helpers import casework
+from tests.api.helpers import ENQUEUE, casework
 from tests.api.live_server import casework_process
-from tests.api.test_audit_export import enqueue
 from tests.conftest import TestDatabase
 
 FULL = Path("/dev/full")
@@ -22,10 +21,16 @@ WINDOW = "--since 2000-01-01 --until 2100-01-01"
 NO_SPACE = os.strerror(28)  # ENOSPC: "No space left on device"
 
 
+async def enqueue(gql: GraphQL, tokens: Tokens, count: int) -> None:
+    items = [{"externalKey": f"full-{n}", "payload": {"n": n}} for n in range(count)]
+    body = await gql(tokens.integration, ENQUEUE, queue="kyc", items=items)
+    assert len(body["data"]["enqueueItems"]["items"]) == count, body
+
+
 async def test_an_export_to_a_full_standard_output_is_one_line_and_status_2(
     gql: GraphQL, tokens: Tokens, kyc: str, test_database: TestDatabase, tmp_path: Path
 ) -> None:
-    await enqueue(gql, tokens, **{f"full-{n}": {"n": n} for n in range(3)})
+    await enqueue(gql, tokens, 3)
     env = {
         **os.environ,
         "DATABASE_URL": test_database.owner_dsn,
@@ -48,7 +53,7 @@ async def test_an_export_to_a_full_standard_output_is_one_line_and_status_2(
 async def test_an_export_to_a_full_disk_leaves_no_file_and_the_previous_export_intact(
     gql: GraphQL, tokens: Tokens, kyc: str, test_database: TestDatabase, tmp_path: Path
 ) -> None:
-    await enqueue(gql, tokens, **{f"full-{n}": {"n": n} for n in range(3)})
+    await enqueue(gql, tokens, 3)
     fresh = tmp_path / "kyc.jsonl"
     (tmp_path / "kyc.jsonl.partial").symlink_to(FULL)
     previous = tmp_path / "previous.jsonl"
