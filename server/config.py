@@ -191,6 +191,10 @@ class Settings:
     # The apply worker: attempts in flight per process, and the first retry's delay.
     worker_concurrency: int = 16
     apply_backoff_seconds: float = 1.0
+    # CASEWORK_WORKER_LEASE_SECONDS: how long an apply worker's liveness lasts once renewed
+    # (every quarter of it); a dead worker's claims are taken over this long after its last
+    # renewal instead of after their lock (twice the effect timeout plus ten seconds).
+    worker_lease_seconds: float = 10.0
     redis_url: str = "redis://127.0.0.1:6379/0"
     # One channel per deployment: deployments sharing a Redis must not share hints.
     redis_channel: str = "casework_events"
@@ -272,6 +276,7 @@ class Settings:
             serve_workers=_integer(env, "CASEWORK_WORKERS", 1, minimum=1),
             worker_concurrency=_integer(env, "CASEWORK_WORKER_CONCURRENCY", 16, minimum=1),
             apply_backoff_seconds=_number(env, "CASEWORK_APPLY_BACKOFF_SECONDS", 1.0),
+            worker_lease_seconds=_number(env, "CASEWORK_WORKER_LEASE_SECONDS", 10.0),
             redis_url=env.get("CASEWORK_REDIS_URL") or "redis://127.0.0.1:6379/0",
             redis_channel=env.get("CASEWORK_REDIS_CHANNEL") or "casework_events",
             token_cache_seconds=_number(

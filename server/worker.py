@@ -4,8 +4,11 @@ also delivers the redrives of workflows that take them by webhook, the same way.
 
 Several workers may run at once (SKIP LOCKED shares the work). A hint wakes the worker; a
 short poll is the backstop for hints that never come (a retry falling due, a lost hint).
+While the database is away the worker backs off (capped, jittered; one log line when lost
+and one when back) and comes back at once on a hint or the listener's reconnection.
 SIGTERM: stop claiming, let attempts in flight finish for a grace period, then abandon
-them; an abandoned or SIGKILLed attempt keeps a lock that lapses, and is attempted again.
+them. A worker's claims name its liveness row (server/worker_liveness.py): an abandoned or
+SIGKILLed attempt is taken over by another worker once that row's lease lapses.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from server.effects.run import perform
 from server.effects.webhook import post_redrive
 from server.events.channels import Event, EventKind
 from server.events.listener import PostgresListener
+from server.events.outage import OutageLog, Retrying, quiet_outage_tracebacks
 from server.events.reconnecting import ReconnectingTransport
 from server.events.redis import RedisTransport
 from server.observability import metrics, tracing
@@ -42,8 +46,10 @@ from server.pooler import listen_dsn
 from server.retention_worker import RetentionWorker, standalone_retention
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
+from server.worker_liveness import Liveness
 
 log = logging.getLogger("casework.worker")
+OUTAGE = OutageLog(log, "apply worker")
 
 POLL_SECONDS = 1.0
 GRACE_SECONDS = 10.0
@@ -59,6 +65,8 @@ class WorkerSettings:
     backoff_seconds: float = 1.0
     poll_seconds: float = POLL_SECONDS
     grace_seconds: float = GRACE_SECONDS
+    # How long the worker's liveness lasts once renewed (CASEWORK_WORKER_LEASE_SECONDS).
+    lease_seconds: float = 10.0
     # Hosts webhooks may be posted to (CASEWORK_EFFECT_ALLOWED_HOSTS); empty: any host.
     allowed_hosts: frozenset[str] = frozenset()
 
@@ -67,6 +75,7 @@ def worker_settings(settings: Settings) -> WorkerSettings:
     return WorkerSettings(
         concurrency=settings.worker_concurrency,
         backoff_seconds=settings.apply_backoff_seconds,
+        lease_seconds=settings.worker_lease_seconds,
         allowed_hosts=settings.effect_allowed_hosts,
     )
 
@@ -97,8 +106,13 @@ class ApplyWorker:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self._perform = perform_effect or perform
         self._wake = asyncio.Event()
+        # Ends a backoff early: a hint or a reconnection says the database is back.
+        self._resume = asyncio.Event()
         self._stopping = asyncio.Event()
         self._in_flight: set[asyncio.Task[None]] = set()
+        # Attempts of decisions (a subset of _in_flight), cancelled if the worker fences.
+        self._applying: set[asyncio.Task[None]] = set()
+        self.liveness = Liveness(db, self.name, settings.lease_seconds, OUTAGE, self._fence)
         self._look_for_redrives = True
         self._next_redrive_look = 0.0
         self.stats = WorkerStats()
@@ -108,49 +122,81 @@ class ApplyWorker:
             self._look_for_redrives = True
         if event.kind in HINT_KINDS:
             self._wake.set()
+            self._resume.set()
 
     def wake(self) -> None:
         self._look_for_redrives = True
         self._wake.set()
+        self._resume.set()
 
     def stop(self) -> None:
         self._stopping.set()
         self._wake.set()
+        self._resume.set()
 
     async def run(self) -> None:
+        # An attempt that cannot record while the database is away: one line, not one each.
+        quiet_outage_tracebacks(("casework.worker",))
         limits = httpx.Limits(max_connections=self._settings.concurrency)
         async with httpx.AsyncClient(limits=limits, follow_redirects=False) as client:
+            renewing = asyncio.create_task(self.liveness.run(), name="casework-worker-liveness")
             try:
                 await self._claim_until_stopped(client)
             finally:
                 await self._drain()
+                renewing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renewing
+                await self.liveness.leave()
 
     async def _claim_until_stopped(self, client: httpx.AsyncClient) -> None:
-        while not self._stopping.is_set():
-            self._wake.clear()
-            free = self._settings.concurrency - len(self._in_flight)
-            started = await self._start(client, free) if free > 0 else 0
-            if free > 0 and started == free:
-                continue  # there may be more due right now
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._settings.poll_seconds)
+        retrying = Retrying(OUTAGE)
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                free = self._settings.concurrency - len(self._in_flight)
+                try:
+                    started = await self._start(client, free) if free > 0 else 0
+                except Exception as error:
+                    started = 0
+                    if retrying.failed(error):
+                        await self._back_off(retrying.delay())
+                        continue
+                    log.exception("worker %s: claiming failed; will poll again", self.name)
+                else:
+                    retrying.succeeded()
+                if free > 0 and started == free:
+                    continue  # there may be more due right now
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._settings.poll_seconds)
+        finally:
+            retrying.abandon()
+
+    async def _back_off(self, delay: float) -> None:
+        """The database is away: wait `delay`, or less if a hint or the listener's
+        reconnection says it is back (an attempt ending is no such sign)."""
+        self._resume.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._resume.wait(), delay)
 
     async def _start(self, client: httpx.AsyncClient, free: int) -> int:
-        """Claims up to `free` attempts, decisions first, then redrive deliveries."""
+        """Claims up to `free` attempts, decisions first, then redrive deliveries. Raises
+        what the database raised (the caller backs off on an outage)."""
         started = 0
-        try:
-            for due in await apply.claim_due(self._db, free):
-                self._spawn(self._attempt(client, due))
+        run, sent = self.liveness.current, asyncio.get_running_loop().time()
+        claimed = await apply.claim_due(self._db, free, run)
+        # Claimed under a run that has just fenced itself: leave them for its lease to lapse.
+        if self.liveness.renewed(run, sent):
+            for due in claimed:
+                self._spawn(self._attempt(client, due), applying=True)
                 started += 1
-            if started < free and self._redrives_may_be_due():
-                deliveries = await redrive_delivery.claim_due(self._db, free - started)
-                for delivery in deliveries:
-                    self._spawn(self._deliver(client, delivery))
-                started += len(deliveries)
-                # A full batch: there may be more right now.
-                self._look_for_redrives = started == free
-        except Exception:
-            log.exception("worker %s: claiming failed; will poll again", self.name)
+        if started < free and self._redrives_may_be_due():
+            deliveries = await redrive_delivery.claim_due(self._db, free - started)
+            for delivery in deliveries:
+                self._spawn(self._deliver(client, delivery))
+            started += len(deliveries)
+            # A full batch: there may be more right now.
+            self._look_for_redrives = started == free
         return started
 
     def _redrives_may_be_due(self) -> bool:
@@ -164,14 +210,24 @@ class ApplyWorker:
         self._next_redrive_look = now + self._settings.poll_seconds
         return True
 
-    def _spawn(self, attempt: Coroutine[None, None, None]) -> None:
+    def _spawn(self, attempt: Coroutine[None, None, None], *, applying: bool = False) -> None:
         task = asyncio.create_task(attempt)
         self._in_flight.add(task)
+        if applying:
+            self._applying.add(task)
         task.add_done_callback(self._finished)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._in_flight.discard(task)
+        self._applying.discard(task)
         self._wake.set()
+
+    def _fence(self) -> int:
+        """Cancels the attempts of decisions in flight: the liveness they were claimed under
+        is lapsing, and another worker may take them over. Returns how many."""
+        for task in self._applying:
+            task.cancel()
+        return len(self._applying)
 
     async def _drain(self) -> None:
         if not self._in_flight:

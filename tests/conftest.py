@@ -133,6 +133,11 @@ def reviewer(name: str, *queues: str) -> Principal:
 @pytest.fixture
 async def kyc_queue(db: Database) -> str:
     """Queue `kyc` escalating to `kyc-senior`, with a small reason-code catalogue."""
+    return await setup_kyc(db)
+
+
+async def setup_kyc(db: Database) -> str:
+    """What kyc_queue sets up, on any database (a test's private server, say)."""
     for settings in (
         QueueSettings("kyc-senior"),
         QueueSettings("kyc", lease_ttl_seconds=300, max_abandons=3, escalation_queue="kyc-senior"),

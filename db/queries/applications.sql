@@ -1,6 +1,7 @@
 -- name: applications_claim
 -- Takes up to :batch_size due applications for one attempt each, under a lock that lapses
--- if the worker dies, long enough for the queue's effect timeout. Returns what the effect needs,
+-- if the worker dies, long enough for the queue's effect timeout; sooner, once the worker
+-- (:worker_id) stops renewing its liveness (apply_worker_renew). Returns what the effect needs,
 -- including the outcome an overturn reverses. Only effective decisions are ever on this
 -- list: decision_submit enlists a provisional one only once decision_confirm confirms it.
 -- The note of a decision on an item under a privacy policy is not sent (null): it is
@@ -11,15 +12,26 @@ WITH due AS (
     FROM decision_applications AS a
     WHERE a.state = 'pending'
       AND a.next_attempt_at <= now()
-      AND (a.locked_until IS NULL OR a.locked_until <= now())
+      AND (a.locked_until IS NULL OR a.locked_until <= now()
+           -- A claim whose worker stopped renewing its liveness: taken over now.
+           OR (a.locked_by IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM apply_workers AS w
+                               WHERE w.id = a.locked_by AND w.alive_until > now())))
     ORDER BY a.next_attempt_at
     LIMIT :batch_size
     FOR UPDATE OF a SKIP LOCKED
+),
+-- Claiming renews the claimer's own liveness: its claims are never taken over at birth.
+alive AS (
+    INSERT INTO apply_workers (id, name, alive_until)
+    VALUES (:worker_id, :worker, now() + make_interval(secs => :lease_seconds))
+    ON CONFLICT (id) DO UPDATE SET alive_until = EXCLUDED.alive_until
 ),
 claimed AS (
     UPDATE decision_applications AS a
     SET attempts = a.attempts + 1,
         locked_until = now() + make_interval(secs => q.effect_timeout_seconds * 2 + 10),
+        locked_by = :worker_id,
         updated_at = now()
     FROM due, queues AS q
     WHERE a.decision_id = due.decision_id AND q.name = a.queue
@@ -52,7 +64,7 @@ WITH proof AS (
 ),
 settled AS (
     UPDATE decision_applications AS a
-    SET state = 'applied', locked_until = NULL, last_error = NULL, updated_at = now()
+    SET state = 'applied', locked_until = NULL, locked_by = NULL, last_error = NULL, updated_at = now()
     WHERE a.decision_id = :decision_id
     RETURNING a.decision_id
 ),
@@ -80,6 +92,7 @@ WITH settled AS (
                      ELSE 'pending' END,
         next_attempt_at = :next_attempt_at,
         locked_until = NULL,
+        locked_by = NULL,
         last_error = :error,
         updated_at = now()
     FROM queues AS q
@@ -127,3 +140,18 @@ CROSS JOIN LATERAL (
     FROM decision_applications AS a
     WHERE a.queue = q.name AND a.state <> 'applied'
 ) AS l;
+
+-- name: apply_worker_renew
+-- A worker's liveness, renewed every few seconds while it runs; rows of workers long gone
+-- are cleared on the way (their claims, if any, are takeable either way).
+WITH gone AS (
+    DELETE FROM apply_workers AS w
+    WHERE w.alive_until < now() - interval '1 day' AND w.id <> :worker_id
+)
+INSERT INTO apply_workers (id, name, alive_until)
+VALUES (:worker_id, :worker, now() + make_interval(secs => :lease_seconds))
+ON CONFLICT (id) DO UPDATE SET alive_until = EXCLUDED.alive_until;
+
+-- name: apply_worker_leave
+-- A worker that stopped: whatever it abandoned (cancelled, never recorded) is takeable now.
+UPDATE apply_workers SET alive_until = now() WHERE id = :worker_id;

@@ -320,7 +320,7 @@ queued AS (
 ),
 reapplied AS (
     UPDATE decision_applications AS a
-    SET state = 'pending', next_attempt_at = now(), locked_until = NULL,
+    SET state = 'pending', next_attempt_at = now(), locked_until = NULL, locked_by = NULL,
         redrive_key = q.key, attempts_before_redrive = a.attempts, updated_at = now()
     FROM queued AS q
     JOIN target AS t ON t.id = q.exception_id

@@ -96,7 +96,8 @@ class Retrying:
 
 
 # Loggers of other code that logs a traceback per attempt while the database is away: the
-# pool's floor maintenance (asyncpg, backoff up to 60 s) and the apply worker's poll.
+# pool's floor maintenance (asyncpg, backoff up to 60 s) and the apply worker's attempts
+# that cannot be recorded (its claiming loop backs off with Retrying).
 CHATTY_LOGGERS = ("asyncpg.pool", "casework.worker")
 # A repeat of an outage line this soon after the last is left out; the longest gap between
 # attempts among those loggers is asyncpg's 60 s backoff.

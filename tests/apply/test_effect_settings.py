@@ -13,6 +13,7 @@ from server.store.database import Database
 from tests.api.conftest import in_process_client
 from tests.apply.helpers import SECRET, make_decision
 from tests.conftest import ADMIN, TestDatabase
+from tests.integration.helpers import CLAIMER
 
 URL = "http://127.0.0.1:9/decisions"
 CONFIGURE = """
@@ -49,7 +50,7 @@ async def test_a_fractional_timeout_is_kept_and_reaches_the_effect(
     assert changed.effect_timeout_seconds == 2.75
 
     await make_decision(db, kyc_queue, "timed")
-    (due,) = await claim_due(db, 1)
+    (due,) = await claim_due(db, 1, CLAIMER)
     assert due.effect_timeout_seconds == 2.75
 
 

@@ -37,6 +37,7 @@ from tests.apply.helpers import (
 )
 from tests.apply.receiver import Request, webhook_receiver
 from tests.conftest import APPROVER, TestDatabase
+from tests.integration.helpers import CLAIMER
 
 Effect = Callable[[httpx.AsyncClient, DueApplication], Awaitable[str]]
 
@@ -64,7 +65,7 @@ async def test_recording_one_application_twice_at_once_commits_it_once(
     queries: Queries,
 ) -> None:
     decision_id = await make_decision(db, kyc_queue, "twice")
-    (due,) = await claim_due(db, 1)
+    (due,) = await claim_due(db, 1, CLAIMER)
     first = await connect(test_database.app_dsn)
     second = await connect(test_database.app_dsn)
     try:

@@ -18,6 +18,7 @@ from server.signatures import (
 )
 from server.store.database import Database
 from tests.apply.helpers import SECRET, effect_receiver, make_decision
+from tests.integration.helpers import CLAIMER
 
 BODY = b'{"decisionId":"7","verdict":"APPROVE"}'
 
@@ -72,7 +73,7 @@ async def test_the_webhooks_header_verifies_at_the_receiver_with_the_shared_secr
 ) -> None:
     async with effect_receiver(db, kyc_queue) as receiver:
         decision_id = await make_decision(db, kyc_queue, "signed")
-        (due,) = await claim_due(db, 1)
+        (due,) = await claim_due(db, 1, CLAIMER)
         async with httpx.AsyncClient() as client:
             note = await post_webhook(client, due)
 

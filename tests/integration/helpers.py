@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -11,6 +12,7 @@ from typing import Any
 import asyncpg
 
 from server.domain.model import Claim, Decision, Item, Principal, Verdict
+from server.domain.review.apply import Liveness
 from server.domain.review.decisions import DecisionInput, submit_decision
 from server.domain.review.items import NewItem, enqueue_items
 from server.domain.review.leases import claim_next
@@ -18,6 +20,9 @@ from server.domain.timeline.events import TimelineKind
 from server.events.channels import CHANNEL
 from server.store.database import Database
 from tests.conftest import INTEGRATION, TestDatabase, one_row
+
+# A test that claims applications itself, as a worker would: alive for the test's length.
+CLAIMER = Liveness(uuid.UUID(int=1), "test-claimer", 3600.0)
 
 Snapshot = dict[str, list[tuple[Any, ...]]]
 

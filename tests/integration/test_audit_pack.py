@@ -27,7 +27,7 @@ from server.domain.timeline.notes import add_note
 from server.store.database import Database, Row, connect
 from server.store.queries import P, Queries, Query
 from tests.conftest import APPROVER, INTEGRATION, MANAGER, TestDatabase, reviewer
-from tests.integration.helpers import claim, enqueue_one, expire_lease
+from tests.integration.helpers import CLAIMER, claim, enqueue_one, expire_lease
 
 RITA = reviewer("rita")
 ROB = reviewer("rob")
@@ -120,7 +120,7 @@ async def decide_with_note(db: Database, principal: Principal, held: Claim, note
 
 async def apply_once_after_a_failure(db: Database) -> None:
     """The worker's two recordings: a transient failure, then the application."""
-    (due,) = await claim_due(db, 1)
+    (due,) = await claim_due(db, 1, CLAIMER)
     state = await record_failure(
         db,
         due,
@@ -131,7 +131,7 @@ async def apply_once_after_a_failure(db: Database) -> None:
         started_at=utcnow(),
     )
     assert state == "pending"
-    (due,) = await claim_due(db, 1)
+    (due,) = await claim_due(db, 1, CLAIMER)
     applied = await record_applied(
         db, due, note="account opened", worker="worker-1", started_at=utcnow()
     )
@@ -344,6 +344,7 @@ async def test_the_pack_of_a_scripted_item_is_the_document_its_story_gives(
                     "attempts_before_redrive": 0,
                     "last_error": None,
                     "locked_until": None,
+                    "locked_by": None,
                     "redrive_key": None,
                     "decided_at": iso(approved["decided_at"]),
                     "next_attempt_at": iso(applied["next_attempt_at"]),
@@ -414,6 +415,7 @@ async def test_the_pack_of_a_scripted_item_is_the_document_its_story_gives(
                     "attempts_before_redrive": 0,
                     "last_error": None,
                     "locked_until": None,
+                    "locked_by": None,
                     "redrive_key": None,
                     "decided_at": iso(reversed_["decided_at"]),
                     "next_attempt_at": iso(pending["next_attempt_at"]),
@@ -460,7 +462,7 @@ async def test_the_hash_changes_when_anything_in_the_pack_does_and_only_then(
     await read()
     await decide_with_note(db, RITA, held, "fine")
     await read()
-    (due,) = await claim_due(db, 1)  # an attempt starts: the application's count moves
+    (due,) = await claim_due(db, 1, CLAIMER)  # an attempt starts: the application's count moves
     await read()
     await record_failure(
         db,
@@ -604,7 +606,7 @@ async def test_an_effect_that_failed_for_good_brings_its_exception_into_the_item
 ) -> None:
     item = await enqueue_one(db, "kyc", "app-4", FIRST_PAYLOAD)
     decided = await decide_with_note(db, RITA, await claim(db, RITA), "fine")
-    (due,) = await claim_due(db, 1)
+    (due,) = await claim_due(db, 1, CLAIMER)
     state = await record_failure(
         db,
         due,

@@ -39,6 +39,7 @@ from server.domain.text import MAX_TEXT
 from server.store.database import Database
 from tests.conftest import token_maker
 from tests.integration import helpers
+from tests.integration.helpers import CLAIMER
 from tests.integration.second_review import (
     ALICE,
     BOB,
@@ -340,7 +341,7 @@ async def test_an_overturn_note_is_sealed_and_no_receiver_is_sent_one(
     assert await find_canaries(owner_conn, [CANARY]) == []
     # What a receiver is sent: the decisions, without their notes.
     await owner_conn.execute("UPDATE decision_applications SET next_attempt_at = now()")
-    due = await apply.claim_due(db, 10)
+    due = await apply.claim_due(db, 10, CLAIMER)
     assert sorted((d.decision_id, d.note) for d in due) == [
         (int(decision["id"]), None),
         (int(overturn["decision"]["id"]), None),

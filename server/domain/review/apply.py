@@ -2,7 +2,8 @@
 
 The effect itself (a webhook, a handler) runs outside any transaction, between a claim and
 its recording; the decision id is its idempotency key. A worker killed in between leaves a
-lock that lapses, and the decision is attempted again.
+claim that another worker takes over once the dead one's liveness lapses (or, at the latest,
+its lock), and the decision is attempted again; the proof is recorded once either way.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from server.domain.exceptions import actions, redrives
 from server.domain.exceptions.records import SYSTEM_ACTOR, SYSTEM_ROLE, Consequence
@@ -92,9 +94,39 @@ class DueApplication:
         }
 
 
-async def claim_due(db: Database, limit: int) -> list[DueApplication]:
-    rows = await db.fetch(sql.applications.APPLICATIONS_CLAIM, batch_size=limit)
+@dataclass(frozen=True)
+class Liveness:
+    """Who claims: one run of one worker (`worker_id`, new after a lapse), its name, and how
+    long its liveness lasts once renewed. Its claims are taken over once that has passed."""
+
+    worker_id: UUID
+    worker: str
+    lease_seconds: float
+
+
+async def claim_due(db: Database, limit: int, liveness: Liveness) -> list[DueApplication]:
+    """Claims (and renews the claimer's liveness in the same statement)."""
+    rows = await db.fetch(
+        sql.applications.APPLICATIONS_CLAIM, batch_size=limit, **_liveness(liveness)
+    )
     return [DueApplication.from_row(row) for row in rows]
+
+
+def _liveness(liveness: Liveness) -> dict[str, Any]:
+    return {
+        "worker_id": liveness.worker_id,
+        "worker": liveness.worker,
+        "lease_seconds": liveness.lease_seconds,
+    }
+
+
+async def renew_liveness(db: Database, liveness: Liveness) -> None:
+    await db.fetch(sql.applications.APPLY_WORKER_RENEW, **_liveness(liveness))
+
+
+async def leave(db: Database, worker_id: UUID) -> None:
+    """The worker stopped: what it abandoned may be taken over at once."""
+    await db.fetch(sql.applications.APPLY_WORKER_LEAVE, worker_id=worker_id)
 
 
 def may_read_receiver_text(principal: Principal, queues: tuple[str, ...]) -> bool:
