@@ -34,7 +34,7 @@ from server.pooler import listen_dsn
 from server.retention_worker import RetentionWorker
 from server.runtime import describe_location
 from server.store import sql
-from server.store.database import APP_HINTS_SETTINGS, Database, create_pool
+from server.store.database import Database, open_service_database
 from server.store.queries import Queries
 from server.store.routing import ReadRouter
 from server.worker import ApplyWorker, worker_settings
@@ -99,21 +99,13 @@ class Runtime:
         gc.set_threshold(*GC_THRESHOLDS)
         transport = self._transport()
         publish_hints = transport.publish if isinstance(transport, RedisTransport) else None
-        pooled = settings.transaction_pooler
-        pool = await create_pool(
+        pool, self._db = await open_service_database(
             self._app_dsn,
+            Queries(settings.db_dir / "queries"),
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
-            # Writes then return their hint instead of sending a NOTIFY (migration 0003);
-            # behind a transaction pooler, set in each transaction that sends one instead.
-            server_settings=APP_HINTS_SETTINGS if publish_hints and not pooled else None,
-            transaction_pooler=pooled,
-        )
-        self._db = Database(
-            pool,
-            Queries(settings.db_dir / "queries"),
             publish_hints=publish_hints,
-            hints_setting_per_transaction=bool(publish_hints) and pooled,
+            transaction_pooler=settings.transaction_pooler,
         )
         # CASEWORK_READ_DATABASE_URL: the reads that may lag go there (server/store/routing.py).
         self.reads = await _read_router(settings, self._db, pool)

@@ -44,7 +44,7 @@ from server.observability.context import DECISION_ID
 from server.observability.metrics import ApplyOutcome
 from server.pooler import listen_dsn
 from server.retention_worker import RetentionWorker, standalone_retention
-from server.store.database import Database, create_pool
+from server.store.database import Database, open_service_database
 from server.store.queries import Queries
 from server.worker_liveness import Liveness
 
@@ -391,21 +391,25 @@ def _stop_both(worker: ApplyWorker, retention: RetentionWorker) -> Callable[[], 
 
 async def run_standalone(app_dsn: str, settings: Settings) -> None:
     """`casework worker`: its own pool and its own hint listener; stops on SIGTERM/SIGINT."""
-    pool = await create_pool(
+    transport: ReconnectingTransport
+    if settings.events_transport == "redis":
+        redis = RedisTransport(settings.redis_url, channel=settings.redis_channel)
+        # Its writes' hints (an application recorded, a failure) go to Redis as a serving
+        # process's do: a NOTIFY would reach nobody in a Redis deployment.
+        transport, publish_hints = redis, redis.publish
+    else:
+        transport, publish_hints = PostgresListener(listen_dsn(settings, app_dsn)), None
+    pool, db = await open_service_database(
         app_dsn,
+        Queries(settings.db_dir / "queries"),
         min_size=1,
         max_size=settings.worker_concurrency + 2,
+        publish_hints=publish_hints,
         transaction_pooler=settings.transaction_pooler,
     )
-    db = Database(pool, Queries(settings.db_dir / "queries"))
     worker = ApplyWorker(db, worker_settings(settings))
     # Beside it, as in a serving process: retention and deferred erasures.
     retention = standalone_retention(db, settings)
-    transport: ReconnectingTransport = (
-        RedisTransport(settings.redis_url, channel=settings.redis_channel)
-        if settings.events_transport == "redis"
-        else PostgresListener(listen_dsn(settings, app_dsn))
-    )
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _stop_both(worker, retention))

@@ -256,6 +256,35 @@ async def _run_with_app_hints(
         return await getattr(conn, method)(sql, *values)
 
 
+async def open_service_database(
+    dsn: str,
+    queries: Queries,
+    *,
+    min_size: int,
+    max_size: int,
+    publish_hints: HintPublisher | None,
+    transaction_pooler: bool,
+) -> tuple[asyncpg.Pool, Database]:
+    """The pool and Database of a serving process or a standalone worker. With published
+    hints (the Redis transport) writes return their hint instead of sending a NOTIFY
+    (migration 0003): a session setting given at connect, or, behind a transaction pooler,
+    one set in each transaction that sends a hint."""
+    pool = await create_pool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        server_settings=APP_HINTS_SETTINGS if publish_hints and not transaction_pooler else None,
+        transaction_pooler=transaction_pooler,
+    )
+    database = Database(
+        pool,
+        queries,
+        publish_hints=publish_hints,
+        hints_setting_per_transaction=publish_hints is not None and transaction_pooler,
+    )
+    return pool, database
+
+
 def _integrity_violation(error: Exception) -> IntegrityViolation:
     kind = next(name for cls, name in _INTEGRITY_ERRORS.items() if isinstance(error, cls))
     return IntegrityViolation(
