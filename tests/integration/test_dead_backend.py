@@ -52,21 +52,28 @@ class _Watch(asyncio.Protocol):
         self.inner.resume_writing()
 
 
-async def terminate_and_read_fatal(conn: asyncpg.Connection, owner: asyncpg.Connection) -> None:
-    """Terminates `conn`'s backend; returns once asyncpg has read the FATAL message and
-    while the connection still counts as open (asserted: else the test proves nothing)."""
+@asynccontextmanager
+async def fatal_read(conn: asyncpg.Connection, owner: asyncpg.Connection) -> AsyncIterator[None]:
+    """Terminates `conn`'s backend; enters once asyncpg has read the FATAL message and while
+    the connection still counts as open (asserted: else the test proves nothing). The block
+    must start with the statement under test: any other await lets the end of the stream in."""
     raw = getattr(conn, "_con", conn)  # a pool's proxy, or the connection itself
     transport = raw._transport
     watch = _Watch(transport.get_protocol())
     transport.set_protocol(watch)
-    terminated = await owner.fetchval("SELECT pg_terminate_backend($1)", raw.get_server_pid())
-    assert terminated is True
-    # asyncio.timeout, not wait_for: this task itself is woken by data_received's callback,
-    # so it runs before the loop reads the end of the stream (wait_for's inner task would
-    # add a turn of the loop).
+    # Sent from a task of its own: this task waits on the watch alone, so that it is woken
+    # by data_received's callback and runs before the loop reads the end of the stream
+    # (asyncio.timeout, not wait_for, whose inner task would add a turn of the loop).
+    terminating = asyncio.create_task(
+        owner.fetchval("SELECT pg_terminate_backend($1)", raw.get_server_pid())
+    )
     async with asyncio.timeout(WAIT_SECONDS):
         await watch.received.wait()
-    assert not raw.is_closed(), "the end of the stream came first: not the window under test"
+    try:
+        assert not raw.is_closed(), "the end of the stream came first: not the window under test"
+        yield
+    finally:
+        assert await terminating is True
 
 
 @asynccontextmanager
@@ -98,10 +105,11 @@ async def test_asyncpg_alone_refuses_a_statement_in_the_window(
         closing(asyncpg.connect(test_database.owner_dsn)) as owner,
         one_connection_pool(test_database.app_dsn) as pool,
     ):
-        await terminate_and_read_fatal(await idle_connection(pool), owner)
-        with pytest.raises(asyncpg.exceptions.InternalClientError) as raised:
-            await pool.fetchval("SELECT 1")
-        assert str(raised.value) == "cannot switch to state 12; another operation (2) is in progress"
+        async with fatal_read(await idle_connection(pool), owner):
+            with pytest.raises(asyncpg.exceptions.InternalClientError) as raised:
+                await pool.fetchval("SELECT 1")
+        refused = "cannot switch to state 12; another operation (2) is in progress"
+        assert str(raised.value) == refused
         assert refused_on_dead_connection(raised.value)
         # An outage, as a client is told (UNAVAILABLE), not the server's fault (INTERNAL).
         assert is_unavailable(raised.value)
@@ -118,8 +126,8 @@ async def test_a_pooled_statement_refused_in_the_window_runs_on_a_new_connection
     ):
         db = Database(pool, queries)
         dead = await idle_connection(pool)
-        await terminate_and_read_fatal(dead, owner)
-        assert await db.fetchrow(sql.health.HEALTH_CHECK) is not None
+        async with fatal_read(dead, owner):
+            assert await db.fetchrow(sql.health.HEALTH_CHECK) is not None
         async with pool.acquire() as conn:
             assert conn._con is not dead
 
@@ -132,10 +140,9 @@ async def test_a_transaction_whose_begin_is_refused_in_the_window_begins_on_a_ne
         one_connection_pool(test_database.app_dsn) as pool,
     ):
         db = Database(pool, queries)
-        await terminate_and_read_fatal(await idle_connection(pool), owner)
-        async with db.transaction() as tx:
+        async with fatal_read(await idle_connection(pool), owner), db.transaction() as tx:
             assert await tx.fetchrow(sql.health.HEALTH_CHECK) is not None
-        async with db.snapshot() as snapshot:
+        async with fatal_read(await idle_connection(pool), owner), db.snapshot() as snapshot:
             assert await snapshot.fetchrow(sql.health.HEALTH_CHECK) is not None
 
 
@@ -149,10 +156,14 @@ async def test_a_transaction_whose_backend_dies_between_statements_is_an_outage(
         one_connection_pool(test_database.app_dsn) as pool,
     ):
         db = Database(pool, queries)
-        with pytest.raises(Exception) as raised:
+
+        async def died_between_statements() -> None:
             async with db.transaction() as tx:
                 assert await tx.fetchrow(sql.health.HEALTH_CHECK) is not None
-                await terminate_and_read_fatal(tx._executor, owner)
-                await tx.fetchrow(sql.health.HEALTH_CHECK)
+                async with fatal_read(tx._executor, owner):
+                    await tx.fetchrow(sql.health.HEALTH_CHECK)
+
+        with pytest.raises(asyncpg.InterfaceError) as raised:
+            await died_between_statements()
         assert is_unavailable(raised.value), repr(raised.value)
         assert await db.fetchrow(sql.health.HEALTH_CHECK) is not None
