@@ -16,11 +16,13 @@ server logs no traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 import httpx
+import websockets
 
 from server.domain.model import Role
 from server.store.database import Database
@@ -125,31 +127,37 @@ async def review(client: httpx.AsyncClient, seen: Seen, token: str) -> None:
 
 async def follow(url: str, token: str, seen: Seen, cursor: str) -> None:
     """decisionEvents from `cursor` until ITEMS - 1 decisions came; resumed from the last
-    one seen whenever the stream or its socket ends."""
+    one received whole whenever the stream or its socket ends."""
     while len(seen.streamed) < ITEMS - 1:
-        try:
-            async with graphql_socket(url, token) as socket:
-                operation = await socket.subscribe(DECISION_EVENTS, queue="kyc", after=cursor)
-                while len(seen.streamed) < ITEMS - 1:
-                    message = await socket.message(operation, RUN_SECONDS)
-                    if message["type"] == "next":
-                        assert "errors" not in message["payload"], message
-                        cursor = message["payload"]["data"]["decisionEvents"]["id"]
-                        seen.streamed.append(cursor)
-                        continue
-                    if message["type"] == "error":
-                        codes = {e.get("extensions", {}).get("code") for e in message["payload"]}
-                        if "INTERNAL" in codes:
-                            raise Internal(f"the stream ended with INTERNAL: {message}")
-                        assert codes == {"UNAVAILABLE"}, message
-                    seen.stream_endings.append(f"{message['type']} {socket.closed}")
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                socket = await stack.enter_async_context(graphql_socket(url, token))
+            except (AssertionError, OSError, websockets.WebSocketException) as error:
+                # The handshake refused while the database was away (1013, try again later).
+                seen.stream_endings.append(f"handshake: {error!r}"[:200])
+                await asyncio.sleep(POLL_SECONDS)
+                continue
+            operation = await socket.subscribe(DECISION_EVENTS, queue="kyc", after=cursor)
+            while len(seen.streamed) < ITEMS - 1:
+                message = await socket.message(operation, RUN_SECONDS)
+                if message["type"] == "closed":
+                    seen.stream_endings.append(f"closed: {socket.closed}")
                     break
-        except (AssertionError, OSError) as error:
-            if isinstance(error, Internal):
-                raise
-            # The handshake refused while the database was away (1013, try again later).
-            seen.stream_endings.append(f"handshake: {error!r}"[:200])
-            await asyncio.sleep(POLL_SECONDS)
+                # A `next` whose fields could not all be read carries errors too.
+                errors = message["payload"] if message["type"] == "error" else None
+                if message["type"] == "next":
+                    errors = message["payload"].get("errors")
+                codes = {error.get("extensions", {}).get("code") for error in errors or ()}
+                if "INTERNAL" in codes:
+                    raise Internal(f"the stream said INTERNAL: {message}")
+                if message["type"] == "next" and not errors:
+                    cursor = message["payload"]["data"]["decisionEvents"]["id"]
+                    seen.streamed.append(cursor)
+                    continue
+                assert codes == {"UNAVAILABLE"}, message
+                # Resumed from the last decision received whole.
+                seen.stream_endings.append(f"{message['type']} UNAVAILABLE")
+                break
 
 
 async def terminate_every_round(owner: asyncpg.Connection, database: str, seen: Seen) -> None:
