@@ -76,6 +76,9 @@ class Event:
     # For EventKind.EXCEPTION: the workflows concerned, and other queues the change touched.
     workflows: tuple[str, ...] = field(default=())
     other_queues: tuple[str, ...] = field(default=())
+    # The hint was too long for NOTIFY and was sent cut to its kind and queue (migration
+    # 0030): what else it named is unknown, so every subscriber resyncs.
+    cut: bool = False
 
     @property
     def queues(self) -> tuple[str, ...]:
@@ -105,6 +108,7 @@ def parse_event(payload: str) -> Event | None:
         item_ids=_ids(data.get("is") or []),
         workflows=_names(data.get("ws") or ([data["w"]] if data.get("w") else [])),
         other_queues=_names(data.get("qs") or []),
+        cut=data.get("cut") is True,
     )
 
 

@@ -57,13 +57,21 @@ class LiveUpdates:
         )
 
     def _on_event(self, event: Event) -> None:
+        if event.cut:
+            # What the hint named did not fit in a NOTIFY (migration 0030): as after a
+            # reconnect, every subscriber and observer looks again.
+            self._resync("a hint was too long to send whole")
+            return
         self.hub.dispatch(event)
         self.timer.notice(event)
         for on_event, _ in self._observers:
             on_event(event)
 
     def _on_reconnect(self) -> None:
-        self.hub.resync_all("the event stream reconnected")
+        self._resync("the event stream reconnected")
+
+    def _resync(self, reason: str) -> None:
+        self.hub.resync_all(reason)
         self.timer.watchers_changed()
         for _, on_reconnect in self._observers:
             on_reconnect()

@@ -15,7 +15,7 @@ from typing import Any
 import asyncpg
 
 from server.observability.tracing import statement_span
-from server.store.errors import IntegrityViolation
+from server.store.errors import IntegrityViolation, refused_on_dead_connection
 from server.store.queries import P, Queries, Query, QueryArguments
 
 Row = Mapping[str, Any]
@@ -140,7 +140,7 @@ class Database:
                 if self._hints_per_transaction and _SENDS_HINT.search(sql):
                     rows: list[Row] = await self._with_app_hints("fetch", sql, values)
                 else:
-                    rows = await self._executor.fetch(sql, *values)
+                    rows = await self._run(self._executor.fetch, sql, values)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
         await self._route_hints(rows)
@@ -153,7 +153,7 @@ class Database:
                 if self._hints_per_transaction and _SENDS_HINT.search(sql):
                     row: Row | None = await self._with_app_hints("fetchrow", sql, values)
                 else:
-                    row = await self._executor.fetchrow(sql, *values)
+                    row = await self._run(self._executor.fetchrow, sql, values)
         except tuple(_INTEGRITY_ERRORS) as error:
             raise _integrity_violation(error) from error
         if row is not None:
@@ -165,9 +165,24 @@ class Database:
         transaction: its own, or the one it is part of (set_config(..., true) lasts until
         that transaction ends, and a pooler keeps a transaction on one server session)."""
         if isinstance(self._executor, asyncpg.Pool):
-            async with self._executor.acquire() as conn:
-                return await _run_with_app_hints(conn, method, sql, values)
+            async with _begun(self._executor) as conn:
+                await conn.execute(_APP_HINTS_IN_TRANSACTION)
+                return await getattr(conn, method)(sql, *values)
         return await _run_with_app_hints(self._executor, method, sql, values)
+
+    async def _run(self, method: Callable[..., Awaitable[Any]], sql: str, values: list[Any]) -> Any:
+        # On the pool, a statement that asyncpg refused to start because the connection's
+        # backend had just died (store/errors.py) never reached the server: it runs on
+        # another connection. Each refusal closes its connection, so at most one per
+        # pooled connection; on a held connection the refusal stands (an outage).
+        retries = self._executor.get_max_size() if isinstance(self._executor, asyncpg.Pool) else 0
+        while True:
+            try:
+                return await method(sql, *values)
+            except asyncpg.exceptions.InternalClientError as error:
+                if retries == 0 or not refused_on_dead_connection(error):
+                    raise
+                retries -= 1
 
     def _bind(
         self, query: Query[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -184,7 +199,7 @@ class Database:
             async with self._executor.transaction():
                 yield self
             return
-        async with self._executor.acquire() as conn:
+        async with _begun(self._executor) as conn:
             inner = Database(
                 conn,
                 self.queries,
@@ -192,10 +207,9 @@ class Database:
                 hints_setting_per_transaction=self._hints_per_transaction,
             )
             inner._held_hints = []
-            async with conn.transaction():
-                yield inner
-            for hint in dict.fromkeys(inner._held_hints):
-                await self._send_hint(hint)
+            yield inner
+        for hint in dict.fromkeys(inner._held_hints):
+            await self._send_hint(hint)
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[Database]:
@@ -203,10 +217,7 @@ class Database:
         it was at its first statement, whatever commits meanwhile (an audit pack, an export).
         On a connection, the connection must not be in a transaction already."""
         if isinstance(self._executor, asyncpg.Pool):
-            async with (
-                self._executor.acquire() as conn,
-                conn.transaction(isolation="repeatable_read", readonly=True),
-            ):
+            async with _begun(self._executor, isolation="repeatable_read", readonly=True) as conn:
                 yield Database(conn, self.queries)
             return
         async with self._executor.transaction(isolation="repeatable_read", readonly=True):
@@ -283,6 +294,32 @@ async def open_service_database(
         hints_setting_per_transaction=publish_hints is not None and transaction_pooler,
     )
     return pool, database
+
+
+@asynccontextmanager
+async def _begun(pool: asyncpg.Pool, **options: Any) -> AsyncIterator[asyncpg.Connection]:
+    """A pooled connection in a transaction, committed at the end (rolled back on an error).
+    A BEGIN that asyncpg refused because the connection's backend had just died (see
+    store/errors.py) never reached the server: the next connection is tried instead."""
+    retries = pool.get_max_size()
+    while True:
+        async with pool.acquire() as conn:
+            transaction = conn.transaction(**options)
+            try:
+                await transaction.__aenter__()
+            except asyncpg.exceptions.InternalClientError as error:
+                if retries == 0 or not refused_on_dead_connection(error):
+                    raise
+                retries -= 1
+                continue
+            # As `async with transaction:` does, once it has begun.
+            try:
+                yield conn
+            except BaseException as error:
+                await transaction.__aexit__(type(error), error, error.__traceback__)
+                raise
+            await transaction.__aexit__(None, None, None)
+            return
 
 
 def _integrity_violation(error: Exception) -> IntegrityViolation:

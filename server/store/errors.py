@@ -42,6 +42,8 @@ def is_unavailable(error: BaseException) -> bool:
             return True
         if isinstance(current, asyncpg.exceptions.ConnectionDoesNotExistError):
             return True
+        if refused_on_dead_connection(current):
+            return True
         # A multi-host DSN with target_session_attrs=read-write whose hosts all answered as
         # standbys: mid-failover, before one of them is promoted.
         if isinstance(current, asyncpg.exceptions.TargetServerAttributeNotMatched):
@@ -55,3 +57,25 @@ def is_unavailable(error: BaseException) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def refused_on_dead_connection(error: BaseException) -> bool:
+    """True when asyncpg refused to start a statement because the connection's backend had
+    just died: the statement never left this process, and the connection is now closed.
+
+    PostgreSQL ends a backend (pg_terminate_backend, a shutdown, a session timeout) with a
+    FATAL ErrorResponse, then closes the socket. On a connection with no statement in flight
+    (idle in the pool, or held between two statements of a transaction), asyncpg's
+    `CoreProtocol._read_server_messages` (protocol/coreproto.pyx) has no case for a message
+    in the idle state: it parks the protocol in PROTOCOL_ERROR_CONSUME (2), waiting for a
+    ReadyForQuery that never comes, and the connection still counts as open until the event
+    loop delivers the end of the stream (`connection_lost`), a callback later. A statement
+    started in between fails in `CoreProtocol._set_state`, before anything is written, with
+    "cannot switch to state 12; another operation (2) is in progress" (15: a simple query,
+    11: a prepare), and `BaseProtocol._coreproto_error` aborts the connection. The wording
+    says "another operation", but no second operation exists (asyncpg issue 1069; a real
+    second user of a connection gets InterfaceError "another operation is in progress").
+    """
+    return isinstance(error, asyncpg.exceptions.InternalClientError) and str(error).startswith(
+        "cannot switch to state"
+    )

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from server.events import redis as redis_transport
 from server.events.channels import CHANNEL
+from server.events.redis import RedisTransport
 from server.store import sql
 from server.store.database import Database, connect
 from tests.conftest import TestDatabase
 from tests.live.helpers import (
+    POLL_SECONDS,
     QUEUE_BACKLOG,
     create_live_tokens,
     decided_across,
@@ -66,12 +72,20 @@ async def test_hints_cross_processes_through_redis_and_not_through_notify(
             serve_casework(test_database, **redis_env(redis_channel)) as process_b,
             httpx.AsyncClient(base_url=process_b.url) as client_b,
         ):
+
+            def logs() -> str:
+                return "".join(["process A:\n", *process_a.log, "process B:\n", *process_b.log])
+
             health = await wait_for_health(client_b, lambda body: True, within=5)
             assert health["listener"]["transport"] == "redis"
-            seen = await decided_across(process_a, process_b, tokens)
+            try:
+                seen = await decided_across(process_a, process_b, tokens)
+            except Exception as error:
+                raise AssertionError(f"{error!r}\n{logs()}") from error
 
-            assert [event["kind"] for event in seen.lease_events] == ["CLAIMED", "DECIDED"]
-            assert seen.decision_event["id"] == seen.decision_id
+            kinds = [event["kind"] for event in seen.lease_events]
+            assert kinds == ["CLAIMED", "DECIDED"], f"{seen}\n{logs()}"
+            assert seen.decision_event["id"] == seen.decision_id, f"{seen}\n{logs()}"
 
         # Everything committed before this marker has been delivered to the listener.
         await owner_db.fetchrow(sql.health.HEALTH_CHECK)
@@ -126,3 +140,50 @@ async def test_a_lost_redis_connection_resyncs_the_subscribers(
             )
             assert claimed["leaseEvents"]["itemId"] == claim["item"]["id"]
     served.assert_no_traceback()
+
+
+async def until(condition: Callable[[], bool], *, within: float = 10) -> None:
+    """Polls `condition` (the signal) until it holds; fails after `within` seconds."""
+    async with asyncio.timeout(within):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(POLL_SECONDS)
+
+
+async def test_a_busy_loop_is_not_taken_for_a_dead_redis(
+    redis_channel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The heartbeat judges the connection, not this process's loop: a synchronous step that
+    holds the loop past the heartbeat's deadline while the PONG is on its way (a busy or
+    starved process) is no reason to reconnect and resync every subscriber. It was: the
+    cause of the RESYNC that made the cross-process test above fail now and then."""
+    monkeypatch.setattr(redis_transport, "HEARTBEAT_INTERVAL_SECONDS", 0.2)
+    monkeypatch.setattr(redis_transport, "HEARTBEAT_TIMEOUT_SECONDS", 0.3)
+    stall_seconds = 0.6
+    resyncs: list[str] = []
+    transport = RedisTransport(REDIS_URL, channel=redis_channel)
+    await transport.start(lambda event: None, lambda: resyncs.append("resync"))
+    try:
+        assert transport.status().connected
+        await until(lambda: transport.heartbeats >= 1)
+        pubsub = transport._pubsub
+        assert pubsub is not None
+        ping = pubsub.ping
+        stalled: list[float] = []
+
+        async def ping_then_stall(*args: Any) -> Any:
+            answer = await ping(*args)
+            if not stalled:
+                # Once, right after the PING went out: the loop held by a synchronous step.
+                stalled.append(stall_seconds)
+                asyncio.get_running_loop().call_soon(time.sleep, stall_seconds)
+            return answer
+
+        monkeypatch.setattr(pubsub, "ping", ping_then_stall)
+        answered = transport.heartbeats
+        # The stalled heartbeat, and the one after it, answered on the same connection.
+        await until(lambda: bool(stalled) and transport.heartbeats >= answered + 2)
+        assert (transport.reconnects, resyncs, transport.last_error) == (0, [], None)
+    finally:
+        await transport.stop()
