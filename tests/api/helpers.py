@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from server.store.database import Database
@@ -106,3 +107,18 @@ async def casework(test_database: TestDatabase, home: Path, command_line: str) -
     }
     env.pop("CASEWORK_APP_DATABASE_URL", None)
     return await run_casework(env, *shlex.split(command_line))
+
+
+# Written whatever a call does, refused or not: how the caller authenticated (once per
+# credential), and the liveness row a served process's apply worker renews on its own.
+BOOKKEEPING_TABLES = ("authentications", "apply_workers")
+
+
+async def data_tables(owner: asyncpg.Connection) -> list[str]:
+    """The schema's tables a refused call must leave as they were: all but the bookkeeping."""
+    rows = await owner.fetch(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+        "AND NOT tablename = ANY($1::text[]) ORDER BY tablename",
+        list(BOOKKEEPING_TABLES),
+    )
+    return [row["tablename"] for row in rows]

@@ -38,6 +38,7 @@ from server.graphql.input_strings import MAX_JSON_VALUE_DEPTH
 from server.http_limits import MAX_JSON_DEPTH, json_nesting_within
 from server.store.database import Database
 from tests.api.conftest import GraphQL, Tokens, in_process_client
+from tests.api.helpers import data_tables
 from tests.conftest import INTEGRATION, TestDatabase
 from tests.live.helpers import serve_casework
 
@@ -52,15 +53,10 @@ SMALL_LIMIT = 4096
 
 
 async def table_rows(owner: asyncpg.Connection) -> dict[str, int]:
-    """Rows in every table of the schema: a refused call writes none. How its caller
-    authenticated is left out: any call records that once, refused or not."""
-    tables = await owner.fetch(
-        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-        "AND tablename <> 'authentications' ORDER BY tablename"
-    )
+    """Rows in every data table: a refused call writes none."""
     return {
-        row["tablename"]: await owner.fetchval(f'SELECT count(*) FROM "{row["tablename"]}"')
-        for row in tables
+        name: await owner.fetchval(f'SELECT count(*) FROM "{name}"')
+        for name in await data_tables(owner)
     }
 
 

@@ -30,7 +30,7 @@ from server.domain.model import Role
 from server.store.database import Database, connect, create_pool
 from server.store.queries import Queries
 from tests import pg
-from tests.api.helpers import decision_input
+from tests.api.helpers import data_tables, decision_input
 from tests.api.live_server import casework_serve_process
 from tests.conftest import TestDatabase
 from tests.live.helpers import Api, serve_env
@@ -295,22 +295,16 @@ class World:
         return exception_id
 
     async def snapshot(self) -> dict[str, list[str]]:
-        """Every row of every table, as text, but a token's last use and how the caller
-        authenticated: any call notes those, refused or not (`casework token list`, the
-        `authentications` a decision points at)."""
-        tables = await self.owner.fetch(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-            "AND tablename <> 'authentications' ORDER BY tablename"
-        )
+        """Every row of every data table, as text, but a token's last use: any call notes
+        it, refused or not (`casework token list`)."""
         return {
-            t["tablename"]: [
+            name: [
                 r[0]
                 for r in await self.owner.fetch(
-                    f"SELECT (to_jsonb(x) - 'last_used_at')::text "
-                    f'FROM "{t["tablename"]}" AS x ORDER BY 1'
+                    f"SELECT (to_jsonb(x) - 'last_used_at')::text FROM \"{name}\" AS x ORDER BY 1"
                 )
             ]
-            for t in tables
+            for name in await data_tables(self.owner)
         }
 
 

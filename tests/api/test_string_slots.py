@@ -31,6 +31,7 @@ from graphql import (
 from server.graphql.input_strings import MAX_JSON_VALUE_DEPTH, MAX_STRING_CHARS
 from server.graphql.schema import build_schema
 from tests.api.conftest import Tokens
+from tests.api.helpers import data_tables
 from tests.conftest import TestDatabase
 from tests.live.helpers import serve_casework
 from tests.live.wsclient import graphql_socket
@@ -203,15 +204,10 @@ def test_the_schema_has_the_slots_the_issue_counts() -> None:
 
 
 async def table_contents(owner: asyncpg.Connection) -> dict[str, str]:
-    """A digest of every table: a refused call changes none. A token's last use and how the
-    caller authenticated are left out: any call notes them, refused or not."""
-    tables = await owner.fetch(
-        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-        "AND tablename <> 'authentications' ORDER BY tablename"
-    )
+    """A digest of every data table: a refused call changes none. A token's last use is left
+    out: any call notes it, refused or not."""
     contents = {}
-    for row in tables:
-        name = row["tablename"]
+    for name in await data_tables(owner):
         contents[name] = await owner.fetchval(
             "SELECT md5(coalesce(string_agg(r, '|' ORDER BY r), '')) FROM "
             f"(SELECT (to_jsonb(t) - 'last_used_at')::text AS r FROM \"{name}\" AS t) AS rows"
