@@ -20,7 +20,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,9 +33,9 @@ import asyncpg
 from server.config import REPO_ROOT
 from server.store.dsn import APP_ROLE, with_user
 from server.store.migrate import apply_migrations
+from tests.api.live_server import free_port
+from tests.ha.postgres import OS_USER, PG_BIN, missing
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-OS_USER = "postgres"
 DATABASE = "casework"
 START_TIMEOUT_SECONDS = 60
 
@@ -47,21 +46,7 @@ class HarnessError(RuntimeError):
 
 def available() -> str | None:
     """Why the harness cannot run here, or None when it can."""
-    if not (PG_BIN / "pg_basebackup").exists():
-        return f"PostgreSQL 15 is not installed ({PG_BIN})"
-    if os.geteuid() == 0:
-        try:
-            pwd.getpwnam(OS_USER)
-        except KeyError:
-            return f"running as root, and there is no {OS_USER} OS user to run PostgreSQL as"
-    return None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    return missing()
 
 
 def _as_postgres(*command: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -25,14 +25,13 @@ from server.store.database import Database, create_pool
 from server.store.queries import Queries
 from server.store.routing import replica_for_export
 from tests.conftest import token_maker
-from tests.ha import replica
+from tests.ha.postgres import require
 from tests.ha.replica import ReplicaPair, started_pair
 from tests.pg import QUERIES_DIR
 
 pytestmark = [
     pytest.mark.ha,
     pytest.mark.xdist_group("ha_replica"),
-    pytest.mark.skipif(replica.available() is not None, reason=str(replica.available())),
 ]
 
 SETUP = """
@@ -62,6 +61,8 @@ ITEM = "query($id: ID!) { item(id: $id) { id state } }"
 
 @pytest.fixture(scope="module")
 async def pair() -> AsyncIterator[ReplicaPair]:
+    # Skipped where PostgreSQL 15 is not installed; under CI, which installs it, a failure.
+    require()
     async with started_pair() as running:
         yield running
 
