@@ -3,12 +3,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser, async_playwright, expect
 
 from server.store.database import Database
 from tests.conftest import TestDatabase, token_maker
 from tests.console.helpers import (
     CHROMIUM_ARGS,
+    SHOWN_WITHIN_MS,
     ConsoleTokens,
     WorkflowTokens,
     chromium_executable,
@@ -16,6 +17,11 @@ from tests.console.helpers import (
     workflow_tokens,
 )
 from tests.live.helpers import Casework, serve_casework
+
+# Every expectation waits for what the page shows, up to the same generous bound as the ones
+# that name it: Playwright's 5 s default was met by a busy CI machine (the availability tests'
+# clusters run beside these), where a subscription's first answer took 6 s.
+expect.set_options(timeout=SHOWN_WITHIN_MS)
 
 
 @pytest.fixture(scope="session")
