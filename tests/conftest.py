@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -7,6 +9,7 @@ from typing import Protocol
 
 import asyncpg
 import pytest
+import redis.asyncio as aioredis
 
 from server.domain.identity.tokens import create_token
 from server.domain.model import Principal, Role, Verdict
@@ -155,3 +158,20 @@ async def setup_kyc(db: Database) -> str:
             )
             assert not hasattr(defined, "message"), defined
     return "kyc"
+
+
+# The machine's Redis, for the Redis transport's tests (each on a channel of its own).
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+async def redis_channel() -> str:
+    """A channel of this test's own, on the machine's Redis (skipped where there is none)."""
+    client = aioredis.from_url(REDIS_URL, socket_timeout=2)
+    try:
+        await client.ping()
+    except Exception as error:
+        pytest.skip(f"no Redis at {REDIS_URL} ({error}); set TEST_REDIS_URL")
+    finally:
+        await client.aclose()
+    return f"casework-test-{uuid.uuid4().hex[:12]}"

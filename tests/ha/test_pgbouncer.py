@@ -8,13 +8,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import uuid
 from collections.abc import Iterator
 
 import asyncpg
 import httpx
 import pytest
-import redis.asyncio as aioredis
 
 from server.domain.model import Claim, Role
 from server.domain.review.items import NewItem, enqueue_items
@@ -24,7 +22,7 @@ from server.events.listener import PostgresListener
 from server.store.database import Database, create_pool
 from server.store.queries import Queries
 from tests.api.live_server import casework_process, casework_serve_process, run_casework
-from tests.conftest import INTEGRATION, TestDatabase, reviewer, token_maker
+from tests.conftest import INTEGRATION, REDIS_URL, TestDatabase, reviewer, token_maker
 from tests.ha.pgbouncer import PgBouncer, pgbouncer
 from tests.ha.pooler_helpers import (
     POOL_SIZE,
@@ -127,22 +125,6 @@ async def test_the_review_loop_runs_through_pgbouncer_with_live_updates_direct(
     assert prepared == {}
     assert "prepared statement" not in served_log
     assert "Traceback" not in served_log
-
-
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-@pytest.fixture
-async def redis_channel() -> str:
-    """A channel of this test's own, on the machine's Redis (skipped where there is none)."""
-    client = aioredis.from_url(REDIS_URL, socket_timeout=2)
-    try:
-        await client.ping()
-    except Exception as error:
-        pytest.skip(f"no Redis at {REDIS_URL} ({error}); set TEST_REDIS_URL")
-    finally:
-        await client.aclose()
-    return f"casework-test-{uuid.uuid4().hex[:12]}"
 
 
 async def test_the_redis_transport_through_pgbouncer_needs_no_listen_and_sends_no_notify(

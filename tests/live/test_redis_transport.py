@@ -4,9 +4,7 @@ connection resyncs the subscribers like a lost LISTEN connection does."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +17,7 @@ from server.events.channels import CHANNEL
 from server.events.redis import RedisTransport
 from server.store import sql
 from server.store.database import Database, connect
-from tests.conftest import TestDatabase
+from tests.conftest import REDIS_URL, TestDatabase
 from tests.live.helpers import (
     POLL_SECONDS,
     QUEUE_BACKLOG,
@@ -34,21 +32,6 @@ from tests.live.wsclient import graphql_socket
 
 # One worker runs this module: a test here kills every pub/sub client of the shared Redis.
 pytestmark = pytest.mark.xdist_group("redis")
-
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-@pytest.fixture
-async def redis_channel() -> str:
-    """A channel of this test's own, on the machine's Redis (skipped where there is none)."""
-    client = aioredis.from_url(REDIS_URL, socket_timeout=2)
-    try:
-        await client.ping()
-    except Exception as error:
-        pytest.skip(f"no Redis at {REDIS_URL} ({error}); set TEST_REDIS_URL")
-    finally:
-        await client.aclose()
-    return f"casework-test-{uuid.uuid4().hex[:12]}"
 
 
 def redis_env(channel: str) -> dict[str, str]:

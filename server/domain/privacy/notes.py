@@ -80,6 +80,18 @@ def note_withheld(
     return WithheldReason.RESTRICTED if unrestricted is FieldState.VISIBLE else WithheldReason.ROLE
 
 
+def stored_note_withheld(
+    principal: Principal | None, keyring: Keyring | None, row: Row
+) -> WithheldReason | None:
+    """note_withheld for a stored note's row (its item's policy and restriction beside it);
+    without a keyring nothing could be opened, which reads as no principal."""
+    policy = PrivacyPolicy.from_row(row)
+    reason = note_withheld(principal, policy, restricted=row["restricted_at"] is not None)
+    if reason is None and keyring is None:
+        return WithheldReason.NO_PRINCIPAL
+    return reason
+
+
 # A decision's note, sealed in place in review_decisions.note.
 SEALED_DECISION_NOTE = "casework-sealed:v1:"
 DECISION_NOTE_PATH = "note:decision"
@@ -224,10 +236,7 @@ async def _decision_reading(
 ) -> NoteReading:
     if row["erased"] or parts[0] in row["shredded_versions"]:
         return NoteReading(NoteState.ERASED)
-    policy = PrivacyPolicy.from_row(row)
-    reason = note_withheld(principal, policy, restricted=row["restricted_at"] is not None)
-    if reason is None and keyring is None:
-        reason = WithheldReason.NO_PRINCIPAL
+    reason = stored_note_withheld(principal, keyring, row)
     if reason is not None:
         return NoteReading(NoteState.WITHHELD, withheld_reason=reason)
     assert keyring is not None

@@ -22,8 +22,7 @@ from collections.abc import Iterable
 
 from server.domain.model import Principal
 from server.domain.privacy.keys import Keyring
-from server.domain.privacy.notes import NoteReading, NoteState, WithheldReason, note_withheld
-from server.domain.privacy.policy import PrivacyPolicy
+from server.domain.privacy.notes import NoteReading, NoteState, stored_note_withheld
 from server.domain.privacy.sealing import open_sealed, seal
 from server.domain.step_up import provenance
 from server.domain.timeline.events import TimelineEvent
@@ -92,10 +91,7 @@ async def _reading(
 ) -> NoteReading:
     if row["erased_at"] is not None or row["ciphertext"] is None:
         return NoteReading(NoteState.ERASED)
-    policy = PrivacyPolicy.from_row(row)
-    reason = note_withheld(principal, policy, restricted=row["restricted_at"] is not None)
-    if reason is None and keyring is None:
-        reason = WithheldReason.NO_PRINCIPAL
+    reason = stored_note_withheld(principal, keyring, row)
     if reason is not None:
         return NoteReading(NoteState.WITHHELD, withheld_reason=reason)
     assert keyring is not None
