@@ -13,3 +13,8 @@ class TransientEffectError(Exception):
 
 class PermanentEffectError(Exception):
     """Retrying cannot help: a person has to look at it."""
+
+
+class GoneEffectError(PermanentEffectError):
+    """The receiver answered 410 Gone: it asks not to be sent to again (Standard Webhooks).
+    An event endpoint is disabled; a decision's effect fails for good, to a person."""

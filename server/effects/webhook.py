@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -12,8 +13,29 @@ from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.review.apply import DueApplication
 from server.domain.review.evidence import canonical_json
 from server.domain.text import RECEIVER_TEXT_LIMIT
-from server.effects.errors import PermanentEffectError, TransientEffectError
-from server.signatures import SIGNATURE_HEADER, sign
+from server.effects.errors import GoneEffectError, PermanentEffectError, TransientEffectError
+from server.signatures import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign, standard_headers
+
+
+@dataclass(frozen=True)
+class Signing:
+    """How one delivery is signed. `message_id` is the `webhook-id` (and, for a legacy
+    target, the `Idempotency-Key`): the same on every retry of the same event. `secrets`
+    are the ones in force, newest first (more than one during a rotation's overlap)."""
+
+    message_id: str
+    secrets: tuple[str, ...]
+    # A target configured before Standard Webhooks also gets Casework-Signature (with the
+    # newest secret) and Idempotency-Key, so that its receiver keeps working.
+    legacy: bool = False
+
+    def headers(self, body: bytes) -> dict[str, str]:
+        headers = standard_headers(self.message_id, body, self.secrets)
+        if self.legacy:
+            moment = int(headers["webhook-timestamp"])
+            headers[IDEMPOTENCY_HEADER] = self.message_id
+            headers[SIGNATURE_HEADER] = sign(self.secrets[0], body, timestamp=moment)
+        return headers
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -43,9 +65,8 @@ async def post_webhook(client: httpx.AsyncClient, due: DueApplication) -> str:
     return await post_signed(
         client,
         target=due.effect_target,
-        secret=due.effect_secret,
         payload=due.payload(),
-        idempotency_key=str(due.decision_id),
+        signing=Signing(str(due.decision_id), (due.effect_secret,), legacy=True),
         timeout_seconds=due.effect_timeout_seconds,
         extra_headers=extra,
     )
@@ -55,9 +76,8 @@ async def post_redrive(client: httpx.AsyncClient, due: DueDelivery) -> str:
     return await post_signed(
         client,
         target=due.target,
-        secret=due.secret,
         payload=due.payload(),
-        idempotency_key=due.key,
+        signing=Signing(due.key, (due.secret,), legacy=True),
         timeout_seconds=due.timeout_seconds,
         extra_headers={REDRIVE_HEADER: due.key},
     )
@@ -67,20 +87,16 @@ async def post_signed(
     client: httpx.AsyncClient,
     *,
     target: str,
-    secret: str,
     payload: dict[str, Any],
-    idempotency_key: str,
+    signing: Signing,
     timeout_seconds: float,
     extra_headers: dict[str, str],
+    content_type: str = "application/json",
 ) -> str:
-    """One signed POST: returns a note on 2xx, raises Transient- or PermanentEffectError."""
+    """One signed POST: returns a note on 2xx, raises Transient- or PermanentEffectError
+    (GoneEffectError for 410: the receiver asks never to be sent to again)."""
     body = canonical_json(payload)
-    headers = {
-        "Content-Type": "application/json",
-        "Idempotency-Key": idempotency_key,
-        SIGNATURE_HEADER: sign(secret, body),
-        **extra_headers,
-    }
+    headers = {"Content-Type": content_type, **signing.headers(body), **extra_headers}
     try:
         response = await client.post(target, content=body, headers=headers, timeout=timeout_seconds)
     except httpx.TimeoutException as error:
@@ -92,6 +108,8 @@ async def post_signed(
         return f"webhook answered {status}"
     # Stored cut to size (text.storable), and shown only to admins and integrations.
     summary = f"webhook answered {status}: {response.text[:RECEIVER_TEXT_LIMIT]}"
+    if status == 410:
+        raise GoneEffectError(summary)
     if status == 429 or status >= 500:
         raise TransientEffectError(
             summary, retry_after=retry_after_seconds(response.headers.get("Retry-After"))

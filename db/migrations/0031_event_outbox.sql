@@ -1,0 +1,142 @@
+-- Event endpoints and the one outbox (issue 27).
+--
+-- An admin registers webhook endpoints, each subscribed to event types and scoped to queues
+-- (review events) or workflows (exception events). A change that makes an event writes it
+-- here in its own transaction, through casework_outbox_emit: one outbox_events row, and one
+-- outbox_deliveries row per enabled endpoint that subscribes to it. When no endpoint
+-- subscribes, nothing is written, so a deployment without endpoints keeps today's hot path.
+-- The worker delivers each delivery at least once, in order per item (or exception) and
+-- endpoint, with the event's id as `webhook-id` on every retry.
+
+CREATE TABLE webhook_endpoints (
+    id             uuid PRIMARY KEY,
+    url            text NOT NULL CHECK (length(url) BETWEEN 1 AND 2000),
+    description    text NOT NULL DEFAULT '' CHECK (length(description) <= 500),
+    -- The catalogue's names ('decision.effective', ...), checked by casework_event_type.
+    event_types    text[] NOT NULL CHECK (cardinality(event_types) > 0),
+    -- Exactly one of the two scopes: review events name queues, exception events workflows.
+    queues         text[],
+    workflows      text[],
+    -- STANDARD: Standard Webhooks, the JSON envelope {type, timestamp, data};
+    -- CLOUDEVENTS: a CloudEvents 1.0 structured-mode body, signed the same way.
+    format         text NOT NULL DEFAULT 'STANDARD' CHECK (format IN ('STANDARD', 'CLOUDEVENTS')),
+    -- Also send Casework-Signature and Idempotency-Key (receivers written before issue 27).
+    legacy_headers boolean NOT NULL DEFAULT false,
+    enabled        boolean NOT NULL DEFAULT true,
+    -- Why it was disabled (an admin, or a receiver's 410), and when.
+    disabled_reason text,
+    disabled_at    timestamptz,
+    max_attempts   integer NOT NULL DEFAULT 8 CHECK (max_attempts BETWEEN 1 AND 100),
+    timeout_seconds double precision NOT NULL DEFAULT 10 CHECK (timeout_seconds > 0 AND timeout_seconds <= 60),
+    created_by     text NOT NULL,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    updated_at     timestamptz NOT NULL DEFAULT now(),
+    CHECK ((queues IS NULL) <> (workflows IS NULL)),
+    CHECK (enabled = (disabled_at IS NULL))
+);
+
+-- An endpoint's signing secrets: the newest signs alone, and a rotated-out one keeps
+-- signing beside it until expires_at (the overlap), as Standard Webhooks allows.
+CREATE TABLE webhook_endpoint_secrets (
+    endpoint_id uuid NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+    secret      text NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    expires_at  timestamptz,
+    PRIMARY KEY (endpoint_id, created_at)
+);
+
+CREATE TABLE outbox_events (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    -- The webhook-id: stable, unique, and opaque to a receiver.
+    message_id  text NOT NULL UNIQUE,
+    event_type  text NOT NULL,
+    -- What the event is about, and the order it keeps: deliveries of one endpoint for one
+    -- subject go out in id order.
+    item_id      bigint,
+    exception_id text,
+    queue        text,
+    workflow     text,
+    -- The event's data as it was when the change committed: a snapshot, never re-read.
+    data         jsonb NOT NULL,
+    occurred_at  timestamptz NOT NULL DEFAULT now(),
+    -- Time-based events (item.overdue, lease.lapsed) are found by a sweep that may run
+    -- twice: the key makes the second a no-op.
+    dedupe_key   text UNIQUE,
+    CHECK (num_nonnulls(item_id, exception_id) = 1)
+);
+
+CREATE TABLE outbox_deliveries (
+    event_id        bigint NOT NULL REFERENCES outbox_events (id) ON DELETE CASCADE,
+    endpoint_id     uuid NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+    -- The subject the order is kept per (item:<id> or exception:<id>), copied from the event
+    -- so the claim needs no join.
+    ordering_key    text NOT NULL,
+    state           text NOT NULL DEFAULT 'pending'
+                    CHECK (state IN ('pending', 'delivered', 'failed', 'cancelled')),
+    attempts        integer NOT NULL DEFAULT 0,
+    next_attempt_at timestamptz NOT NULL DEFAULT now(),
+    locked_until    timestamptz,
+    last_status     integer,
+    last_error      text,
+    delivered_at    timestamptz,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (endpoint_id, event_id)
+);
+
+CREATE INDEX outbox_deliveries_due ON outbox_deliveries (next_attempt_at)
+    WHERE state = 'pending';
+CREATE INDEX outbox_deliveries_ordering ON outbox_deliveries (endpoint_id, ordering_key, event_id)
+    WHERE state = 'pending';
+
+-- Writes one event and its deliveries, in the caller's transaction. Returns the event's id,
+-- or null when no enabled endpoint subscribes (or the dedupe key was seen before).
+CREATE FUNCTION casework_outbox_emit(
+    event_type   text,
+    item_id      bigint,
+    exception_id text,
+    queue        text,
+    workflow     text,
+    data         jsonb,
+    dedupe_key   text DEFAULT NULL
+) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    event_id bigint;
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM webhook_endpoints e
+        WHERE e.enabled AND casework_outbox_emit.event_type = ANY (e.event_types)
+          AND (casework_outbox_emit.queue = ANY (e.queues)
+               OR casework_outbox_emit.workflow = ANY (e.workflows))
+    ) THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO outbox_events AS o (message_id, event_type, item_id, exception_id, queue,
+                                    workflow, data, dedupe_key)
+    VALUES ('evt_' || replace(gen_random_uuid()::text, '-', ''), casework_outbox_emit.event_type,
+            casework_outbox_emit.item_id, casework_outbox_emit.exception_id,
+            casework_outbox_emit.queue, casework_outbox_emit.workflow, casework_outbox_emit.data,
+            casework_outbox_emit.dedupe_key)
+    ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING o.id INTO event_id;
+    IF event_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO outbox_deliveries (event_id, endpoint_id, ordering_key)
+    SELECT event_id, e.id,
+           CASE WHEN casework_outbox_emit.item_id IS NOT NULL
+                THEN 'item:' || casework_outbox_emit.item_id
+                ELSE 'exception:' || casework_outbox_emit.exception_id END
+    FROM webhook_endpoints e
+    WHERE e.enabled AND casework_outbox_emit.event_type = ANY (e.event_types)
+      AND (casework_outbox_emit.queue = ANY (e.queues)
+           OR casework_outbox_emit.workflow = ANY (e.workflows));
+    RETURN event_id;
+END;
+$$;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_endpoints, webhook_endpoint_secrets TO casework_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON outbox_deliveries TO casework_app;
+-- Events are a record of what happened: the application inserts and reads them, never
+-- rewrites them.
+GRANT SELECT, INSERT ON outbox_events TO casework_app;

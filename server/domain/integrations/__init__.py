@@ -1,0 +1,1 @@
+"""Integrations: webhook endpoints, the event outbox and its deliveries (issue 27)."""

@@ -1,0 +1,1 @@
+"""The GraphQL face of integrations: webhook endpoints, their deliveries, replays."""
