@@ -122,8 +122,9 @@ def test_a_plain_secret_verifies_in_its_whsec_form_over_the_standard_headers() -
 
     assert as_standard_secret(plain) == SECRET
     assert Webhook(as_standard_secret(plain)).verify(BODY, headers, json_parse=False) is None
-    assert standard_signature(plain, "42", int(headers["webhook-timestamp"]), BODY) == (
-        headers["webhook-signature"]
+    assert (
+        standard_signature(plain, "42", int(headers["webhook-timestamp"]), BODY)
+        == (headers["webhook-signature"])
     )
 
 

@@ -36,7 +36,9 @@ CONFIGURE = """
 mutation($input: ConfigureQueueInput!) {
   result: configureQueue(input: $input) {
     __typename
-    ... on QueueConfigured { queue { name effectKind effectLegacyHeaders effectSecretOverlapEndsAt } }
+    ... on QueueConfigured {
+      queue { name effectKind effectLegacyHeaders effectSecretOverlapEndsAt }
+    }
     ... on Error { message }
     ... on InvalidInput { field }
   }
@@ -125,7 +127,8 @@ async def test_a_queue_configured_before_keeps_the_legacy_headers_beside_the_sta
         await one_delivery(db, kyc_queue, "legacy")
 
     (request,) = receiver.requests
-    assert request.signature_ok and request.legacy
+    assert request.signature_ok
+    assert request.legacy
     # The old receiver's check, unchanged: Casework-Signature with the plain secret.
     assert verify_signature(PLAIN_SECRET, request.headers["casework-signature"], request.body)
     assert request.headers["idempotency-key"] == request.headers["webhook-id"]
@@ -182,7 +185,9 @@ async def test_the_legacy_headers_need_a_webhook_and_a_new_secret_the_whsec_form
     assert (refused["__typename"], refused["field"]) == ("InvalidInput", "effectLegacyHeaders")
 
     plain = {"kind": "WEBHOOK", "target": "https://erp.example/hooks", "secret": PLAIN_SECRET}
-    refused = await result_of(gql, tokens.admin, CONFIGURE, input={"name": kyc_queue, "effect": plain})
+    refused = await result_of(
+        gql, tokens.admin, CONFIGURE, input={"name": kyc_queue, "effect": plain}
+    )
     assert (refused["__typename"], refused["field"]) == ("InvalidInput", "effect.secret")
     assert "whsec_<base64>" in refused["message"]
 
@@ -236,9 +241,11 @@ async def test_a_legacy_header_keeps_the_old_secret_until_the_overlap_ends(
         await one_delivery(db, kyc_queue, "after")
 
     during, after = receiver.requests
-    assert accepts(PLAIN_SECRET, during) and accepts(NEXT_SECRET, during)
+    assert accepts(PLAIN_SECRET, during)
+    assert accepts(NEXT_SECRET, during)
     assert verify_signature(PLAIN_SECRET, during.headers["casework-signature"], during.body)
-    assert accepts(NEXT_SECRET, after) and not accepts(PLAIN_SECRET, after)
+    assert accepts(NEXT_SECRET, after)
+    assert not accepts(PLAIN_SECRET, after)
     assert verify_signature(NEXT_SECRET, after.headers["casework-signature"], after.body)
     assert not verify_signature(PLAIN_SECRET, after.headers["casework-signature"], after.body)
 
@@ -253,12 +260,14 @@ async def test_a_generated_secret_is_shown_once_and_signs_and_overlap_0_stops_th
         )
         assert rotated["__typename"] == "EffectSecretRotated", rotated
         generated = rotated["generatedSecret"]
-        assert generated.startswith("whsec_") and generated != SECRET
+        assert generated.startswith("whsec_")
+        assert generated != SECRET
         assert rotated["overlapEndsAt"] is None
         await one_delivery(db, kyc_queue, "generated")
 
     (request,) = receiver.requests
-    assert accepts(generated, request) and not accepts(SECRET, request)
+    assert accepts(generated, request)
+    assert not accepts(SECRET, request)
 
 
 async def test_the_default_overlap_is_24_hours(
@@ -308,12 +317,14 @@ async def test_a_refused_rotation_changes_nothing(
     expected: tuple[str, str | None],
 ) -> None:
     await configure_effect(db, kyc_queue, webhook("https://erp.example/hooks"))
-    before = await owner_conn.fetchval("SELECT effect_secret FROM queues WHERE name = $1", kyc_queue)
+    before = await owner_conn.fetchval(
+        "SELECT effect_secret FROM queues WHERE name = $1", kyc_queue
+    )
 
     refused = await result_of(gql, getattr(tokens, token), ROTATE, queue=kyc_queue, **variables)
 
     assert (refused["__typename"], refused.get("field")) == expected, refused
-    after = await owner_conn.fetchval("SELECT effect_secret FROM queues WHERE name = $1", kyc_queue)
+    after = await owner_conn.fetchval(secret_of, kyc_queue)
     assert after == before == SECRET
     assert await owner_conn.fetchval("SELECT count(*) FROM retiring_webhook_secrets") == 0
 
