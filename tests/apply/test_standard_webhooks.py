@@ -317,9 +317,8 @@ async def test_a_refused_rotation_changes_nothing(
     expected: tuple[str, str | None],
 ) -> None:
     await configure_effect(db, kyc_queue, webhook("https://erp.example/hooks"))
-    before = await owner_conn.fetchval(
-        "SELECT effect_secret FROM queues WHERE name = $1", kyc_queue
-    )
+    secret_of = "SELECT effect_secret FROM queues WHERE name = $1"
+    before = await owner_conn.fetchval(secret_of, kyc_queue)
 
     refused = await result_of(gql, getattr(tokens, token), ROTATE, queue=kyc_queue, **variables)
 
