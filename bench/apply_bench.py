@@ -68,7 +68,8 @@ from server.domain.review.queues import Effect, QueueSettings, configure_queue
 from server.store.database import Database, create_pool
 
 REVIEWER = benchlib.REVIEWER
-SIGNING_SECRET = "apply-bench-signing-secret-0123456789"
+# A Standard Webhooks secret: `whsec_` and the base64 of 32 bytes.
+SIGNING_SECRET = "whsec_YXBwbHktYmVuY2gtc2lnbmluZy1zZWNyZXQtMDEyMzQ1Njc="
 LAG_TARGET_SECONDS = 1.0
 THIS_FILE = Path(__file__).resolve()
 

@@ -33,6 +33,7 @@ SECRET_PREFIX = "whsec_"
 # 32 random bytes, as Svix's and the specification's examples use (24 to 64 are common).
 SECRET_BYTES = 32
 MIN_SECRET_BYTES = 16
+MAX_SECRET_BYTES = 64
 
 
 def new_secret() -> str:
@@ -49,6 +50,21 @@ def is_standard_secret(secret: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return len(key) >= MIN_SECRET_BYTES
+
+
+def secret_refusal(secret: str | None) -> str | None:
+    """Why a secret given for a new or rotated webhook will not do, or None. Secrets stored
+    before Standard Webhooks may be any string of 16 characters or more and keep signing;
+    a secret given now is in the `whsec_` form every Standard Webhooks verifier takes."""
+    if secret and is_standard_secret(secret):
+        key = base64.b64decode(secret[len(SECRET_PREFIX) :])
+        if len(key) <= MAX_SECRET_BYTES:
+            return None
+    return (
+        f"a webhook secret is written {SECRET_PREFIX}<base64>: '{SECRET_PREFIX}' and the "
+        f"standard base64 (with padding) of {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES} random "
+        f"bytes, e.g. '{SECRET_PREFIX}' + the output of `openssl rand -base64 32`"
+    )
 
 
 def secret_key(secret: str) -> bytes:

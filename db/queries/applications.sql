@@ -7,6 +7,8 @@
 -- The note of a decision on an item under a privacy policy is not sent (null): it is
 -- personal data, stored sealed (server/domain/privacy/records.py), and a receiver is an
 -- integration, not a reader the policy shows it to.
+-- Signing (migration 0032): the queue's current secret, the rotated-out ones still in their
+-- overlap (newest first), and whether the legacy headers go too.
 WITH due AS (
     SELECT a.decision_id
     FROM decision_applications AS a
@@ -44,7 +46,10 @@ SELECT c.decision_id, c.attempts, c.attempts_before_redrive, c.redrive_key,
        d.traceparent,
        i.external_key,
        q.effect_kind, q.effect_target, q.effect_secret, q.effect_max_attempts,
-       q.effect_timeout_seconds
+       q.effect_timeout_seconds, q.effect_legacy_headers,
+       ARRAY(SELECT r.secret FROM retiring_webhook_secrets AS r
+             WHERE r.queue = q.name AND r.expires_at > now()
+             ORDER BY r.retired_at DESC, r.id DESC) AS effect_retiring_secrets
 FROM claimed AS c
 JOIN review_decisions AS d ON d.id = c.decision_id
 JOIN review_items AS i ON i.id = d.item_id

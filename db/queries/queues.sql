@@ -15,6 +15,11 @@
 -- does not exist yet. The foreign key is checked at the end of the statement, so the new
 -- row satisfies it.
 -- Step-up (migration 0023): :require_auth_within_seconds 0 and :require_acr '' clear them.
+-- Standard Webhooks (migration 0032): :effect_legacy_headers also sends Casework-Signature and
+-- Idempotency-Key (NULL leaves it; a new webhook starts without; an effect that is not a
+-- webhook never has it). A new effect (:effect_kind given) replaces the secret at once: any
+-- rotated-out secret still in its overlap stops signing (a rotation is the way to change
+-- the secret of the same receiver without a gap).
 WITH review_queue AS (
     INSERT INTO queues (name)
     SELECT :second_review_queue::text
@@ -25,6 +30,10 @@ qa_queue_made AS (
     INSERT INTO queues (name)
     SELECT :qa_queue::text WHERE :qa_queue::text IS NOT NULL
     ON CONFLICT (name) DO NOTHING
+),
+overlap_ended AS (
+    DELETE FROM retiring_webhook_secrets AS r
+    WHERE r.queue = :name AND :effect_kind::text IS NOT NULL
 )
 INSERT INTO queues AS q (name, lease_ttl_seconds, max_abandons, escalation_queue,
                          escalation_priority_boost, effect_kind, effect_target, effect_secret,
@@ -33,7 +42,8 @@ INSERT INTO queues AS q (name, lease_ttl_seconds, max_abandons, escalation_queue
                          due_seconds_by_priority, hold_pauses_due, overdue_queue,
                          overdue_priority_boost, second_review_verdicts,
                          second_review_min_priority, second_review_queue, qa_sample_rate,
-                         qa_queue, require_auth_within_seconds, require_acr)
+                         qa_queue, require_auth_within_seconds, require_acr,
+                         effect_legacy_headers)
 VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :escalation_queue,
         coalesce(:escalation_priority_boost, 100), coalesce(:effect_kind, 'none'),
         :effect_target, :effect_secret, coalesce(:effect_max_attempts, 8),
@@ -46,7 +56,9 @@ VALUES (:name, coalesce(:lease_ttl_seconds, 300), coalesce(:max_abandons, 3), :e
         coalesce(:second_review_verdicts::text[], '{}'), :second_review_min_priority::integer,
         :second_review_queue::text, coalesce(:qa_sample_rate::double precision, 0),
         :qa_queue::text, nullif(:require_auth_within_seconds::integer, 0),
-        nullif(:require_acr::text, ''))
+        nullif(:require_acr::text, ''),
+        coalesce(:effect_kind::text, 'none') = 'webhook'
+            AND coalesce(:effect_legacy_headers::boolean, false))
 ON CONFLICT (name) DO UPDATE
     SET lease_ttl_seconds = coalesce(:lease_ttl_seconds, q.lease_ttl_seconds),
         max_abandons = coalesce(:max_abandons, q.max_abandons),
@@ -87,6 +99,9 @@ ON CONFLICT (name) DO UPDATE
                                       END,
         require_acr = CASE WHEN :require_acr::text IS NULL THEN q.require_acr
                            ELSE nullif(:require_acr::text, '') END,
+        effect_legacy_headers = coalesce(:effect_kind::text, q.effect_kind) = 'webhook'
+            AND coalesce(:effect_legacy_headers::boolean,
+                         q.effect_legacy_headers AND q.effect_kind = 'webhook'),
         updated_at = now()
 RETURNING q.*;
 
@@ -125,3 +140,47 @@ CROSS JOIN LATERAL (
     FROM review_items AS i
     WHERE i.queue = q.name AND i.state = 'pending'
 ) AS b;
+
+-- name: queue_effect_secret_rotate
+-- Rotates the signing secret of a queue whose effect is a webhook: :secret becomes the
+-- current one, and the one it replaces keeps signing beside it for :overlap_seconds (0: it
+-- stops at once). Rotated-out secrets already past their overlap are deleted on the way.
+-- No row: the queue does not exist or its effect is not a webhook.
+WITH target AS (
+    SELECT q.name, q.effect_secret
+    FROM queues AS q
+    WHERE q.name = :queue AND q.effect_kind = 'webhook'
+    FOR UPDATE
+),
+pruned AS (
+    DELETE FROM retiring_webhook_secrets AS r
+    USING target AS t
+    WHERE r.queue = t.name AND r.expires_at <= now()
+),
+retired AS (
+    INSERT INTO retiring_webhook_secrets (queue, secret, expires_at)
+    SELECT t.name, t.effect_secret, now() + make_interval(secs => :overlap_seconds)
+    FROM target AS t
+    WHERE :overlap_seconds::double precision > 0
+    RETURNING expires_at
+),
+rotated AS (
+    UPDATE queues AS q
+    SET effect_secret = :secret, updated_at = now()
+    FROM target AS t
+    WHERE q.name = t.name
+    RETURNING q.*
+)
+SELECT r.*,
+       greatest((SELECT max(x.expires_at) FROM retiring_webhook_secrets AS x
+                 WHERE x.queue = r.name AND x.expires_at > now()),
+                (SELECT max(n.expires_at) FROM retired AS n)) AS overlap_ends_at
+FROM rotated AS r;
+
+-- name: queue_effect_secret_overlaps
+-- When the overlap of each queue's rotated-out effect secrets ends (the queues of :queues
+-- that have one still signing).
+SELECT r.queue, max(r.expires_at) AS overlap_ends_at
+FROM retiring_webhook_secrets AS r
+WHERE r.queue = ANY (:queues::text[]) AND r.expires_at > now()
+GROUP BY r.queue;

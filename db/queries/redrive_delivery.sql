@@ -3,7 +3,9 @@
 
 -- name: redrive_deliveries_claim
 -- Takes up to :batch_size due deliveries for one attempt each, with what the owning system
--- needs: the key, where to resume, and the approved correction.
+-- needs: the key, where to resume, and the approved correction; and how to sign it (the
+-- workflow's current secret, the rotated-out ones still in their overlap, newest first,
+-- and whether the legacy headers go too: migration 0032).
 WITH due AS (
     SELECT x.key
     FROM exception_redrives AS x
@@ -33,7 +35,11 @@ SELECT c.key, c.exception_id, c.workflow, c.source_record_id, c.version, c.resum
        c.stale_steps, c.requested_by, c.requested_at, c.delivery_attempts,
        e.completed_steps, e.blocked_step, e.reason_code,
        k.changes, k.evidence AS correction_evidence, k.corrected_by,
-       w.redrive_target, w.redrive_secret, w.redrive_max_attempts, w.redrive_timeout_seconds
+       w.redrive_target, w.redrive_secret, w.redrive_max_attempts, w.redrive_timeout_seconds,
+       w.redrive_legacy_headers,
+       ARRAY(SELECT r.secret FROM retiring_webhook_secrets AS r
+             WHERE r.workflow = w.name AND r.expires_at > now()
+             ORDER BY r.retired_at DESC, r.id DESC) AS redrive_retiring_secrets
 FROM claimed AS c
 JOIN exceptions AS e ON e.id = c.exception_id
 JOIN exception_corrections AS k

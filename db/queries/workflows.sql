@@ -4,17 +4,28 @@
 -- unset those minutes (NULL: capacity unknown). Its approval queue becomes a queue
 -- approvers work. Step-up (migration 0023): :require_auth_within_seconds 0 and
 -- :require_acr '' clear them, NULL leaves them.
-WITH upserted AS (
+-- Standard Webhooks (migration 0032): :redrive_legacy_headers also sends Casework-Signature
+-- and Idempotency-Key (NULL leaves it; a new webhook starts without; a route that is not a
+-- webhook never has it). A new route (:redrive_via given) replaces the secret at once: any
+-- rotated-out secret still in its overlap stops signing.
+WITH overlap_ended AS (
+    DELETE FROM retiring_webhook_secrets AS r
+    WHERE r.workflow = :name AND :redrive_via::text IS NOT NULL
+),
+upserted AS (
     INSERT INTO workflows AS w (name, approval_queue, redrive_via, redrive_target,
                                 redrive_secret, redrive_max_attempts, redrive_timeout_seconds,
                                 reviewer_minutes_per_day, approver_minutes_per_day,
-                                require_auth_within_seconds, require_acr)
+                                require_auth_within_seconds, require_acr,
+                                redrive_legacy_headers)
     VALUES (:name, :approval_queue, coalesce(:redrive_via, 'subscription'), :redrive_target,
             :redrive_secret, coalesce(:redrive_max_attempts, 8),
             coalesce(:redrive_timeout_seconds::double precision, 10),
             :reviewer_minutes_per_day::double precision,
             :approver_minutes_per_day::double precision,
-            nullif(:require_auth_within_seconds::integer, 0), nullif(:require_acr::text, ''))
+            nullif(:require_auth_within_seconds::integer, 0), nullif(:require_acr::text, ''),
+            coalesce(:redrive_via::text, 'subscription') = 'webhook'
+                AND coalesce(:redrive_legacy_headers::boolean, false))
     ON CONFLICT (name) DO UPDATE
         SET approval_queue = coalesce(:approval_queue, w.approval_queue),
             redrive_via = coalesce(:redrive_via, w.redrive_via),
@@ -36,6 +47,9 @@ WITH upserted AS (
                      ELSE nullif(:require_auth_within_seconds::integer, 0) END,
             require_acr = CASE WHEN :require_acr::text IS NULL THEN w.require_acr
                                ELSE nullif(:require_acr::text, '') END,
+            redrive_legacy_headers = coalesce(:redrive_via::text, w.redrive_via) = 'webhook'
+                AND coalesce(:redrive_legacy_headers::boolean,
+                             w.redrive_legacy_headers AND w.redrive_via = 'webhook'),
             updated_at = now()
     RETURNING w.*
 ),
@@ -59,3 +73,44 @@ SELECT w.* FROM workflows AS w WHERE w.name = ANY (:names::text[]);
 
 -- name: workflows_list
 SELECT w.* FROM workflows AS w ORDER BY w.name;
+
+-- name: workflow_redrive_secret_rotate
+-- Rotates the signing secret of a workflow whose redrives go by webhook, as
+-- queue_effect_secret_rotate does for a queue's effect. No row: no such workflow, or its
+-- redrives do not go by webhook.
+WITH target AS (
+    SELECT w.name, w.redrive_secret
+    FROM workflows AS w
+    WHERE w.name = :workflow AND w.redrive_via = 'webhook'
+    FOR UPDATE
+),
+pruned AS (
+    DELETE FROM retiring_webhook_secrets AS r
+    USING target AS t
+    WHERE r.workflow = t.name AND r.expires_at <= now()
+),
+retired AS (
+    INSERT INTO retiring_webhook_secrets (workflow, secret, expires_at)
+    SELECT t.name, t.redrive_secret, now() + make_interval(secs => :overlap_seconds)
+    FROM target AS t
+    WHERE :overlap_seconds::double precision > 0
+    RETURNING expires_at
+),
+rotated AS (
+    UPDATE workflows AS w
+    SET redrive_secret = :secret, updated_at = now()
+    FROM target AS t
+    WHERE w.name = t.name
+    RETURNING w.*
+)
+SELECT r.*,
+       greatest((SELECT max(x.expires_at) FROM retiring_webhook_secrets AS x
+                 WHERE x.workflow = r.name AND x.expires_at > now()),
+                (SELECT max(n.expires_at) FROM retired AS n)) AS overlap_ends_at
+FROM rotated AS r;
+
+-- name: workflow_redrive_secret_overlaps
+SELECT r.workflow, max(r.expires_at) AS overlap_ends_at
+FROM retiring_webhook_secrets AS r
+WHERE r.workflow = ANY (:workflows::text[]) AND r.expires_at > now()
+GROUP BY r.workflow;

@@ -222,6 +222,8 @@ class Queue:
     # and of this authentication context class (None: not required).
     require_auth_within_seconds: int | None = None
     require_acr: str | None = None
+    # A webhook effect also sends Casework-Signature and Idempotency-Key (migration 0032).
+    effect_legacy_headers: bool = False
 
     @classmethod
     def from_row(cls, row: Row) -> Queue:

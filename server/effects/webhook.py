@@ -25,16 +25,18 @@ class Signing:
 
     message_id: str
     secrets: tuple[str, ...]
-    # A target configured before Standard Webhooks also gets Casework-Signature (with the
-    # newest secret) and Idempotency-Key, so that its receiver keeps working.
+    # A target configured before Standard Webhooks also gets Casework-Signature and
+    # Idempotency-Key, so that its receiver keeps working. That header holds one signature:
+    # the oldest secret in force makes it, so a rotation does not break a receiver still on
+    # the old header before its overlap ends (then the new secret takes over).
     legacy: bool = False
 
-    def headers(self, body: bytes) -> dict[str, str]:
-        headers = standard_headers(self.message_id, body, self.secrets)
+    def headers(self, body: bytes, *, timestamp: int | None = None) -> dict[str, str]:
+        headers = standard_headers(self.message_id, body, self.secrets, timestamp=timestamp)
         if self.legacy:
             moment = int(headers["webhook-timestamp"])
             headers[IDEMPOTENCY_HEADER] = self.message_id
-            headers[SIGNATURE_HEADER] = sign(self.secrets[0], body, timestamp=moment)
+            headers[SIGNATURE_HEADER] = sign(self.secrets[-1], body, timestamp=moment)
         return headers
 
 
@@ -54,6 +56,17 @@ def retry_after_seconds(value: str | None) -> float | None:
 REDRIVE_HEADER = "Casework-Redrive-Key"
 
 
+def decision_signing(due: DueApplication) -> Signing:
+    """webhook-id (and Idempotency-Key): the decision id, the same on every attempt and on a
+    redrive of the decision (Casework-Redrive-Key tells a redrive apart)."""
+    return Signing(str(due.decision_id), due.effect_secrets, legacy=due.effect_legacy_headers)
+
+
+def redrive_signing(due: DueDelivery) -> Signing:
+    """webhook-id (and Idempotency-Key): the redrive key, one per correction version."""
+    return Signing(due.key, due.secrets, legacy=due.legacy_headers)
+
+
 async def post_webhook(client: httpx.AsyncClient, due: DueApplication) -> str:
     assert due.effect_target is not None
     assert due.effect_secret is not None
@@ -66,7 +79,7 @@ async def post_webhook(client: httpx.AsyncClient, due: DueApplication) -> str:
         client,
         target=due.effect_target,
         payload=due.payload(),
-        signing=Signing(str(due.decision_id), (due.effect_secret,), legacy=True),
+        signing=decision_signing(due),
         timeout_seconds=due.effect_timeout_seconds,
         extra_headers=extra,
     )
@@ -77,7 +90,7 @@ async def post_redrive(client: httpx.AsyncClient, due: DueDelivery) -> str:
         client,
         target=due.target,
         payload=due.payload(),
-        signing=Signing(due.key, (due.secret,), legacy=True),
+        signing=redrive_signing(due),
         timeout_seconds=due.timeout_seconds,
         extra_headers={REDRIVE_HEADER: due.key},
     )
@@ -109,7 +122,13 @@ async def post_signed(
     # Stored cut to size (text.storable), and shown only to admins and integrations.
     summary = f"webhook answered {status}: {response.text[:RECEIVER_TEXT_LIMIT]}"
     if status == 410:
-        raise GoneEffectError(summary)
+        # Never retried, and a decision or redrive is never dropped: it fails to a person
+        # (an exception to own, or a failed redrive), who points the target at the
+        # receiver's new URL and redrives.
+        raise GoneEffectError(
+            f"{summary} (410 Gone: the receiver asks not to be sent to again; change the "
+            "target, then redrive)"
+        )
     if status == 429 or status >= 500:
         raise TransientEffectError(
             summary, retry_after=retry_after_seconds(response.headers.get("Retry-After"))

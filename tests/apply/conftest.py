@@ -16,6 +16,7 @@ from tests.exceptions.conftest import People
 
 client = api_fixtures.client
 gql = api_fixtures.gql
+tokens = api_fixtures.tokens
 people = exception_fixtures.people
 supplier_workflow = exception_fixtures.supplier_workflow
 

@@ -42,7 +42,8 @@ from tests.exceptions.operations import (
 from tests.exceptions.states import CORRECTION, CORRECTION_EVIDENCE
 from tests.integration.helpers import decide
 
-SECRET = "casework-test-signing-secret"
+# A Standard Webhooks secret: `whsec_` and the base64 of 28 bytes.
+SECRET = "whsec_Y2FzZXdvcmstdGVzdC1zaWduaW5nLXNlY3JldA=="
 # Retries fall due quickly: the first after ~0.05 s, then doubling.
 BACKOFF_SECONDS = "0.05"
 # How often a test polls a table it waits on: no signal exists for "the work list drained".
@@ -312,8 +313,8 @@ async def inconsistencies(conn: asyncpg.Connection, *, every_attempt_recorded: b
     return problems
 
 
-# The owning system's signing key: 28 characters.
-REDRIVE_SECRET = "erp-redrive-signing-secret-1"
+# The owning system's signing key, a Standard Webhooks secret (28 bytes).
+REDRIVE_SECRET = "whsec_ZXJwLXJlZHJpdmUtc2lnbmluZy1zZWNyZXQtMQ=="
 
 # How long a test waits for the worker to claim or record what it is expected to.
 RECORD_SECONDS = 15.0

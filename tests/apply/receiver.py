@@ -2,10 +2,14 @@
 included, so the worker's httpx client meets timeouts, refusals and dropped connections as
 it would in production.
 
-It records every request (its Idempotency-Key, body, and whether its Casework-Signature
-verifies with the shared secret) and answers as its policy says: a reply, a stall (nothing,
-until the client gives up and closes the connection), or a hold (nothing until the test
-releases it).
+It records every request (its webhook-id, body, and whether it verifies with the shared
+secret) and answers as its policy says: a reply, a stall (nothing, until the client gives up
+and closes the connection), or a hold (nothing until the test releases it).
+
+Every request is verified with PyPI's `standardwebhooks` (the Standard Webhooks reference
+verifier), configured as a receiver would be: with the `whsec_` form of the shared secret.
+A request that also carries the legacy Casework-Signature must verify with it too
+(`verify_signature`), and its Idempotency-Key must be its webhook-id.
 """
 
 from __future__ import annotations
@@ -19,12 +23,27 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.signatures import SIGNATURE_HEADER, verify_signature
+from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
+
+from server.signatures import (
+    IDEMPOTENCY_HEADER,
+    SIGNATURE_HEADER,
+    WEBHOOK_ID_HEADER,
+    as_standard_secret,
+    verify_signature,
+)
 
 # How long a stall waits for the client to close before closing itself: far past any effect
 # timeout the tests configure.
 STALL_LIMIT_SECONDS = 30.0
-REASONS = {200: "OK", 400: "Bad Request", 429: "Too Many Requests", 503: "Service Unavailable"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    410: "Gone",
+    429: "Too Many Requests",
+    503: "Service Unavailable",
+}
 
 
 @dataclass(frozen=True)
@@ -40,7 +59,13 @@ class Request:
 
     @property
     def key(self) -> str:
-        return self.headers.get("idempotency-key", "")
+        """The webhook-id: the idempotency key (a decision's id, a redrive's key)."""
+        return self.headers.get(WEBHOOK_ID_HEADER, "")
+
+    @property
+    def legacy(self) -> bool:
+        """Whether the legacy headers came too (Casework-Signature, Idempotency-Key)."""
+        return SIGNATURE_HEADER.lower() in self.headers
 
     def json(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(self.body)
@@ -147,14 +172,13 @@ class Receiver:
             headers[name.strip().lower()] = value.strip()
         length = int(headers.get("content-length", "0"))
         body = await reader.readexactly(length) if length else b""
-        signature = headers.get(SIGNATURE_HEADER.lower(), "")
         return Request(
             method=method,
             path=path,
             headers=headers,
             body=body,
             received_at=time.monotonic(),
-            signature_ok=verify_signature(self.secret, signature, body),
+            signature_ok=signature_ok(self.secret, headers, body),
         )
 
     async def close_connections(self) -> None:
@@ -165,6 +189,28 @@ class Receiver:
             task.cancel()
         if self._connections:
             await asyncio.wait(list(self._connections))
+
+
+def standard_ok(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """Whether PyPI's standardwebhooks accepts the request, configured with `secret`'s
+    `whsec_` form (what a receiver of a target configured with it holds)."""
+    try:
+        Webhook(as_standard_secret(secret)).verify(body, headers, json_parse=False)
+    except WebhookVerificationError:
+        return False
+    return True
+
+
+def signature_ok(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """Standard Webhooks verifies; and the legacy headers, when sent, verify as well."""
+    if not standard_ok(secret, headers, body):
+        return False
+    legacy = headers.get(SIGNATURE_HEADER.lower())
+    if legacy is None:
+        return IDEMPOTENCY_HEADER.lower() not in headers
+    return verify_signature(secret, legacy, body) and (
+        headers.get(IDEMPOTENCY_HEADER.lower()) == headers.get(WEBHOOK_ID_HEADER)
+    )
 
 
 def _encode(reply: Reply) -> bytes:

@@ -20,7 +20,7 @@ CONFIGURE = """
 mutation($timeout: Float!) {
   configureQueue(input: {name: "kyc", effectTimeoutSeconds: $timeout,
                          effect: {kind: WEBHOOK, target: "http://127.0.0.1:9/decisions",
-                                  secret: "casework-test-signing-secret"}}) {
+                                  secret: "whsec_Y2FzZXdvcmstdGVzdC1zaWduaW5nLXNlY3JldA=="}}) {
     __typename
     ... on QueueConfigured { queue { effectKind effectTimeoutSeconds effectMaxAttempts } }
     ... on Error { message }

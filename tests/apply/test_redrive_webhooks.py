@@ -12,6 +12,7 @@ the owning system, and an in-process ApplyWorker whose claims and recordings the
 
 from __future__ import annotations
 
+import base64
 import logging
 from datetime import datetime
 from typing import Any
@@ -24,7 +25,7 @@ from server.domain.exceptions import redrives
 from server.domain.exceptions.records import SYSTEM_ACTOR, SYSTEM_ROLE
 from server.domain.failures import NotPermitted
 from server.effects.webhook import REDRIVE_HEADER
-from server.signatures import SIGNATURE_HEADER, verify_signature
+from server.signatures import as_standard_secret
 from server.store.database import Database
 from server.worker import WorkerStats
 from tests.api.conftest import GraphQL
@@ -50,6 +51,7 @@ from tests.apply.receiver import (
     Request,
     Stall,
     always,
+    standard_ok,
     webhook_receiver,
 )
 from tests.exceptions.conftest import APPROVAL_QUEUE, OWNER_QUEUE, WORKFLOW, People
@@ -116,10 +118,14 @@ async def rows_of(conn: asyncpg.Connection, exception_id: str) -> dict[str, list
 
 
 def signed_by_the_secret(request: Request) -> bool:
-    """Verified as the owning system would, with the module integrators are given."""
-    header = request.headers[SIGNATURE_HEADER.lower()]
-    return verify_signature(REDRIVE_SECRET, header, request.body) and not verify_signature(
-        REDRIVE_SECRET[:-1] + "2", header, request.body
+    """Verified as the owning system would, with PyPI's standardwebhooks: by the workflow's
+    secret, and by no other. A webhook configured since Standard Webhooks gets no legacy
+    header."""
+    other = as_standard_secret("another-erp-signing-secret")
+    return (
+        standard_ok(REDRIVE_SECRET, request.headers, request.body)
+        and not standard_ok(other, request.headers, request.body)
+        and not request.legacy
     )
 
 
@@ -196,7 +202,8 @@ async def test_a_redrive_is_posted_once_signed_and_closed_only_by_the_owning_sys
 
     [request] = erp.requests
     assert (request.method, request.path) == ("POST", urlsplit(erp.url).path)
-    assert request.headers["idempotency-key"] == KEY
+    assert request.headers["webhook-id"] == KEY
+    assert "idempotency-key" not in request.headers
     assert request.headers[REDRIVE_HEADER.lower()] == KEY
     assert request.headers["content-type"] == "application/json"
     assert request.signature_ok
@@ -501,7 +508,7 @@ async def test_changing_only_the_redrive_route_keeps_the_approval_queue(
 
 # --- 4. settings refusals ----------------------------------------------------------------------
 
-SECRET_15 = "x" * 15
+SECRET_15 = "whsec_" + base64.b64encode(b"x" * 15).decode()
 TARGET = "https://erp.example.com/casework/redrives"
 
 # What each refused setting is, and the field the refusal names.
@@ -526,8 +533,12 @@ REFUSED_SETTINGS: dict[str, tuple[dict[str, Any], str]] = {
         {"redriveVia": "WEBHOOK", "redriveTarget": TARGET},
         "redrive.secret",
     ),
-    "WEBHOOK with a secret under 16 characters": (
+    "WEBHOOK with a secret under 16 bytes": (
         {"redriveVia": "WEBHOOK", "redriveTarget": TARGET, "redriveSecret": SECRET_15},
+        "redrive.secret",
+    ),
+    "WEBHOOK with a secret not in the whsec_ form": (
+        {"redriveVia": "WEBHOOK", "redriveTarget": TARGET, "redriveSecret": "y" * 40},
         "redrive.secret",
     ),
     "a target with SUBSCRIPTION": (
@@ -582,14 +593,14 @@ async def test_invalid_redrive_settings_are_refused_and_change_nothing(
     assert refused["__typename"] == "NotPermitted", refused
     assert await workflows_table(owner_conn) == before
 
-    # The boundary: a 16-character secret is enough.
+    # The boundary: a whsec_ secret of 16 bytes is enough.
     accepted = await configure_workflow(
         gql,
         people.admin,
         approvalQueue=APPROVAL_QUEUE,
         redriveVia="WEBHOOK",
         redriveTarget=TARGET,
-        redriveSecret="y" * 16,
+        redriveSecret="whsec_" + base64.b64encode(b"y" * 16).decode(),
     )
     assert accepted["__typename"] == "WorkflowConfigured", accepted
 

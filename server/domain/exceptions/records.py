@@ -92,6 +92,8 @@ class Workflow:
     # Step-up (migration 0023): approvals need a sign-in at most this old, of this acr.
     require_auth_within_seconds: int | None = None
     require_acr: str | None = None
+    # A redrive webhook also sends Casework-Signature and Idempotency-Key (migration 0032).
+    redrive_legacy_headers: bool = False
 
     @classmethod
     def from_row(cls, row: Row) -> Workflow:

@@ -38,6 +38,10 @@ class DueDelivery:
     secret: str
     max_attempts: int
     timeout_seconds: float
+    # Rotated-out secrets still in their overlap, newest first: they sign beside `secret`.
+    retiring_secrets: tuple[str, ...] = ()
+    # Also send Casework-Signature and Idempotency-Key (a target configured before 0032).
+    legacy_headers: bool = False
 
     @classmethod
     def from_row(cls, row: Row) -> DueDelivery:
@@ -52,7 +56,14 @@ class DueDelivery:
             secret=row["redrive_secret"],
             max_attempts=row["redrive_max_attempts"],
             timeout_seconds=row["redrive_timeout_seconds"],
+            retiring_secrets=tuple(row["redrive_retiring_secrets"]),
+            legacy_headers=row["redrive_legacy_headers"],
         )
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret in force, newest first."""
+        return (self.secret, *self.retiring_secrets)
 
     def payload(self) -> dict[str, Any]:
         """What the owning system needs to re-run its work from the right step."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from datetime import datetime
 
 from server.domain.exceptions.records import (
     Consequence,
@@ -16,6 +17,7 @@ from server.domain.exceptions.rules import NAME
 from server.domain.failures import InvalidInput, NotPermitted
 from server.domain.model import Principal, Role
 from server.domain.review.queues import REASON_CODE, admin_refusal, check_webhook
+from server.domain.review.webhook_secrets import DEFAULT_OVERLAP_HOURS, checked_rotation
 from server.domain.rows import grouped
 from server.domain.step_up import check_step_up
 from server.domain.text import check_label
@@ -46,6 +48,8 @@ class WorkflowSettings:
     redrive_secret: str | None = None
     redrive_max_attempts: int | None = None
     redrive_timeout_seconds: float | None = None
+    # A redrive webhook also sends Casework-Signature and Idempotency-Key (migration 0032).
+    redrive_legacy_headers: bool | None = None
     # Capacity: the hands-on minutes per day its operators and approvers can give.
     reviewer_minutes_per_day: float | None = None
     approver_minutes_per_day: float | None = None
@@ -73,6 +77,8 @@ def _check_workflow(
             return problem
     elif settings.redrive_target or settings.redrive_secret:
         return InvalidInput("only redriveVia WEBHOOK takes a target and secret", "redriveVia")
+    if settings.redrive_legacy_headers and via not in (None, RedriveVia.WEBHOOK):
+        return InvalidInput("only a redrive webhook sends headers", "redriveLegacyHeaders")
     attempts = settings.redrive_max_attempts
     if attempts is not None and not 1 <= attempts <= 100:
         return InvalidInput("redriveMaxAttempts must be between 1 and 100", "redriveMaxAttempts")
@@ -149,6 +155,7 @@ async def configure_workflow(
             redrive_secret=settings.redrive_secret,
             redrive_max_attempts=settings.redrive_max_attempts,
             redrive_timeout_seconds=settings.redrive_timeout_seconds,
+            redrive_legacy_headers=settings.redrive_legacy_headers,
             reviewer_minutes_per_day=settings.reviewer_minutes_per_day,
             approver_minutes_per_day=settings.approver_minutes_per_day,
             clear_reviewer_minutes=WorkflowSetting.REVIEWER_MINUTES_PER_DAY in settings.clear,
@@ -310,3 +317,49 @@ def unknown_workflow(name: str) -> InvalidInput:
 
 async def _workflow_names(db: Database) -> list[str]:
     return [workflow.name for workflow in await list_workflows(db)]
+
+
+@dataclass(frozen=True)
+class RedriveSecretRotated:
+    workflow: Workflow
+    # The new secret when Casework generated it (shown this once); None when it was given.
+    generated_secret: str | None
+    # Until when a rotated-out secret still signs beside the new one; None: none does.
+    overlap_ends_at: datetime | None
+
+
+async def rotate_redrive_secret(
+    db: Database,
+    principal: Principal,
+    workflow: str,
+    secret: str | None,
+    overlap_hours: int = DEFAULT_OVERLAP_HOURS,
+) -> RedriveSecretRotated | NotPermitted | InvalidInput:
+    """The redrive webhook's secret, rotated with an overlap (server/domain/review/
+    webhook_secrets.py says how); secret None: Casework generates one."""
+    if refusal := admin_refusal(principal, "rotate a workflow's redrive secret"):
+        return refusal
+    if workflow not in await workflows_in_scope(db, principal, [workflow]):
+        return unknown_workflow(workflow)
+    rotation = checked_rotation(secret, overlap_hours)
+    if isinstance(rotation, InvalidInput):
+        return rotation
+    row = await db.fetchrow(
+        sql.workflows.WORKFLOW_REDRIVE_SECRET_ROTATE,
+        workflow=workflow,
+        secret=rotation.secret,
+        overlap_seconds=rotation.overlap_seconds,
+    )
+    if row is None:
+        return InvalidInput(f"the redrives of {workflow[:100]!r} do not go by webhook", "workflow")
+    return RedriveSecretRotated(
+        workflow=Workflow.from_row(row),
+        generated_secret=rotation.secret if rotation.generated else None,
+        overlap_ends_at=row["overlap_ends_at"],
+    )
+
+
+async def redrive_secret_overlaps(db: Database, workflows: list[str]) -> dict[str, datetime]:
+    """For each of `workflows` whose rotated-out redrive secret still signs: until when."""
+    rows = await db.fetch(sql.workflows.WORKFLOW_REDRIVE_SECRET_OVERLAPS, workflows=workflows)
+    return {row["workflow"]: row["overlap_ends_at"] for row in rows}

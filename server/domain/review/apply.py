@@ -47,6 +47,11 @@ class DueApplication:
     effect_secret: str | None
     effect_timeout_seconds: float
     effect_max_attempts: int
+    # Rotated-out secrets still in their overlap, newest first: they sign beside the
+    # current one (migration 0032).
+    effect_retiring_secrets: tuple[str, ...] = ()
+    # Also send Casework-Signature and Idempotency-Key (a target configured before 0032).
+    effect_legacy_headers: bool = False
     # Set when an apply_decision exception's redrive put the decision back on the list.
     redrive_key: str | None = None
     # The trace of the request that recorded the decision, when tracing was on.
@@ -65,7 +70,14 @@ class DueApplication:
             superseded_decision_id=row["supersedes"],
             superseded_outcome=Verdict(superseded) if superseded else None,
             effect_kind=EffectKind(row["effect_kind"]),
+            effect_retiring_secrets=tuple(row["effect_retiring_secrets"]),
         )
+
+    @property
+    def effect_secrets(self) -> tuple[str, ...]:
+        """Every secret in force, newest first."""
+        current = () if self.effect_secret is None else (self.effect_secret,)
+        return current + self.effect_retiring_secrets
 
     def payload(self) -> dict[str, Any]:
         """What the owning system receives: enough to carry the outcome out, or to reverse

@@ -22,6 +22,7 @@ from server.domain.review import due
 from server.domain.rows import grouped
 from server.domain.step_up import check_step_up
 from server.domain.text import check_label
+from server.signatures import secret_refusal
 from server.store import sql
 from server.store.database import Database
 from server.store.errors import IntegrityViolation
@@ -41,6 +42,8 @@ class QueueSettings:
     effect: Effect | None = None
     effect_max_attempts: int | None = None
     effect_timeout_seconds: float | None = None
+    # A webhook effect also sends Casework-Signature and Idempotency-Key (migration 0032).
+    effect_legacy_headers: bool | None = None
     # The hands-on minutes the queue's reviewers have a day, for the capacity measure.
     reviewer_minutes_per_day: float | None = None
     # Claim controls (migration 0014). None leaves a setting as it is; a limit or due time
@@ -94,7 +97,7 @@ class Effect:
     kind: EffectKind
     # A webhook URL, or the name of a handler in the `casework.effects` entry-point group.
     target: str | None = None
-    # The key webhook bodies are signed with (HMAC-SHA256).
+    # The key webhook bodies are signed with: `whsec_<base64>` (Standard Webhooks).
     secret: str | None = None
 
 
@@ -113,6 +116,8 @@ def _check_settings(settings: QueueSettings, allowed_hosts: frozenset[str]) -> I
     effect = settings.effect
     if effect is not None and (problem := _check_effect(effect, allowed_hosts)):
         return problem
+    if settings.effect_legacy_headers and effect and effect.kind is not EffectKind.WEBHOOK:
+        return InvalidInput("only a webhook effect sends headers", "effectLegacyHeaders")
     attempts = settings.effect_max_attempts
     if attempts is not None and not 1 <= attempts <= 100:
         return InvalidInput("effectMaxAttempts must be between 1 and 100", "effectMaxAttempts")
@@ -234,14 +239,12 @@ def check_webhook(
     target: str | None, secret: str | None, field: str, allowed_hosts: frozenset[str]
 ) -> InvalidInput | None:
     """A webhook is an http(s) URL, without credentials, to an allowed host, and a signing
-    secret of 16 characters or more."""
+    secret in the Standard Webhooks form, `whsec_<base64>`."""
     refusal = target_refusal(target or "", allowed_hosts)
     if refusal:
         return InvalidInput(refusal, f"{field}.target")
-    if not secret or len(secret) < 16:
-        return InvalidInput(
-            "a webhook needs a signing secret of at least 16 characters", f"{field}.secret"
-        )
+    if problem := secret_refusal(secret):
+        return InvalidInput(problem, f"{field}.secret")
     return None
 
 
@@ -328,6 +331,7 @@ async def configure_queue(
             effect_secret=settings.effect.secret if settings.effect else None,
             effect_max_attempts=settings.effect_max_attempts,
             effect_timeout_seconds=settings.effect_timeout_seconds,
+            effect_legacy_headers=settings.effect_legacy_headers,
             reviewer_minutes_per_day=settings.reviewer_minutes_per_day,
             max_leases_per_reviewer=settings.max_leases_per_reviewer,
             due_seconds=settings.due_seconds,

@@ -32,6 +32,7 @@ from server.graphql.exceptions.types import (
     RedriveVia,
     Workflow,
 )
+from server.graphql.exceptions.webhook_secrets import RedriveSecretMutation
 from server.store.database import Database
 
 # As in types.py: strawberry.enum marks the domain enum itself.
@@ -257,10 +258,17 @@ class ConfigureWorkflowInput:
         default=None, description="WEBHOOK: the URL redrives are POSTed to."
     )
     redrive_secret: str | None = strawberry.field(
-        default=None, description="WEBHOOK: the HMAC-SHA256 signing key (16+ characters)."
+        default=None,
+        description="WEBHOOK: the signing secret, `whsec_` + the base64 of 16 to 64 random "
+        "bytes (Standard Webhooks).",
     )
     redrive_max_attempts: int | None = None
     redrive_timeout_seconds: float | None = None
+    redrive_legacy_headers: bool | None = strawberry.field(
+        default=None,
+        description="WEBHOOK: also send Casework-Signature and Idempotency-Key; null: "
+        "unchanged (off for a new webhook).",
+    )
     reviewer_minutes_per_day: float | None = strawberry.field(
         default=None,
         description="Hands-on minutes per day its operators can give: measures.capacity.",
@@ -295,6 +303,7 @@ class ConfigureWorkflowInput:
             redrive_secret=self.redrive_secret,
             redrive_max_attempts=self.redrive_max_attempts,
             redrive_timeout_seconds=self.redrive_timeout_seconds,
+            redrive_legacy_headers=self.redrive_legacy_headers,
             reviewer_minutes_per_day=self.reviewer_minutes_per_day,
             approver_minutes_per_day=self.approver_minutes_per_day,
             clear=frozenset(self.clear),
@@ -379,7 +388,7 @@ async def _claimed_action(
 
 
 @strawberry.type
-class ExceptionMutation:
+class ExceptionMutation(RedriveSecretMutation):
     @strawberry.mutation(description="Raises an exception, idempotently. Integrations only.")
     async def raise_exception(
         self, info: Info[Context, None], input: RaiseExceptionInput

@@ -8,7 +8,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from server.domain.exceptions import records
+from server.domain.exceptions import records, workflows
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
 from server.domain.review import apply, queues
 from server.graphql.context import Context
@@ -86,6 +86,10 @@ class Workflow:
     redrive_target: str | None
     redrive_max_attempts: int
     redrive_timeout_seconds: float
+    redrive_legacy_headers: bool = strawberry.field(
+        description="A redrive webhook also sends Casework-Signature and Idempotency-Key "
+        "beside the Standard Webhooks headers (on for webhooks configured before them)."
+    )
     reviewer_minutes_per_day: float | None = strawberry.field(
         description="Hands-on minutes per day its operators can give (capacity)."
     )
@@ -99,6 +103,14 @@ class Workflow:
     require_acr: str | None = strawberry.field(
         description="Step-up: approvals need this authentication context class; null: any."
     )
+
+    @strawberry.field(
+        description="Until when the redrive webhook's rotated-out secret still signs beside "
+        "the new one (rotateRedriveSecret); null: only the current secret signs."
+    )
+    async def redrive_secret_overlap_ends_at(self, info: Info[Context, None]) -> datetime | None:
+        overlaps = await workflows.redrive_secret_overlaps(info.context.db, [self.name])
+        return overlaps.get(self.name)
 
     @strawberry.field
     async def reasons(self, info: Info[Context, None]) -> list[ExceptionReason]:
@@ -125,6 +137,7 @@ class Workflow:
             redrive_target=queues.shown_target(workflow.redrive_target),
             redrive_max_attempts=workflow.redrive_max_attempts,
             redrive_timeout_seconds=workflow.redrive_timeout_seconds,
+            redrive_legacy_headers=workflow.redrive_legacy_headers,
         )
 
 

@@ -31,6 +31,7 @@ from server.graphql.review.enqueueing import EnqueuedItems, NewItemInput
 from server.graphql.review.queues import Queue
 from server.graphql.review.types import Decision as DecisionType
 from server.graphql.review.types import EffectKind, ReasonCode, ReviewItem, Verdict
+from server.graphql.review.webhook_secrets import EffectSecretMutation
 from server.graphql.same_fields import copied
 from server.observability import metrics
 
@@ -215,7 +216,9 @@ class EffectInput:
         default=None, description="A webhook URL, or a handler name (entry point)."
     )
     secret: str | None = strawberry.field(
-        default=None, description="Webhooks: the HMAC-SHA256 signing key (16+ characters)."
+        default=None,
+        description="Webhooks: the signing secret, `whsec_` + the base64 of 16 to 64 random "
+        "bytes (Standard Webhooks).",
     )
 
     def to_domain(self) -> queues.Effect:
@@ -232,6 +235,12 @@ class ConfigureQueueInput:
     effect: EffectInput | None = None
     effect_max_attempts: int | None = None
     effect_timeout_seconds: float | None = None
+    effect_legacy_headers: bool | None = strawberry.field(
+        default=None,
+        description="A webhook effect also sends Casework-Signature and Idempotency-Key, "
+        "for a receiver that still verifies the old way; null: unchanged (off for a new "
+        "webhook).",
+    )
     reviewer_minutes_per_day: float | None = strawberry.field(
         default=None,
         description="The hands-on minutes the queue's reviewers have a day, together: what "
@@ -297,6 +306,7 @@ class ConfigureQueueInput:
             effect=None if self.effect is None else self.effect.to_domain(),
             effect_max_attempts=self.effect_max_attempts,
             effect_timeout_seconds=self.effect_timeout_seconds,
+            effect_legacy_headers=self.effect_legacy_headers,
             reviewer_minutes_per_day=self.reviewer_minutes_per_day,
             max_leases_per_reviewer=self.max_leases_per_reviewer,
             due_seconds=self.due_seconds,
@@ -360,7 +370,7 @@ def decision_answer(
 
 
 @strawberry.type
-class Mutation:
+class Mutation(EffectSecretMutation):
     @strawberry.mutation(description="Adds items to a queue; all or nothing. Integrations only.")
     async def enqueue_items(
         self, info: Info[Context, None], queue: str, items: list[NewItemInput]

@@ -9,7 +9,7 @@ from strawberry.types import Info
 
 from server.domain import model
 from server.domain.measures.figures import DEFAULT_WINDOW_SECONDS
-from server.domain.review import queues
+from server.domain.review import queues, webhook_secrets
 from server.graphql.codes import ClientError
 from server.graphql.context import Context
 from server.graphql.controls.types import HoldReason
@@ -78,6 +78,10 @@ class Queue:
     effect_target: str | None
     effect_max_attempts: int
     effect_timeout_seconds: float
+    effect_legacy_headers: bool = strawberry.field(
+        description="A webhook effect also sends Casework-Signature and Idempotency-Key "
+        "beside the Standard Webhooks headers (on for webhooks configured before them)."
+    )
     holder_role: str = strawberry.field(
         description="Who claims here: reviewer, or approver in a workflow's approval queue."
     )
@@ -159,6 +163,7 @@ class Queue:
             effect_target=queues.shown_target(queue.effect_target),
             effect_max_attempts=queue.effect_max_attempts,
             effect_timeout_seconds=queue.effect_timeout_seconds,
+            effect_legacy_headers=queue.effect_legacy_headers,
             holder_role=queue.holder_role.value,
             reviewer_minutes_per_day=queue.reviewer_minutes_per_day,
             max_leases_per_reviewer=queue.max_leases_per_reviewer,
@@ -182,6 +187,14 @@ class Queue:
             require_auth_within_seconds=queue.require_auth_within_seconds,
             require_acr=queue.require_acr,
         )
+
+    @strawberry.field(
+        description="Until when the webhook effect's rotated-out secret still signs beside "
+        "the new one (rotateEffectSecret); null: only the current secret signs."
+    )
+    async def effect_secret_overlap_ends_at(self, info: Info[Context, None]) -> datetime | None:
+        overlaps = await webhook_secrets.effect_secret_overlaps(info.context.db, [self.name])
+        return overlaps.get(self.name)
 
     @strawberry.field(
         description="Figures over the last sinceSeconds (default 7 days): arrivals, "

@@ -17,15 +17,17 @@ list: decision_submit enlists a provisional one only once decision_confirm confi
 The note of a decision on an item under a privacy policy is not sent (null): it is
 personal data, stored sealed (server/domain/privacy/records.py), and a receiver is an
 integration, not a reader the policy shows it to.
+Signing (migration 0032): the queue's current secret, the rotated-out ones still in their
+overlap (newest first), and whether the legacy headers go too.
 """
 
-# db/queries/applications.sql:56
+# db/queries/applications.sql:61
 APPLICATION_RECORD_APPLIED = Query("application_record_applied", lambda *, decision_id, note, attempt, worker, started_at: None)
 """The proof of application, once per decision: a second recording of the same decision
 (a lapsed lock, a concurrent worker) changes nothing and returns applied = false.
 """
 
-# db/queries/applications.sql:80
+# db/queries/applications.sql:85
 APPLICATION_RECORD_FAILURE = Query("application_record_failure", lambda *, permanent, next_attempt_at, error, decision_id, attempt, worker, started_at: None)
 """A failed attempt: retried at :next_attempt_at unless it was permanent or the last one
 allowed (counted from the latest redrive), in which case the application is `failed` and
@@ -36,24 +38,24 @@ over); the history row is written either way.
 The error arrives cut to size (text.RECEIVER_TEXT_LIMIT).
 """
 
-# db/queries/applications.sql:115
+# db/queries/applications.sql:120
 APPLICATIONS_GET_BY_DECISION_IDS = Query("applications_get_by_decision_ids", lambda *, decision_ids: None)
 
-# db/queries/applications.sql:121
+# db/queries/applications.sql:126
 APPLICATION_ATTEMPTS_GET_BY_DECISION_IDS = Query("application_attempts_get_by_decision_ids", lambda *, decision_ids: None)
 
-# db/queries/applications.sql:127
+# db/queries/applications.sql:132
 APPLICATIONS_GET_QUEUE_LAG = Query("applications_get_queue_lag", lambda *, queues, threshold_seconds: None)
 """"A human decided and the system did not carry it out", for each queue of :queues:
 unapplied decisions older than the threshold, the age of the oldest, and the failed ones.
 """
 
-# db/queries/applications.sql:144
+# db/queries/applications.sql:149
 APPLY_WORKER_RENEW = Query("apply_worker_renew", lambda *, worker_id, worker, lease_seconds: None)
 """A worker's liveness, renewed every few seconds while it runs; rows of workers long gone
 are cleared on the way (their claims, if any, are takeable either way).
 """
 
-# db/queries/applications.sql:155
+# db/queries/applications.sql:160
 APPLY_WORKER_LEAVE = Query("apply_worker_leave", lambda *, worker_id: None)
 """A worker that stopped: whatever it abandoned (cancelled, never recorded) is takeable now."""
