@@ -19,8 +19,7 @@ REGENERATE = "cd clients/python && .codegen-env/bin/ariadne-codegen client"
 
 def tree(root: Path) -> dict[str, bytes]:
     return {
-        path.relative_to(root).as_posix(): path.read_bytes()
-        for path in sorted(root.rglob("*.py"))
+        path.relative_to(root).as_posix(): path.read_bytes() for path in sorted(root.rglob("*.py"))
     }
 
 
@@ -39,8 +38,9 @@ def test_the_generated_client_is_current(tmp_path: Path, ariadne_codegen: Path) 
     assert run.returncode == 0, run.stdout + run.stderr
 
     fresh, committed = tree(client / "casework_client" / "generated"), tree(GENERATED)
-    stale = sorted(name for name in fresh.keys() | committed.keys()
-                   if fresh.get(name) != committed.get(name))
+    stale = sorted(
+        name for name in fresh.keys() | committed.keys() if fresh.get(name) != committed.get(name)
+    )
     assert not stale, (
         f"clients/python/casework_client/generated is stale ({', '.join(stale)}): "
         f"run `{REGENERATE}` (the environment is made by this test) and commit the result"
