@@ -6,6 +6,9 @@ real decision webhook checked with verify_webhook."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
+from typing import Any
 
 import pytest
 from casework_client import (
@@ -23,14 +26,17 @@ from casework_client import (
     verify_webhook,
 )
 
+from server.config import REPO_ROOT
 from server.domain.exceptions.actions import approve_correction
 from server.domain.exceptions.redrives import RedriveQueued, request_redrive
+from server.signatures import standard_headers
 from server.store.database import Database
 from tests.api.live_server import free_port
 from tests.apply.helpers import configure_effect, webhook
 from tests.apply.receiver import webhook_receiver
-from tests.clients.conftest import WAIT_SECONDS, ReadCounter, decide_next
+from tests.clients.conftest import CLIENT_DIR, WAIT_SECONDS, ReadCounter, decide_next
 from tests.conftest import TestDatabase
+from tests.docs.helpers import code_blocks, section
 from tests.exceptions.conftest import APPROVAL_QUEUE, REASON, WORKFLOW
 from tests.exceptions.domain_drivers import ANN, claim_exception, corrected_by_sam
 from tests.exceptions.operations import SETUP_SUPPLIER_WORKFLOW
@@ -39,6 +45,7 @@ from tests.live.helpers import serve_kyc
 ADD_NOTE = """
 mutation($input: AddNoteInput!) { addNote(input: $input) { __typename } }
 """
+INTEGRATIONS_DOC = REPO_ROOT / "docs" / "integrations.md"
 # A waiter that only its subscription can wake within the test's bounds.
 NEVER_SECONDS = 600.0
 
@@ -204,3 +211,58 @@ async def test_a_real_decision_webhook_verifies(
     assert request.headers["webhook-id"] == decision.id
     with pytest.raises(WebhookVerificationError, match="signature"):
         verify_webhook(request.body + b" ", request.headers, secret, allow_legacy=False)
+
+
+def doc_blocks(heading: str) -> list[str]:
+    return code_blocks(section(INTEGRATIONS_DOC, heading), "python")
+
+
+async def test_the_five_minute_start_runs_as_written(
+    test_database: TestDatabase, owner_db: Database
+) -> None:
+    """The docs' script, run as a user would (its own process, the client from
+    clients/python), while a reviewer decides the item it enqueued."""
+    [script] = doc_blocks("### Five minutes: from an item to a decision")
+    async with (
+        serve_kyc(test_database, owner_db) as (casework, tokens),
+        CaseworkClient(casework.url, tokens.rita) as rita,
+    ):
+        env = {
+            **os.environ,
+            "CASEWORK_URL": casework.url,
+            "CASEWORK_INTEGRATION_TOKEN": tokens.integration,
+            "PYTHONPATH": str(CLIENT_DIR),
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", script, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert process.stdout is not None
+            line = await asyncio.wait_for(process.stdout.readline(), WAIT_SECONDS)
+            assert line.decode().startswith("enqueued item "), line
+            decision = await decide_next(rita)
+            out, err = await asyncio.wait_for(process.communicate(), WAIT_SECONDS)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    assert process.returncode == 0, err.decode()
+    assert out.decode() == "decided: APPROVE documents_ok by rita\n"
+    assert decision.item.external_key == "applicant-1001"
+
+
+def test_the_docs_webhook_handler_verifies_and_refuses() -> None:
+    [handler] = doc_blocks("### Verifying a webhook")
+    namespace: dict[str, Any] = {}
+    exec(compile(handler, "integrations.md", "exec"), namespace)
+    [secret] = namespace["SECRETS"]
+    body = b'{"type":"decision.effective","data":{}}'
+    headers = standard_headers("evt_" + "0" * 32, body, [secret])
+    assert namespace["handle"](body, headers) == 204
+    assert namespace["handle"](body + b" ", headers) == 401
+
+
+def test_the_docs_stream_script_compiles() -> None:
+    [script] = doc_blocks("### Every decision of a queue, once you have handled it")
+    compile(script, "integrations.md", "exec")
