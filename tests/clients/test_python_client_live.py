@@ -17,6 +17,7 @@ from casework_client import (
     DecisionStatus,
     InvalidInputError,
     InvalidTransitionError,
+    MemoryCursorStore,
     NotFoundError,
     NotPermittedError,
     RequestError,
@@ -141,6 +142,16 @@ async def test_typed_errors_for_the_review_calls(
         with pytest.raises(RequestError) as refused:
             await stranger.enqueue_items("kyc", [{"externalKey": "k", "payload": {}}])
         assert refused.value.code == "UNAUTHENTICATED"
+
+        # A stream the token may not read ends at once: retrying would not cure it.
+        async def never_called(decision: Any) -> None:
+            raise AssertionError(decision)
+
+        async with CaseworkClient(casework.url, tokens.olga) as olga:
+            with pytest.raises(RequestError, match="does not cover"):
+                await asyncio.wait_for(
+                    olga.decision_events("kyc", MemoryCursorStore(), never_called), WAIT_SECONDS
+                )
 
 
 async def test_raise_exception_and_report_redrive_result(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -13,7 +14,12 @@ from types import SimpleNamespace, TracebackType
 from typing import Any, Protocol, Self, TypeVar, cast
 
 import httpx
-from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
+from websockets.exceptions import (
+    ConnectionClosed,
+    ConnectionClosedError,
+    InvalidStatus,
+    WebSocketException,
+)
 
 from casework_client.cursors import CursorStore
 from casework_client.errors import (
@@ -112,6 +118,28 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, OSError | TimeoutError | httpx.TransportError | GraphQLClientError)
 
 
+class _GraphQLClient(GeneratedClient):
+    """The generated client, but a subscription's `next` message that carries errors raises
+    them: the generated base client passes over such a message (its data is null) and then
+    ends quietly on the `complete` that follows, which would look like a stream the server
+    ended rather than one it refused."""
+
+    async def _handle_ws_message(
+        self, message: Any, websocket: Any, expected_type: Any = None
+    ) -> dict[str, Any] | None:
+        parsed = json.loads(message)
+        if isinstance(parsed, dict) and parsed.get("type") == "next":
+            payload = parsed.get("payload") or {}
+            if payload.get("errors"):
+                raise GraphQLClientGraphQLMultiError.from_errors_dicts(
+                    errors_dicts=payload["errors"], data=payload.get("data")
+                )
+        handled: dict[str, Any] | None = await super()._handle_ws_message(
+            message, websocket, expected_type
+        )
+        return handled
+
+
 def websocket_url(graphql_url: str) -> str:
     if graphql_url.startswith("https://"):
         return "wss://" + graphql_url.removeprefix("https://")
@@ -138,7 +166,7 @@ class CaseworkClient:
         graphql_url = base if base.endswith("/graphql") else base + "/graphql"
         authorization = f"Bearer {token}"
         self.reconnect_max_seconds = reconnect_max_seconds
-        self.graphql = GeneratedClient(
+        self.graphql: GeneratedClient = _GraphQLClient(
             url=graphql_url,
             # httpx's client, which the generated Protocol describes loosely.
             http_client=cast(
@@ -299,7 +327,7 @@ class CaseworkClient:
                         in_handler = False
                         await cursor_store.save(stream, decision.id)
                 log.info("decisionEvents(%s) ended by the server; resuming", queue)
-            except (GraphQLClientError, OSError, TimeoutError, ConnectionClosed) as error:
+            except (GraphQLClientError, OSError, TimeoutError, WebSocketException) as error:
                 if in_handler:
                     raise
                 if not is_transient(error):
