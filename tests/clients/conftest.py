@@ -27,8 +27,9 @@ if str(CLIENT_DIR) not in sys.path:
 
 # ariadne-codegen 0.19 needs graphql-core < 3.3 (and ruff < 0.16, with which it formats
 # what it writes); the server needs graphql-core 3.3. So it cannot join the test extra: it
-# lives in this environment, made once (one xdist worker at a time) and kept.
-CODEGEN_REQUIREMENT = "ariadne-codegen[subscriptions]==0.19.0"
+# lives in this environment, made from codegen-requirements.txt once (one xdist worker at a
+# time) and kept until that file changes.
+CODEGEN_REQUIREMENTS = CLIENT_DIR / "codegen-requirements.txt"
 CODEGEN_ENV = CLIENT_DIR / ".codegen-env"
 _STAMP = ".casework-installed"
 
@@ -37,24 +38,15 @@ def codegen_command() -> Path:
     """The ariadne-codegen executable of the generator's environment, installed if needed."""
     executable = CODEGEN_ENV / "bin" / "ariadne-codegen"
     stamp = CODEGEN_ENV / _STAMP
-    CLIENT_DIR.mkdir(parents=True, exist_ok=True)
+    wanted = CODEGEN_REQUIREMENTS.read_text()
     with open(CLIENT_DIR / ".codegen-env.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and stamp.read_text() == CODEGEN_REQUIREMENT:
+        if stamp.exists() and stamp.read_text() == wanted:
             return executable
         venv.EnvBuilder(with_pip=True, clear=True).create(CODEGEN_ENV)
-        subprocess.run(
-            [
-                str(CODEGEN_ENV / "bin" / "python"),
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                CODEGEN_REQUIREMENT,
-            ],
-            check=True,
-        )
-        stamp.write_text(CODEGEN_REQUIREMENT)
+        pip = [str(CODEGEN_ENV / "bin" / "python"), "-m", "pip", "install", "-q"]
+        subprocess.run([*pip, "-r", str(CODEGEN_REQUIREMENTS)], check=True)
+        stamp.write_text(wanted)
     return executable
 
 
