@@ -92,8 +92,10 @@ class ReadCounter(httpx.AsyncHTTPTransport):
         return True
 
 
-async def decide_next(reviewer: Any, queue: str = "kyc") -> Any:
-    """The reviewer claims the next item of `queue` and approves it: the decision."""
+async def decide_next(
+    reviewer: Any, queue: str = "kyc", verdict: str = "APPROVE", reason: str = "documents_ok"
+) -> Any:
+    """The reviewer claims the next item of `queue` and decides it: the decision."""
     from casework_client import raise_for_result
     from casework_client.generated import SubmitDecisionInput
 
@@ -103,8 +105,8 @@ async def decide_next(reviewer: Any, queue: str = "kyc") -> Any:
         {
             "itemId": claim.item.id,
             "leaseToken": claim.lease_token,
-            "verdict": "APPROVE",
-            "reasonCode": "documents_ok",
+            "verdict": verdict,
+            "reasonCode": reason,
             "evidenceHash": claim.evidence_hash,
         }
     )

@@ -30,13 +30,14 @@ from casework_client import (
 from server.config import REPO_ROOT
 from server.domain.exceptions.actions import approve_correction
 from server.domain.exceptions.redrives import RedriveQueued, request_redrive
+from server.domain.model import Role
 from server.signatures import standard_headers
 from server.store.database import Database
 from tests.api.live_server import free_port
 from tests.apply.helpers import configure_effect, webhook
 from tests.apply.receiver import webhook_receiver
 from tests.clients.conftest import CLIENT_DIR, WAIT_SECONDS, ReadCounter, decide_next
-from tests.conftest import TestDatabase
+from tests.conftest import TestDatabase, token_maker
 from tests.docs.helpers import code_blocks, section
 from tests.exceptions.conftest import APPROVAL_QUEUE, REASON, WORKFLOW
 from tests.exceptions.domain_drivers import ANN, claim_exception, corrected_by_sam
@@ -121,6 +122,46 @@ async def test_wait_for_decision_polls_when_no_socket_can_be_held(
             decision = await decide_next(rita)
             found = await asyncio.wait_for(waiting, WAIT_SECONDS)
     assert found.id == decision.id
+
+
+ESCALATING = """
+mutation {
+  senior: configureQueue(input: {name: "kyc-senior"}) { __typename }
+  kyc: configureQueue(input: {name: "kyc", escalationQueue: "kyc-senior"}) { __typename }
+  up: defineReasonCode(input: {queue: "kyc", code: "needs_senior", label: "Needs a senior",
+                               verdicts: [ESCALATE]}) { __typename }
+  ok: defineReasonCode(input: {queue: "kyc-senior", code: "documents_ok",
+                               label: "Documents match", verdicts: [APPROVE]}) { __typename }
+}
+"""
+
+
+async def test_an_escalation_is_not_the_final_decision(
+    test_database: TestDatabase, owner_db: Database
+) -> None:
+    async with serve_kyc(test_database, owner_db) as (casework, tokens):
+        await casework.api.call(tokens.admin, ESCALATING)
+        senior = await token_maker(owner_db)("sol", Role.REVIEWER, "kyc-senior")
+        reads = ReadCounter()
+        async with (
+            CaseworkClient(casework.url, tokens.integration, transport=reads) as integration,
+            CaseworkClient(casework.url, tokens.rita) as rita,
+            CaseworkClient(casework.url, senior) as sol,
+        ):
+            [entry] = await integration.enqueue_items(
+                "kyc", [{"externalKey": "cust-3", "payload": {"name": "Cy"}}]
+            )
+            waiting = asyncio.create_task(
+                integration.wait_for_decision(entry.item, poll_seconds=0.1)
+            )
+            escalation = await decide_next(rita, "kyc", "ESCALATE", "needs_senior")
+            # Two reads after the escalation: the waiter has seen the item escalated.
+            assert await reads.wait_for_more("GetItem", reads.count("GetItem") + 1, WAIT_SECONDS)
+            assert not waiting.done()
+            decision = await decide_next(sol, "kyc-senior")
+            found = await asyncio.wait_for(waiting, WAIT_SECONDS)
+    assert escalation.verdict == Verdict.ESCALATE
+    assert (found.id, found.queue, found.verdict) == (decision.id, "kyc-senior", Verdict.APPROVE)
 
 
 async def test_typed_errors_for_the_review_calls(
