@@ -67,5 +67,3 @@ def _serve_http(args: argparse.Namespace, app_dsn: str, settings: Settings) -> i
         print("casework: error: casework mcp did not start; see the log above", file=sys.stderr)
         return 1
     return 0
-
-
