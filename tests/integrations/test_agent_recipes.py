@@ -10,7 +10,7 @@ import importlib.util
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import ModuleType
@@ -22,8 +22,11 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from server.app import create_app
-from server.config import REPO_ROOT, Settings
-from server.domain.model import EffectKind, Verdict
+from server.config import REPO_ROOT
+from server.domain.failures import QueueEmpty
+from server.domain.model import Claim, EffectKind, Principal, Verdict
+from server.domain.review.decisions import DecisionInput, submit_decision
+from server.domain.review.leases import claim_next
 from server.domain.review.queues import (
     Effect,
     QueueSettings,
@@ -32,15 +35,8 @@ from server.domain.review.queues import (
 )
 from server.signatures import new_secret, standard_headers
 from server.store.database import Database
-from tests.conftest import ADMIN, TestDatabase
-from tests.integrations.test_mcp import (
-    BOUND_SECONDS,
-    Tokens,
-    claim_when_enqueued,
-    served_http,
-    tokens,
-)
-from tests.integrations.test_mcp import decide as decide_kyc
+from tests.conftest import ADMIN, TestDatabase, reviewer
+from tests.integrations.test_mcp import BOUND_SECONDS, Tokens, served_http, tokens
 
 __all__ = ["tokens"]  # a fixture
 
@@ -99,12 +95,8 @@ async def refunds_queue(db: Database, receiver_url: str, secret: str) -> None:
 
 
 async def decide_refund(db: Database, verdict: Verdict, reason: str) -> None:
-    from tests.conftest import reviewer
-
     rita = reviewer("rita", "refunds")
     claim = await claim_when_enqueued_in(db, rita)
-    from server.domain.review.decisions import DecisionInput, submit_decision
-
     decided = await submit_decision(
         db,
         rita,
@@ -119,14 +111,12 @@ async def decide_refund(db: Database, verdict: Verdict, reason: str) -> None:
     assert not hasattr(decided, "message"), decided
 
 
-async def claim_when_enqueued_in(db: Database, principal: Any) -> Any:
-    from server.domain.failures import QueueEmpty
-    from server.domain.review.leases import claim_next
-
+async def claim_when_enqueued_in(db: Database, principal: Principal) -> Claim:
     async with asyncio.timeout(BOUND_SECONDS):
         while True:
             claimed = await claim_next(db, principal, "refunds")
             if not isinstance(claimed, QueueEmpty):
+                assert isinstance(claimed, Claim), claimed
                 return claimed
             await asyncio.sleep(0.05)
 
@@ -142,9 +132,6 @@ async def deliver_again(receiver_url: str, secret: str, decision: dict[str, Any]
             headers={**headers, "Content-Type": "application/json"},
         )
     return response.status_code
-
-
-del decide_kyc, claim_when_enqueued  # the kyc helpers; the recipes use queue `refunds`
 
 
 async def test_langgraph_interrupt_resumed_once(
@@ -172,7 +159,7 @@ async def test_langgraph_interrupt_resumed_once(
         served_http(test_database) as mcp_url,
         casework_with_worker(test_database),
     ):
-        checkpointer = AsyncPostgresSaver(conn)  # type: ignore[arg-type]
+        checkpointer = AsyncPostgresSaver(conn)
         await checkpointer.setup()
         reviews = agent.McpReviews(mcp_url, tokens.agent)
         graph = recipe.build_graph(reviews.ask, carry_out, checkpointer)
@@ -221,7 +208,6 @@ async def test_langgraph_concurrent_first_deliveries(
 
     agent = example("casework_agent")
     recipe = example("langgraph_review")
-    secret = new_secret()
     carried_out: list[str] = []
 
     async def carry_out(order_id: str, decision: dict[str, Any]) -> str:
@@ -236,7 +222,7 @@ async def test_langgraph_concurrent_first_deliveries(
         ) as conn,
         served_http(test_database) as mcp_url,
     ):
-        checkpointer = AsyncPostgresSaver(conn)  # type: ignore[arg-type]
+        checkpointer = AsyncPostgresSaver(conn)
         await checkpointer.setup()
         reviews = agent.McpReviews(mcp_url, tokens.agent)
         graph = recipe.build_graph(reviews.ask, carry_out, checkpointer)
@@ -268,3 +254,126 @@ def test_examples_import_nothing_from_the_server() -> None:
         text = path.read_text()
         assert "from server" not in text
         assert "import server" not in text, path
+
+
+@pytest.fixture
+def dbos_recipe(test_database: TestDatabase) -> Iterator[ModuleType]:
+    """DBOS launched on the test database (its system tables in a schema of their own),
+    destroyed after the test: DBOS is one instance per process."""
+    from dbos import DBOS
+
+    recipe = example("dbos_review")
+    DBOS(config={"name": "casework-refunds", "system_database_url": test_database.owner_dsn})
+    DBOS.launch()
+    try:
+        yield recipe
+    finally:
+        DBOS.destroy(destroy_registry=True)
+
+
+async def test_dbos_workflow_resumed_once(
+    test_database: TestDatabase, tokens: Tokens, db: Database, dbos_recipe: ModuleType
+) -> None:
+    from dbos import DBOS, SetWorkflowID
+
+    agent = example("casework_agent")
+    recipe = dbos_recipe
+    secret = new_secret()
+    carried_out: list[tuple[str, str]] = []
+    received: list[dict[str, Any]] = []
+
+    async def carry_out(order_id: str, decision: dict[str, Any]) -> str:
+        carried_out.append((order_id, decision["verdict"]))
+        return f"refund {order_id}: {decision['verdict']}"
+
+    async def on_decision(decision: dict[str, Any]) -> None:
+        await recipe.deliver_decision(decision)
+        received.append(decision)
+
+    async with (
+        served_http(test_database) as mcp_url,
+        casework_with_worker(test_database),
+        serving(agent.decision_receiver(secret, on_decision)) as receiver_url,
+    ):
+        await refunds_queue(db, receiver_url + "/", secret)
+        recipe.configure(agent.McpReviews(mcp_url, tokens.agent).ask, carry_out)
+        with SetWorkflowID("refund-90"):
+            handle = await DBOS.start_workflow_async(recipe.refund_workflow, "90", BOUND_SECONDS)
+        await decide_refund(db, Verdict.REJECT, "out_of_policy")
+        result = await asyncio.wait_for(handle.get_result(), BOUND_SECONDS)
+        assert result["status"] == "decided"
+        assert result["verdict"] == "REJECT"
+        assert carried_out == [("90", "REJECT")]
+
+        # The same decision again, once and then twice at once: one message, one action.
+        assert received, "the apply worker's delivery reached the receiver"
+        assert await deliver_again(receiver_url, secret, received[0]) == 200
+        codes = await asyncio.gather(
+            *(deliver_again(receiver_url, secret, received[0]) for _ in range(2))
+        )
+        assert codes == [200, 200]
+        assert carried_out == [("90", "REJECT")]
+
+
+async def test_dbos_duplicate_deliveries_before_the_wait(
+    test_database: TestDatabase, tokens: Tokens, db: Database, dbos_recipe: ModuleType
+) -> None:
+    """Deliveries that race each other, and a timeout that is not an approval."""
+    from dbos import DBOS, SetWorkflowID
+
+    agent = example("casework_agent")
+    recipe = dbos_recipe
+    carried_out: list[str] = []
+
+    async def carry_out(order_id: str, decision: dict[str, Any]) -> str:
+        carried_out.append(order_id)
+        return "done"
+
+    async with served_http(test_database) as mcp_url:
+        await refunds_queue(db, "http://127.0.0.1:9/unused", new_secret())
+        reviews = agent.McpReviews(mcp_url, tokens.agent)
+        recipe.configure(reviews.ask, carry_out)
+        # Nobody decides: the workflow ends timed_out, and nothing is carried out.
+        with SetWorkflowID("refund-91"):
+            waiting = await DBOS.start_workflow_async(recipe.refund_workflow, "91", 0.5)
+        timed_out = await asyncio.wait_for(waiting.get_result(), BOUND_SECONDS)
+        assert timed_out["status"] == "timed_out"
+        assert carried_out == []
+
+        with SetWorkflowID("refund-92"):
+            handle = await DBOS.start_workflow_async(recipe.refund_workflow, "92", BOUND_SECONDS)
+        item_id = await decide_refund_item(db, "dbos:refund-92", Verdict.APPROVE, "policy_ok")
+        outcome = await reviews.decision(item_id)
+        decision = {
+            "decisionId": outcome["decision"]["decision_id"],
+            "itemId": outcome["item_id"],
+            "externalKey": outcome["external_key"],
+            "verdict": outcome["decision"]["verdict"].upper(),
+        }
+        await asyncio.gather(*(recipe.deliver_decision(decision) for _ in range(3)))
+        result = await asyncio.wait_for(handle.get_result(), BOUND_SECONDS)
+    assert result["status"] == "decided"
+    assert carried_out == ["92"]
+
+
+async def decide_refund_item(db: Database, key: str, verdict: Verdict, reason: str) -> str:
+    """As decide_refund, for the item of `key` (the queue may hold a timed-out one first)."""
+    rita = reviewer("rita", "refunds")
+    async with asyncio.timeout(BOUND_SECONDS):
+        while True:
+            claim = await claim_when_enqueued_in(db, rita)
+            if claim.item.external_key == key:
+                break
+    decided = await submit_decision(
+        db,
+        rita,
+        DecisionInput(
+            item_id=str(claim.item.id),
+            lease_token=str(claim.lease_token),
+            verdict=verdict,
+            reason_code=reason,
+            evidence_hash=claim.evidence_hash,
+        ),
+    )
+    assert not hasattr(decided, "message"), decided
+    return str(claim.item.id)
