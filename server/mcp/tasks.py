@@ -19,10 +19,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
+from mcp.server.mcpserver import require_client_extension
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, RequestParams
 from pydantic import Field
@@ -35,10 +36,8 @@ from server.mcp.reviews import (
     MAX_WAIT_SECONDS,
     HumanReviews,
     Outcome,
+    Refusal,
 )
-
-if TYPE_CHECKING:
-    from server.mcp.reviews import Refusal
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TASK_ID_PREFIX = "cwreview"
@@ -147,8 +146,6 @@ class ReviewTasks(Extension):
         self, ctx: ServerRequestContext[Any, Any], params: TaskParams
     ) -> tuple[TaskRef, Outcome]:
         if not declared(ctx):
-            from mcp.server.mcpserver import require_client_extension
-
             require_client_extension(ctx, TASKS_EXTENSION)
         ref = TaskRef.parse(params.task_id)
         if ref is None:

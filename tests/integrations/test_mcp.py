@@ -263,6 +263,18 @@ async def test_refusals(mcp_url: str, tokens: Tokens, db: Database) -> None:
         assert data(too_long)["error"]["field"] == "timeout_seconds"
 
 
+async def test_a_client_of_the_2025_protocol(mcp_url: str, tokens: Tokens, db: Database) -> None:
+    """Hosts of today still speak 2025-11-25 (the initialize handshake): the same tools."""
+    async with http_client(mcp_url, tokens.agent, mode="legacy") as client:
+        assert client.protocol_version == "2025-11-25"
+        asked = await ask(client, "ticket-6")
+        claim = await claim_item(db, asked["item_id"])
+        await decide(db, claim, Verdict.APPROVE, "documents_ok")
+        answered = await ask(client, "ticket-6", wait=True, timeout_seconds=BOUND_SECONDS)
+        assert answered["status"] == "decided"
+        assert answered["created"] is False
+
+
 def stdio_env(test_database: TestDatabase, token: str) -> dict[str, str]:
     env = {**os.environ, "DATABASE_URL": test_database.owner_dsn, TOKEN_VARIABLE: token}
     env.pop("CASEWORK_APP_DATABASE_URL", None)
