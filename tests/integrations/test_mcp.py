@@ -11,7 +11,7 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx2
@@ -23,11 +23,13 @@ from mcp_types import CallToolResult
 
 from server.config import Settings
 from server.domain.failures import QueueEmpty
+from server.domain.identity.tokens import revoke_tokens
 from server.domain.model import Claim, Decision, Principal, Role, Verdict
 from server.domain.review.decisions import DecisionInput, submit_decision
 from server.domain.review.leases import claim_next
 from server.mcp.service import MCP_PATH, TOKEN_VARIABLE, http_app
 from server.store.database import Database
+from tests.api.live_server import run_casework
 from tests.conftest import TestDatabase, reviewer, setup_kyc, token_maker
 
 # Every wait in these tests is bounded by this; none is expected to come near it.
@@ -54,9 +56,11 @@ async def tokens(db: Database, owner_db: Database) -> Tokens:
 
 
 @asynccontextmanager
-async def served_http(test_database: TestDatabase) -> AsyncIterator[str]:
+async def served_http(
+    test_database: TestDatabase, settings: Settings | None = None
+) -> AsyncIterator[str]:
     """`casework mcp --transport http`'s app under uvicorn on a free port: yields /mcp's URL."""
-    app = http_app(test_database.app_dsn, Settings.from_env(), host="127.0.0.1")
+    app = http_app(test_database.app_dsn, settings or Settings.from_env(), host="127.0.0.1")
     listening = socket.socket()
     listening.bind(("127.0.0.1", 0))
     # Listening before uvicorn starts: a client that connects early waits in the backlog.
@@ -275,8 +279,29 @@ async def test_a_client_of_the_2025_protocol(mcp_url: str, tokens: Tokens, db: D
         assert answered["created"] is False
 
 
+async def test_a_revoked_token_stops_at_once(
+    test_database: TestDatabase, tokens: Tokens, owner_db: Database
+) -> None:
+    # No cache: the next request after the revocation is refused.
+    settings = replace(Settings.from_env(), token_cache_seconds=0)
+    async with served_http(test_database, settings) as url:
+        async with http_client(url, tokens.agent) as client:
+            assert not (await client.call_tool("list_queues", {})).is_error
+        assert await revoke_tokens(owner_db, "support-agent") == 1
+        async with httpx2.AsyncClient() as raw:
+            response = await raw.post(
+                url, json={}, headers={"Authorization": f"Bearer {tokens.agent}"}
+            )
+        assert response.status_code == 401
+
+
 def stdio_env(test_database: TestDatabase, token: str) -> dict[str, str]:
-    env = {**os.environ, "DATABASE_URL": test_database.owner_dsn, TOKEN_VARIABLE: token}
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database.owner_dsn,
+        TOKEN_VARIABLE: token,
+        "CASEWORK_TOKEN_CACHE_SECONDS": "0",
+    }
     env.pop("CASEWORK_APP_DATABASE_URL", None)
     return env
 
@@ -303,3 +328,19 @@ async def test_the_tools_over_stdio(
         decided = data(await asyncio.wait_for(waiter, BOUND_SECONDS))
         assert decided["status"] == "decided"
         assert decided["decision"]["verdict"] == "approve"
+
+        # The process's one token is checked on every call: revoked, the tools refuse.
+        assert await revoke_tokens(owner_db, "support-agent") == 1
+        refused = await client.call_tool("list_queues", {})
+        assert refused.is_error
+        assert data(refused)["error"]["code"] == "NOT_PERMITTED"
+
+
+async def test_stdio_refuses_to_start_without_a_working_token(
+    test_database: TestDatabase, tokens: Tokens
+) -> None:
+    for token in ("", "cw_not-a-token"):
+        run = await run_casework(stdio_env(test_database, token), "mcp")
+        assert run.code == 2, run
+        assert run.stdout == ""
+        assert TOKEN_VARIABLE in run.stderr
