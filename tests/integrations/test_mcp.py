@@ -21,7 +21,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
-from server.config import Settings
+from server.config import REPO_ROOT, Settings
 from server.domain.failures import QueueEmpty
 from server.domain.identity.tokens import revoke_tokens
 from server.domain.model import Claim, Decision, Principal, Role, Verdict
@@ -31,7 +31,9 @@ from server.mcp.service import MCP_PATH, TOKEN_VARIABLE, http_app
 from server.store.database import Database
 from tests.api.live_server import run_casework
 from tests.conftest import TestDatabase, reviewer, setup_kyc, token_maker
+from tests.docs.helpers import code_blocks, section
 
+INTEGRATIONS_DOC = REPO_ROOT / "docs" / "integrations.md"
 # Every wait in these tests is bounded by this; none is expected to come near it.
 BOUND_SECONDS = 30.0
 RITA = reviewer("rita", "kyc", "kyc-senior")
@@ -183,6 +185,22 @@ async def test_the_three_tools_over_http(mcp_url: str, tokens: Tokens, db: Datab
             "rita",
         )
         assert decision["note"] == "checked the passport"
+
+
+async def test_the_documented_outcome_is_what_a_tool_answers(
+    mcp_url: str, tokens: Tokens, db: Database
+) -> None:
+    """docs/integrations.md shows one decided outcome: same keys, same kinds of values."""
+    documented = json.loads(code_blocks(section(INTEGRATIONS_DOC, "### The tools"), "json")[0])
+    async with http_client(mcp_url, tokens.agent) as client:
+        asked = await ask(client, "ticket-7")
+        await decide(db, await claim_item(db, asked["item_id"]), Verdict.APPROVE, "documents_ok")
+        answered = data(await client.call_tool("get_decision", {"item_id": asked["item_id"]}))
+    assert answered.keys() == documented.keys()
+    assert answered["decision"].keys() == documented["decision"].keys()
+    for shown, real in ((documented, answered), (documented["decision"], answered["decision"])):
+        for key, value in shown.items():
+            assert type(real[key]) is type(value), key
 
 
 async def test_request_that_waits_for_the_decision(
