@@ -135,7 +135,8 @@ BEGIN
             casework_outbox_emit.item_id, casework_outbox_emit.exception_id,
             casework_outbox_emit.queue, casework_outbox_emit.workflow, casework_outbox_emit.data,
             casework_outbox_emit.dedupe_key)
-    ON CONFLICT (dedupe_key) DO NOTHING
+    -- By the constraint's name: `(dedupe_key)` would be ambiguous with the parameter.
+    ON CONFLICT ON CONSTRAINT outbox_events_dedupe_key_key DO NOTHING
     RETURNING o.id INTO event_id;
     IF event_id IS NULL THEN
         RETURN NULL;
