@@ -30,7 +30,7 @@ from server.event_delivery import Answer, EventDeliveries
 from server.signatures import verify_signature
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings
-from tests.apply.receiver import OK, Policy, Receiver, Reply, Request, webhook_receiver
+from tests.apply.receiver import OK, Policy, Reply, Request, webhook_receiver
 from tests.conftest import ADMIN, TestDatabase
 
 RECORD_SECONDS = 15.0
@@ -194,7 +194,8 @@ async def test_an_event_is_delivered_signed_in_the_standard_envelope(
         made = await endpoint(db, receiver.url)
         assert made.secret.startswith("whsec_")
         message_id = await emit(pool, 7, event_type="item.escalated")
-        assert message_id is not None and message_id.startswith("evt_")
+        assert message_id is not None
+        assert message_id.startswith("evt_")
         request = await receiver.next_arrival()
         body = verified(made.secret, request)
         assert request.headers["webhook-id"] == message_id
@@ -354,8 +355,10 @@ async def test_a_410_disables_the_endpoint_counts_and_keeps_the_delivery_for_a_r
         await recorded.until(lambda: len(recorded.outcomes) == 1, "the 410 recorded")
         shown = await endpoints.get_endpoint(db, ADMIN, made.endpoint.id)
         assert isinstance(shown, endpoints.WebhookEndpoint)
-        assert not shown.enabled and shown.disabled_at is not None
-        assert shown.disabled_reason is not None and "410" in shown.disabled_reason
+        assert not shown.enabled
+        assert shown.disabled_at is not None
+        assert shown.disabled_reason is not None
+        assert "410" in shown.disabled_reason
         assert shown.pending_deliveries == 1
         assert metric_value("casework_webhook_endpoints_disabled_total", reason="gone") == (
             before + 1
@@ -363,7 +366,8 @@ async def test_a_410_disables_the_endpoint_counts_and_keeps_the_delivery_for_a_r
         # Nothing recorded for it while disabled.
         assert await emit(pool, 9, seq=1) is None
         enabled = await endpoints.enable_endpoint(db, ADMIN, made.endpoint.id)
-        assert isinstance(enabled, endpoints.WebhookEndpoint) and enabled.enabled
+        assert isinstance(enabled, endpoints.WebhookEndpoint)
+        assert enabled.enabled
         await recorded.until(lambda: len(recorded.delivered()) == 1, "delivered on re-enable")
     assert [r.headers["webhook-id"] for r in receiver.requests] == [message_id] * 2
     for request in receiver.requests:
@@ -380,7 +384,8 @@ async def test_a_permanent_refusal_fails_leaves_the_line_and_replays_with_the_sa
         made = await endpoint(db, receiver.url)
         first = await emit(pool, 3, seq=0)
         second = await emit(pool, 3, seq=1)
-        assert first and second
+        assert first
+        assert second
         # The first fails for good; the second, behind it, goes on.
         await recorded.until(lambda: len(recorded.delivered()) == 1, "the second delivered")
         async with pool.acquire() as conn:
@@ -436,7 +441,8 @@ async def test_rotation_signs_with_both_secrets_during_the_overlap_then_only_the
         rotated = await endpoints.rotate_secret(db, ADMIN, made.endpoint.id, None, 24)
         assert isinstance(rotated, WithSecret)
         old, new = made.secret, rotated.secret
-        assert old != new and len(rotated.endpoint.secrets) == 2
+        assert old != new
+        assert len(rotated.endpoint.secrets) == 2
         await emit(pool, 1)
         during = await receiver.next_arrival()
         assert len(during.headers["webhook-signature"].split(" ")) == 2
@@ -497,7 +503,8 @@ async def test_retention_prunes_old_delivered_events_and_keeps_pending_ones(
     # A pending delivery is not replayed (it goes out in its turn).
     assert pending is not None
     refused = await deliveries.replay(db, ADMIN, made.endpoint.id, pending, now=_now())
-    assert isinstance(refused, InvalidInput) and "pending already" in refused.message
+    assert isinstance(refused, InvalidInput)
+    assert "pending already" in refused.message
 
 
 def _now() -> datetime:
