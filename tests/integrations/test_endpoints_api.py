@@ -105,7 +105,7 @@ lastStatus lastError deliveredAt cursor
 DELIVERIES = f"""
 query($id: ID!, $state: WebhookDeliveryState, $first: Int, $before: String) {{
   result: webhookDeliveries(endpointId: $id, state: $state, first: $first, before: $before) {{
-    __typename ... on WebhookDeliveryList {{ deliveries {{ {DELIVERY_FIELDS} }} }} {ERRORS}
+    __typename ... on WebhookDeliveryList {{ deliveries {{ {DELIVERY_FIELDS} }} }} {REFUSALS}
   }}
 }}
 """
@@ -327,8 +327,9 @@ async def test_deliveries_are_listed_and_a_failed_one_replayed(
         "SELECT state, round_start FROM outbox_deliveries WHERE event_id = $1", ids[0]
     )
     assert (row["state"], row["round_start"]) == ("pending", 8)
-    bad_cursor = await result(gql, tokens.admin, DELIVERIES, id=made.endpoint.id, before="x")
-    assert bad_cursor["__typename"] == "InvalidInput"
+    for bad in ({"before": "x"}, {"first": 0}):
+        body = await gql(tokens.admin, DELIVERIES, id=made.endpoint.id, **bad)
+        assert [e["extensions"]["code"] for e in body["errors"]] == ["BAD_REQUEST"], body
 
 
 async def test_the_host_allow_list_applies_to_endpoints(db: Database, kyc: str) -> None:

@@ -32,7 +32,8 @@ UpdateWebhookEndpointResult = Annotated[
     strawberry.union("UpdateWebhookEndpointResult"),
 ]
 WebhookEndpointResult = Annotated[
-    WebhookEndpoint | NotPermitted | NotFound, strawberry.union("WebhookEndpointResult")
+    WebhookEndpoint | NotPermitted | InvalidInput | NotFound,
+    strawberry.union("WebhookEndpointResult"),
 ]
 DisableWebhookEndpointResult = Annotated[
     WebhookEndpoint | NotPermitted | InvalidInput | NotFound,

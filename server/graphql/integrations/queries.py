@@ -10,8 +10,9 @@ from strawberry.types import Info
 from server.domain import failures
 from server.domain.failures import is_failure
 from server.domain.integrations import deliveries, endpoints
+from server.graphql.codes import ClientError
 from server.graphql.context import Context
-from server.graphql.errors import InvalidInput, NotFound, NotPermitted, from_failure
+from server.graphql.errors import NotFound, NotPermitted, from_failure
 from server.graphql.integrations.types import (
     WebhookDelivery,
     WebhookDeliveryList,
@@ -27,8 +28,7 @@ WebhookEndpointQueryResult = Annotated[
     WebhookEndpoint | NotPermitted | NotFound, strawberry.union("WebhookEndpointQueryResult")
 ]
 WebhookDeliveriesResult = Annotated[
-    WebhookDeliveryList | NotPermitted | InvalidInput | NotFound,
-    strawberry.union("WebhookDeliveriesResult"),
+    WebhookDeliveryList | NotPermitted | NotFound, strawberry.union("WebhookDeliveriesResult")
 ]
 
 
@@ -66,11 +66,14 @@ class IntegrationQuery:
         cursor: int | None = None
         if before is not None:
             if not before.isdigit() or len(before) > 18:
-                return from_failure(failures.InvalidInput("not a delivery cursor", "before"))
+                # A query's malformed argument is a request error, as for every page.
+                raise ClientError(f"malformed cursor {before[:40]!r}")
             cursor = int(before)
         result = await deliveries.list_deliveries(
             ctx.db, ctx.principal, endpoint_id, state=state, first=first, before=cursor, now=ctx.now
         )
+        if isinstance(result, failures.InvalidInput):
+            raise ClientError(result.message)
         if is_failure(result):
             return from_failure(result)
         return WebhookDeliveryList(deliveries=[WebhookDelivery.from_domain(d) for d in result])
