@@ -32,6 +32,7 @@ from server.effects.webhook import Signing, retry_after_seconds
 from server.observability import metrics
 from server.observability.metrics import EventDeliveryOutcome
 from server.store.database import Database
+from server.store.errors import is_unavailable
 
 log = logging.getLogger("casework.worker")
 
@@ -217,8 +218,12 @@ class EventDeliveries:
             pruned = await deliveries.prune(self._db, self._retention_seconds)
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("worker %s: pruning delivered events failed", self._worker)
+        except Exception as error:
+            if is_unavailable(error):
+                # The worker's outage log says the database is away; once is enough.
+                log.debug("worker %s: pruning waits for the database", self._worker)
+            else:
+                log.exception("worker %s: pruning delivered events failed", self._worker)
             return
         if pruned:
             log.info("worker %s: pruned %d delivered event(s)", self._worker, pruned)
