@@ -286,8 +286,9 @@ async def update_endpoint(
     *,
     allowed_hosts: frozenset[str] = frozenset(),
 ) -> WebhookEndpoint | NotPermitted | InvalidInput | NotFound:
-    """Changes what it is given. Deliveries recorded already go out as they were; new events
-    follow the new settings."""
+    """Changes what it is given. Event types and scope decide which events are recorded for
+    it, so they apply to events from now on; url, format and legacy headers are read at each
+    attempt, so they apply to pending deliveries too."""
     current = await get_endpoint(db, principal, endpoint_id, what="change webhook endpoints")
     if isinstance(current, NotPermitted | NotFound):
         return current

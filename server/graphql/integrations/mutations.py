@@ -90,7 +90,8 @@ class CreateWebhookEndpointInput:
 
 @strawberry.input(
     description="What to change; null leaves a setting as it is. Giving queues drops the "
-    "workflows, and the other way round. Deliveries recorded already are not changed."
+    "workflows, and the other way round. Event types and scope apply to events from now on; "
+    "url, format and legacyHeaders to every attempt from now on, pending deliveries included."
 )
 class UpdateWebhookEndpointInput:
     url: str | None = None
