@@ -80,6 +80,11 @@ CREATE TABLE outbox_deliveries (
     -- outcome is recorded). A replay or a re-enable starts a new round of max_attempts at
     -- round_start (the attempts made before it).
     attempts        integer NOT NULL DEFAULT 0,
+    -- True while an earlier delivery of the same subject to the same endpoint is pending:
+    -- it is not due until that one is delivered or fails (the subject's lock orders the
+    -- two: see casework_outbox_emit). Only the first pending delivery of a subject is due,
+    -- so a claim reads the heads of the line, not a backlog.
+    waiting_turn    boolean NOT NULL DEFAULT false,
     round_start     integer NOT NULL DEFAULT 0 CHECK (round_start <= attempts),
     next_attempt_at timestamptz NOT NULL DEFAULT now(),
     locked_until    timestamptz,
@@ -91,7 +96,7 @@ CREATE TABLE outbox_deliveries (
 );
 
 CREATE INDEX outbox_deliveries_due ON outbox_deliveries (next_attempt_at)
-    WHERE state = 'pending';
+    WHERE state = 'pending' AND NOT waiting_turn;
 -- Retention finds old events, and each event's deliveries (the cascade too).
 CREATE INDEX outbox_events_occurred ON outbox_events (occurred_at);
 CREATE INDEX outbox_deliveries_event ON outbox_deliveries (event_id);
@@ -112,6 +117,9 @@ CREATE FUNCTION casework_outbox_emit(
 LANGUAGE plpgsql AS $$
 DECLARE
     event_id bigint;
+    subject_key text := CASE WHEN casework_outbox_emit.item_id IS NOT NULL
+                             THEN 'item:' || casework_outbox_emit.item_id
+                             ELSE 'exception:' || casework_outbox_emit.exception_id END;
 BEGIN
     IF NOT EXISTS (
         SELECT 1 FROM webhook_endpoints e
@@ -124,11 +132,8 @@ BEGIN
     -- Events of one subject take their ids in the order their transactions commit, so that
     -- delivering in id order is delivering in the order the changes happened: a second
     -- transaction emitting for the same item (or exception) waits here until the first ends.
-    PERFORM pg_advisory_xact_lock(
-        hashtextextended(CASE WHEN casework_outbox_emit.item_id IS NOT NULL
-                              THEN 'outbox item:' || casework_outbox_emit.item_id
-                              ELSE 'outbox exception:' || casework_outbox_emit.exception_id END,
-                         0));
+    -- The worker takes the same lock before it hands a subject's turn on (integrations.sql).
+    PERFORM pg_advisory_xact_lock(hashtextextended('outbox ' || subject_key, 0));
     INSERT INTO outbox_events AS o (message_id, event_type, item_id, exception_id, queue,
                                     workflow, data, dedupe_key)
     VALUES ('evt_' || replace(gen_random_uuid()::text, '-', ''), casework_outbox_emit.event_type,
@@ -141,11 +146,11 @@ BEGIN
     IF event_id IS NULL THEN
         RETURN NULL;
     END IF;
-    INSERT INTO outbox_deliveries (event_id, endpoint_id, ordering_key)
-    SELECT event_id, e.id,
-           CASE WHEN casework_outbox_emit.item_id IS NOT NULL
-                THEN 'item:' || casework_outbox_emit.item_id
-                ELSE 'exception:' || casework_outbox_emit.exception_id END
+    INSERT INTO outbox_deliveries (event_id, endpoint_id, ordering_key, waiting_turn)
+    SELECT event_id, e.id, subject_key,
+           EXISTS (SELECT 1 FROM outbox_deliveries AS p
+                   WHERE p.endpoint_id = e.id AND p.ordering_key = subject_key
+                     AND p.state = 'pending')
     FROM webhook_endpoints e
     WHERE e.enabled AND casework_outbox_emit.event_type = ANY (e.event_types)
       AND (casework_outbox_emit.queue = ANY (e.queues)

@@ -60,7 +60,8 @@ WITH endpoint AS (
 ),
 resumed AS (
     UPDATE outbox_deliveries AS d
-    SET next_attempt_at = now(), round_start = d.attempts
+    SET next_attempt_at = CASE WHEN d.waiting_turn THEN d.next_attempt_at ELSE now() END,
+        round_start = d.attempts
     FROM endpoint
     WHERE d.endpoint_id = endpoint.id AND d.state = 'pending'
       AND (d.locked_until IS NULL OR d.locked_until <= now())
@@ -93,8 +94,8 @@ RETURNING endpoint_id;
 -- An endpoint's deliveries, newest event first, in :state (NULL: any), before the event
 -- :before_event_id (NULL: from the newest).
 SELECT d.endpoint_id, d.event_id, d.state, d.attempts, d.next_attempt_at, d.last_status,
-       d.last_error, d.delivered_at, d.created_at, d.locked_until,
-       o.message_id, o.event_type, o.occurred_at, o.item_id, o.exception_id, o.queue,
+       d.last_error, d.delivered_at, d.created_at, d.locked_until, d.ordering_key,
+       d.waiting_turn, o.message_id, o.event_type, o.occurred_at, o.item_id, o.exception_id, o.queue,
        o.workflow
 FROM outbox_deliveries AS d
 JOIN outbox_events AS o ON o.id = d.event_id
@@ -107,8 +108,8 @@ LIMIT :row_limit;
 -- name: webhook_delivery_get
 -- One delivery, by its endpoint and the event's webhook-id.
 SELECT d.endpoint_id, d.event_id, d.state, d.attempts, d.next_attempt_at, d.last_status,
-       d.last_error, d.delivered_at, d.created_at, d.locked_until,
-       o.message_id, o.event_type, o.occurred_at, o.item_id, o.exception_id, o.queue,
+       d.last_error, d.delivered_at, d.created_at, d.locked_until, d.ordering_key,
+       d.waiting_turn, o.message_id, o.event_type, o.occurred_at, o.item_id, o.exception_id, o.queue,
        o.workflow
 FROM outbox_deliveries AS d
 JOIN outbox_events AS o ON o.id = d.event_id
@@ -116,24 +117,58 @@ WHERE d.endpoint_id = :endpoint_id AND o.message_id = :message_id;
 
 -- name: webhook_delivery_replay
 -- A delivered or failed delivery goes out again, same webhook-id, with a fresh round of
--- attempts; it takes its place in its subject's order (by event id) again.
+-- attempts: at once, or after the subject's delivery pending now (the caller holds the
+-- subject's lock, outbox_subject_lock). It is then the first of the line (the oldest event).
 UPDATE outbox_deliveries AS d
 SET state = 'pending', next_attempt_at = now(), locked_until = NULL, delivered_at = NULL,
-    round_start = d.attempts
+    round_start = d.attempts,
+    waiting_turn = EXISTS (SELECT 1 FROM outbox_deliveries AS p
+                           WHERE p.endpoint_id = d.endpoint_id
+                             AND p.ordering_key = d.ordering_key AND p.state = 'pending')
 FROM outbox_events AS o
 WHERE o.id = d.event_id AND d.endpoint_id = :endpoint_id AND o.message_id = :message_id
   AND d.state IN ('delivered', 'failed')
 RETURNING d.event_id;
 
+-- name: outbox_subject_lock
+-- The lock casework_outbox_emit takes for the subject, held to the end of the transaction:
+-- a subject's turn is handed on, or a replay queued, while no event of it is being added.
+SELECT pg_advisory_xact_lock(hashtextextended('outbox ' || :ordering_key::text, 0));
+
+-- name: outbox_delivery_next_turn
+-- After a delivery of the subject left the line (delivered or failed): the first pending one
+-- falls due now, if it was waiting. The caller holds outbox_subject_lock.
+UPDATE outbox_deliveries AS d
+SET waiting_turn = false, next_attempt_at = now()
+WHERE d.endpoint_id = :endpoint_id AND d.ordering_key = :ordering_key AND d.state = 'pending'
+  AND d.waiting_turn
+  AND d.event_id = (SELECT min(p.event_id) FROM outbox_deliveries AS p
+                    WHERE p.endpoint_id = :endpoint_id AND p.ordering_key = :ordering_key
+                      AND p.state = 'pending')
+RETURNING d.event_id;
+
+-- name: outbox_deliveries_repair_turns
+-- A safety net, run with retention: a waiting delivery with nothing pending before it falls
+-- due (none should be found; the turn is handed on when a delivery leaves the line).
+UPDATE outbox_deliveries AS d
+SET waiting_turn = false, next_attempt_at = now()
+WHERE d.state = 'pending' AND d.waiting_turn
+  AND NOT EXISTS (SELECT 1 FROM outbox_deliveries AS p
+                  WHERE p.endpoint_id = d.endpoint_id AND p.ordering_key = d.ordering_key
+                    AND p.state = 'pending' AND p.event_id < d.event_id)
+RETURNING d.event_id;
+
 -- name: outbox_deliveries_claim
 -- Takes up to :batch_size due deliveries for one attempt each. Only the first pending
--- delivery of each (endpoint, subject) is due: a subject's events go out one at a time, in
--- event id order, and a retry holds back the ones behind it. Endpoints disabled are skipped.
+-- delivery of each (endpoint, subject) is due (the others are waiting_turn): a subject's
+-- events go out one at a time, in event id order, and a retry holds back the ones behind
+-- it. The NOT EXISTS re-checks the order on the few heads read. Endpoints disabled are
+-- skipped.
 WITH due AS (
     SELECT d.endpoint_id, d.event_id
     FROM outbox_deliveries AS d
     JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
-    WHERE d.state = 'pending'
+    WHERE d.state = 'pending' AND NOT d.waiting_turn
       AND d.next_attempt_at <= now()
       AND (d.locked_until IS NULL OR d.locked_until <= now())
       AND e.enabled
@@ -153,9 +188,9 @@ claimed AS (
     FROM due, webhook_endpoints AS e
     WHERE d.endpoint_id = due.endpoint_id AND d.event_id = due.event_id
       AND e.id = d.endpoint_id
-    RETURNING d.endpoint_id, d.event_id, d.attempts, d.round_start
+    RETURNING d.endpoint_id, d.event_id, d.ordering_key, d.attempts, d.round_start
 )
-SELECT c.endpoint_id, c.event_id, c.attempts AS attempt,
+SELECT c.endpoint_id, c.event_id, c.ordering_key, c.attempts AS attempt,
        c.attempts - c.round_start AS round_attempt,
        o.message_id, o.event_type, o.occurred_at, o.data, o.item_id, o.exception_id,
        o.queue, o.workflow,

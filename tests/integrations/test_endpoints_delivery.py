@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 from cloudevents.core.bindings.http import HTTPMessage, from_structured_event
 
-from server.domain.integrations import endpoints
+from server.domain.integrations import deliveries, endpoints
 from server.domain.integrations.envelope import EndpointFormat
 from server.signatures import verify_signature
 from server.store.database import Database
@@ -24,6 +24,7 @@ from tests.integrations.test_endpoints_helpers import (
     delivery_row,
     emit,
     endpoint,
+    now,
     pool,
     verified,
     worker,
@@ -218,3 +219,32 @@ async def test_a_dedupe_key_records_an_event_once(
     assert await pool.fetchval(emit_once) is not None
     assert await pool.fetchval(emit_once) is None
     assert await pool.fetchval("SELECT count(*) FROM outbox_deliveries") == 1
+
+
+async def test_only_the_first_pending_delivery_of_a_subject_is_claimed_and_hands_on_its_turn(
+    db: Database, kyc_queue: str, pool: asyncpg.Pool, owner_conn: asyncpg.Connection
+) -> None:
+    made = await endpoint(db, "http://127.0.0.1:9/unused")
+    first, second, other = await emit(pool, 1), await emit(pool, 1, seq=1), await emit(pool, 2)
+    listed = await deliveries.list_deliveries(
+        db, ADMIN, made.endpoint.id, state=None, first=10, before=None, now=now()
+    )
+    assert isinstance(listed, list)
+    waiting = {d.webhook_id: (d.waiting_turn, d.next_attempt_at is None) for d in listed}
+    assert waiting == {first: (False, False), second: (True, True), other: (False, False)}
+    claimed = await deliveries.claim_due(db, 10)
+    assert sorted(due.event.message_id for due in claimed) == sorted([first, other])
+    assert await deliveries.claim_due(db, 10) == []
+    (head,) = [due for due in claimed if due.event.message_id == first]
+    assert await deliveries.record_delivered(db, head, 200)
+    (after,) = await deliveries.claim_due(db, 10)
+    assert after.event.message_id == second
+    # The safety net: a head left waiting (it should never be) falls due with retention.
+    await owner_conn.execute(
+        "UPDATE outbox_deliveries SET waiting_turn = true, locked_until = NULL"
+    )
+    assert await deliveries.claim_due(db, 10) == []
+    await deliveries.prune(db, 30 * 86400)
+    assert sorted(due.event.message_id for due in await deliveries.claim_due(db, 10)) == sorted(
+        [second, other]
+    )

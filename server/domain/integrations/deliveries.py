@@ -39,6 +39,8 @@ class DueEventDelivery:
 
     endpoint_id: uuid.UUID
     event_id: int
+    # The subject whose line it is in (item:<id> or exception:<id>).
+    ordering_key: str
     # Every attempt so far, this one included (the fence), and this round's (the backoff).
     attempt: int
     round_attempt: int
@@ -56,6 +58,7 @@ class DueEventDelivery:
         return cls(
             endpoint_id=row["endpoint_id"],
             event_id=row["event_id"],
+            ordering_key=row["ordering_key"],
             attempt=row["attempt"],
             round_attempt=row["round_attempt"],
             event=OutboxEvent(
@@ -90,6 +93,8 @@ class WebhookDelivery:
     state: DeliveryState
     attempts: int
     next_attempt_at: datetime | None
+    # Behind an earlier pending delivery of the same item (or exception) to the endpoint.
+    waiting_turn: bool
     in_flight: bool
     last_status: int | None
     last_error: str | None
@@ -109,7 +114,10 @@ class WebhookDelivery:
             exception_id=row["exception_id"],
             state=state,
             attempts=row["attempts"],
-            next_attempt_at=row["next_attempt_at"] if state is DeliveryState.PENDING else None,
+            next_attempt_at=row["next_attempt_at"]
+            if state is DeliveryState.PENDING and not row["waiting_turn"]
+            else None,
+            waiting_turn=state is DeliveryState.PENDING and row["waiting_turn"],
             in_flight=state is DeliveryState.PENDING and locked is not None and locked > now,
             last_status=row["last_status"],
             last_error=row["last_error"],
@@ -125,15 +133,28 @@ async def claim_due(db: Database, limit: int) -> list[DueEventDelivery]:
     return [DueEventDelivery.from_row(row) for row in rows]
 
 
+async def _next_turn(tx: Database, due: DueEventDelivery) -> None:
+    """The delivery left its subject's line: the next one falls due."""
+    await tx.fetchrow(
+        sql.integrations.OUTBOX_DELIVERY_NEXT_TURN,
+        endpoint_id=due.endpoint_id,
+        ordering_key=due.ordering_key,
+    )
+
+
 async def record_delivered(db: Database, due: DueEventDelivery, status: int) -> bool:
     """False if this attempt no longer counts (a later one took over its lapsed lock)."""
-    row = await db.fetchrow(
-        sql.integrations.OUTBOX_DELIVERY_RECORD_DELIVERED,
-        endpoint_id=due.endpoint_id,
-        event_id=due.event_id,
-        attempt=due.attempt,
-        status=status,
-    )
+    async with db.transaction() as tx:
+        await tx.fetchrow(sql.integrations.OUTBOX_SUBJECT_LOCK, ordering_key=due.ordering_key)
+        row = await tx.fetchrow(
+            sql.integrations.OUTBOX_DELIVERY_RECORD_DELIVERED,
+            endpoint_id=due.endpoint_id,
+            event_id=due.event_id,
+            attempt=due.attempt,
+            status=status,
+        )
+        if row is not None:
+            await _next_turn(tx, due)
     return row is not None
 
 
@@ -146,18 +167,24 @@ async def record_failure(
     permanent: bool,
     retry_at: datetime,
 ) -> DeliveryState | None:
-    """PENDING (will retry at `retry_at`), FAILED, or None if this attempt no longer counts."""
-    row = await db.fetchrow(
-        sql.integrations.OUTBOX_DELIVERY_RECORD_FAILURE,
-        endpoint_id=due.endpoint_id,
-        event_id=due.event_id,
-        attempt=due.attempt,
-        status=status,
-        error=storable(error),
-        permanent=permanent,
-        next_attempt_at=retry_at,
-    )
-    return None if row is None else DeliveryState(row["state"])
+    """PENDING (will retry at `retry_at`), FAILED, or None if this attempt no longer counts.
+    A failed delivery leaves its subject's line: the next one falls due."""
+    async with db.transaction() as tx:
+        await tx.fetchrow(sql.integrations.OUTBOX_SUBJECT_LOCK, ordering_key=due.ordering_key)
+        row = await tx.fetchrow(
+            sql.integrations.OUTBOX_DELIVERY_RECORD_FAILURE,
+            endpoint_id=due.endpoint_id,
+            event_id=due.event_id,
+            attempt=due.attempt,
+            status=status,
+            error=storable(error),
+            permanent=permanent,
+            next_attempt_at=retry_at,
+        )
+        state = None if row is None else DeliveryState(row["state"])
+        if state is DeliveryState.FAILED:
+            await _next_turn(tx, due)
+    return state
 
 
 async def record_gone(db: Database, due: DueEventDelivery, *, error: str) -> bool:
@@ -176,7 +203,9 @@ async def record_gone(db: Database, due: DueEventDelivery, *, error: str) -> boo
 
 
 async def prune(db: Database, keep_seconds: float) -> int:
-    """Deletes up to PRUNE_BATCH events older than `keep_seconds` with nothing pending."""
+    """Deletes up to PRUNE_BATCH events older than `keep_seconds` with nothing pending (and
+    hands on any subject's turn left waiting, which should never be)."""
+    await db.fetch(sql.integrations.OUTBOX_DELIVERIES_REPAIR_TURNS)
     row = await db.fetchrow(
         sql.integrations.OUTBOX_PRUNE, keep_seconds=keep_seconds, batch_size=PRUNE_BATCH
     )
@@ -220,8 +249,13 @@ async def replay(
     if isinstance(endpoint, NotPermitted | NotFound):
         return endpoint
     key = {"endpoint_id": uuid.UUID(endpoint.id), "message_id": webhook_id}
-    replayed = await db.fetchrow(sql.integrations.WEBHOOK_DELIVERY_REPLAY, **key)
-    row = await db.fetchrow(sql.integrations.WEBHOOK_DELIVERY_GET, **key)
+    async with db.transaction() as tx:
+        found = await tx.fetchrow(sql.integrations.WEBHOOK_DELIVERY_GET, **key)
+        if found is None:
+            return NotFound("delivery", webhook_id)
+        await tx.fetchrow(sql.integrations.OUTBOX_SUBJECT_LOCK, ordering_key=found["ordering_key"])
+        replayed = await tx.fetchrow(sql.integrations.WEBHOOK_DELIVERY_REPLAY, **key)
+        row = await tx.fetchrow(sql.integrations.WEBHOOK_DELIVERY_GET, **key)
     if row is None:
         return NotFound("delivery", webhook_id)
     if replayed is None:

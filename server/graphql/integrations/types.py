@@ -139,7 +139,12 @@ class WebhookDelivery:
     state: WebhookDeliveryState
     attempts: int = strawberry.field(description="Every attempt made, replays included.")
     next_attempt_at: datetime | None = strawberry.field(
-        description="PENDING: when it is tried next (a receiver's Retry-After is a floor)."
+        description="PENDING: when it is tried next (a receiver's Retry-After is a floor); "
+        "null while it waits its turn."
+    )
+    waiting_turn: bool = strawberry.field(
+        description="PENDING behind an earlier delivery of the same item (or exception) to "
+        "this endpoint: it falls due once that one is delivered or fails."
     )
     in_flight: bool
     last_status: int | None = strawberry.field(
@@ -164,6 +169,7 @@ class WebhookDelivery:
             state=delivery.state,
             attempts=delivery.attempts,
             next_attempt_at=delivery.next_attempt_at,
+            waiting_turn=delivery.waiting_turn,
             in_flight=delivery.in_flight,
             last_status=delivery.last_status,
             last_error=delivery.last_error,
