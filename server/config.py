@@ -205,6 +205,9 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()
     # Hosts webhook targets (effects and redrives) may point at; empty means any host.
     effect_allowed_hosts: frozenset[str] = frozenset()
+    # How long a delivered event is kept for admins to see and replay (CASEWORK_EVENT_
+    # RETENTION_DAYS); events with a delivery still pending are kept until it goes out.
+    event_retention_days: int = 30
     # CASEWORK_MULTIPLEX_SUBSCRIPTIONS=0: every subscription executes on its own, even
     # when many sockets send the same one (for comparison; docs/live-updates.md).
     multiplex_subscriptions: bool = True
@@ -291,6 +294,7 @@ class Settings:
                 for host in (env.get("CASEWORK_EFFECT_ALLOWED_HOSTS") or "").split(",")
                 if host.strip()
             ),
+            event_retention_days=_integer(env, "CASEWORK_EVENT_RETENTION_DAYS", 30, minimum=1),
             multiplex_subscriptions=_flag(
                 "CASEWORK_MULTIPLEX_SUBSCRIPTIONS",
                 env.get("CASEWORK_MULTIPLEX_SUBSCRIPTIONS") or "1",

@@ -1,6 +1,7 @@
 """The apply worker: carries recorded decisions out, at least once per attempt and recorded
 exactly once, with retries for what may pass and a visible failure for what will not. It
-also delivers the redrives of workflows that take them by webhook, the same way.
+also delivers the redrives of workflows that take them by webhook, the same way, and the
+event outbox to webhook endpoints (server/event_delivery.py).
 
 Several workers may run at once (SKIP LOCKED shares the work). A hint wakes the worker; a
 short poll is the backstop for hints that never come (a retry falling due, a lost hint).
@@ -34,6 +35,7 @@ from server.domain.review.queues import target_refusal
 from server.effects.errors import PermanentEffectError, TransientEffectError
 from server.effects.run import perform
 from server.effects.webhook import post_redrive
+from server.event_delivery import EventDeliveries
 from server.events.channels import Event, EventKind
 from server.events.listener import PostgresListener
 from server.events.outage import OutageLog, Retrying, quiet_outage_tracebacks
@@ -69,6 +71,8 @@ class WorkerSettings:
     lease_seconds: float = 10.0
     # Hosts webhooks may be posted to (CASEWORK_EFFECT_ALLOWED_HOSTS); empty: any host.
     allowed_hosts: frozenset[str] = frozenset()
+    # How long delivered events are kept (CASEWORK_EVENT_RETENTION_DAYS).
+    event_retention_seconds: float = 30 * 86400.0
 
 
 def worker_settings(settings: Settings) -> WorkerSettings:
@@ -77,6 +81,7 @@ def worker_settings(settings: Settings) -> WorkerSettings:
         backoff_seconds=settings.apply_backoff_seconds,
         lease_seconds=settings.worker_lease_seconds,
         allowed_hosts=settings.effect_allowed_hosts,
+        event_retention_seconds=settings.event_retention_days * 86400.0,
     )
 
 
@@ -116,16 +121,27 @@ class ApplyWorker:
         self._look_for_redrives = True
         self._next_redrive_look = 0.0
         self.stats = WorkerStats()
+        # The event outbox's deliveries to webhook endpoints (server/event_delivery.py).
+        self.events = EventDeliveries(
+            db,
+            worker=self.name,
+            backoff_seconds=settings.backoff_seconds,
+            poll_seconds=settings.poll_seconds,
+            allowed_hosts=settings.allowed_hosts,
+            retention_seconds=settings.event_retention_seconds,
+        )
 
     def hint(self, event: Event) -> None:
         if event.kind == EventKind.EXCEPTION:
             self._look_for_redrives = True
         if event.kind in HINT_KINDS:
+            self.events.hint()
             self._wake.set()
             self._resume.set()
 
     def wake(self) -> None:
         self._look_for_redrives = True
+        self.events.hint()
         self._wake.set()
         self._resume.set()
 
@@ -197,6 +213,8 @@ class ApplyWorker:
             started += len(deliveries)
             # A full batch: there may be more right now.
             self._look_for_redrives = started == free
+        # Then events for webhook endpoints, when some may be due.
+        started += await self.events.start(client, free - started, self._spawn)
         return started
 
     def _redrives_may_be_due(self) -> bool:

@@ -23,6 +23,8 @@ from server.graphql.exceptions.queries import ExceptionQuery
 from server.graphql.exceptions.subscriptions import ExceptionSubscription
 from server.graphql.identity.mutations import IdentityMutation
 from server.graphql.input_strings import guard_root_fields
+from server.graphql.integrations.mutations import IntegrationMutation
+from server.graphql.integrations.queries import IntegrationQuery
 from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
 from server.graphql.observe import note_failure, note_refusal
@@ -105,7 +107,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     if tracing.enabled():
         extensions.append(_tracing_extension())
     schema = CaseworkSchema(
-        query=merge_types("Query", (Query, ExceptionQuery, PrivacyPolicyQuery)),
+        query=merge_types("Query", (Query, ExceptionQuery, PrivacyPolicyQuery, IntegrationQuery)),
         mutation=merge_types(
             "Mutation",
             (
@@ -119,6 +121,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
                 PrivacyPolicyMutation,
                 ErasureMutation,
                 RevealMutation,
+                IntegrationMutation,
             ),
         ),
         subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),

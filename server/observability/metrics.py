@@ -45,6 +45,16 @@ APPLY_ATTEMPTS = Counter(
     "Attempts at carrying a decision out, by what came of them.",
     ("outcome",),
 )
+EVENT_DELIVERIES = Counter(
+    "casework_event_deliveries",
+    "Attempts at delivering an event to a webhook endpoint, by what came of them.",
+    ("outcome",),
+)
+ENDPOINTS_DISABLED = Counter(
+    "casework_webhook_endpoints_disabled",
+    "Webhook endpoints disabled by this process, by why (gone: the receiver answered 410).",
+    ("reason",),
+)
 GRAPHQL_OPERATION_SECONDS = Histogram(
     "casework_graphql_operation_seconds",
     "Queries and mutations, from the request to the answer, by operation type and root field.",
@@ -121,6 +131,16 @@ class ApplyOutcome(enum.StrEnum):
     FAILED = "failed"
 
 
+class EventDeliveryOutcome(enum.StrEnum):
+    DELIVERED = "delivered"
+    # Failed; another attempt will be made.
+    RETRIED = "retried"
+    # Failed for good (a 4xx, or the last attempt of its round): an admin may replay it.
+    FAILED = "failed"
+    # The receiver answered 410 Gone: the endpoint is disabled, the delivery waits.
+    GONE = "gone"
+
+
 def record_decision(
     queue: str, verdict: str, *, lease_count: int | None, handling_seconds: float | None
 ) -> None:
@@ -137,6 +157,14 @@ def record_stale_lease(queue: str) -> None:
 
 def record_apply_attempt(outcome: ApplyOutcome) -> None:
     APPLY_ATTEMPTS.labels(outcome.value).inc()
+
+
+def record_event_delivery(outcome: EventDeliveryOutcome) -> None:
+    EVENT_DELIVERIES.labels(outcome.value).inc()
+
+
+def record_endpoint_disabled_by_receiver() -> None:
+    ENDPOINTS_DISABLED.labels("gone").inc()
 
 
 def listener_connected(connected: bool) -> None:
