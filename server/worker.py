@@ -20,7 +20,7 @@ import os
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import httpx
@@ -28,6 +28,7 @@ import httpx
 from server.config import Settings
 from server.domain.exceptions import redrive_delivery
 from server.domain.exceptions.redrive_delivery import DueDelivery
+from server.domain.integrations import sweeps
 from server.domain.model import EffectKind
 from server.domain.review import apply
 from server.domain.review.queues import target_refusal
@@ -69,6 +70,8 @@ class WorkerSettings:
     lease_seconds: float = 10.0
     # Hosts webhooks may be posted to (CASEWORK_EFFECT_ALLOWED_HOSTS); empty: any host.
     allowed_hosts: frozenset[str] = frozenset()
+    # The sweep for the time-based events (item.overdue, lease.lapsed).
+    time_events: sweeps.SweepSettings = field(default_factory=sweeps.SweepSettings)
 
 
 def worker_settings(settings: Settings) -> WorkerSettings:
@@ -140,13 +143,18 @@ class ApplyWorker:
         limits = httpx.Limits(max_connections=self._settings.concurrency)
         async with httpx.AsyncClient(limits=limits, follow_redirects=False) as client:
             renewing = asyncio.create_task(self.liveness.run(), name="casework-worker-liveness")
+            sweeping = asyncio.create_task(
+                sweeps.sweep_until_stopped(self._db, self._settings.time_events, self._stopping),
+                name="casework-time-event-sweep",
+            )
             try:
                 await self._claim_until_stopped(client)
             finally:
                 await self._drain()
-                renewing.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await renewing
+                for task in (renewing, sweeping):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
                 await self.liveness.leave()
 
     async def _claim_until_stopped(self, client: httpx.AsyncClient) -> None:
