@@ -137,7 +137,7 @@ async def configure(db: Database, settings: QueueSettings) -> Queue:
 
 async def expire_lease(owner: asyncpg.Connection, item_id: int, ago: timedelta) -> None:
     status = await owner.execute(
-        "UPDATE review_items SET lease_expires_at = now() - $2"
+        "UPDATE review_items SET lease_expires_at = now() - $2::interval"
         " WHERE id = $1 AND lease_token IS NOT NULL",
         item_id,
         ago,

@@ -92,11 +92,14 @@ async def test_a_rolled_back_decision_writes_no_event(
     class Undone(Exception):
         pass
 
-    with pytest.raises(Undone):
+    async def decide_then_undo() -> None:
         async with db.transaction() as tx:
             recorded = await submit_decision(tx, REVIEWER, verdict_for(held))
             assert isinstance(recorded, Decision), recorded
             raise Undone
+
+    with pytest.raises(Undone):
+        await decide_then_undo()
 
     assert await outbox(owner_conn) == []
     assert await deliveries(owner_conn) == []
