@@ -12,6 +12,7 @@ import asyncpg
 
 from server.domain.integrations.sweeps import SweepSettings, sweep_time_events
 from server.domain.review.items import NewItem, enqueue_items
+from server.domain.review.leases import claim_next
 from server.domain.review.queues import QueueSettings
 from server.store.database import Database
 from server.store.queries import Queries
@@ -215,3 +216,46 @@ async def test_the_apply_worker_runs_the_sweep(
         worker.stop()
         await running
     assert await types_written(owner_conn) == ["lease.lapsed"]
+
+
+async def test_sweeps_and_claims_noticing_the_same_lapses_write_each_once(
+    test_database: TestDatabase,
+    queries: Queries,
+    db: Database,
+    kyc_queue: str,
+    owner_conn: asyncpg.Connection,
+) -> None:
+    await subscribe(owner_conn, ["lease.lapsed"], queues=["kyc"])
+    await sweep(db)
+    await owner_conn.execute(
+        "UPDATE outbox_sweep_marks SET swept_until = now() - interval '1 hour'"
+    )
+    holders = [reviewer(f"holder-{n}", "kyc") for n in range(8)]
+    takers = [reviewer(f"taker-{n}", "kyc") for n in range(4)]
+    for n, holder in enumerate(holders):
+        await enqueue_one(db, "kyc", f"held-{n}")
+        await claim(db, holder)
+    await owner_conn.execute(
+        "UPDATE review_items SET lease_expires_at = now() - interval '5 seconds'"
+        " WHERE lease_token IS NOT NULL"
+    )
+    tokens = {
+        str(row["lease_token"])
+        for row in await owner_conn.fetch(
+            "SELECT lease_token FROM review_items WHERE lease_token IS NOT NULL"
+        )
+    }
+
+    async with own_connections(test_database, queries, 8) as conns:
+        await all_at_once(
+            [functools.partial(sweep_time_events, c, SweepSettings()) for c in conns[:4]]
+            + [
+                functools.partial(claim_next, c, taker, "kyc")
+                for c, taker in zip(conns[4:], takers, strict=True)
+            ]
+        )
+    # What a concurrent sweep skipped (an item a claim held), the next round writes.
+    await sweep(db)
+
+    keys = [row["dedupe_key"] for row in await outbox(owner_conn)]
+    assert sorted(keys) == sorted(f"lease.lapsed:{token}" for token in tokens)
