@@ -198,6 +198,19 @@ BEGIN
         RETURN NULL;
     END IF;
     cause := coalesce(NEW.detail ->> 'cause', 'abandoned');
+    -- A claim that moves an item abandoned too often writes its last lapse and the move in
+    -- one statement, the move's row first: the lapse's event goes first, under its key, so
+    -- the item's events keep the order things happened in (the lapse's own row then finds
+    -- its event written). Rows of this item after this one are this statement's: the item
+    -- is locked by it.
+    IF cause = 'abandoned' THEN
+        PERFORM casework_outbox_emit(
+            'lease.lapsed', l.item_id, NULL, l.queue, NULL,
+            casework_lapse_event_data(l.item_id, l.queue, l.actor, l.lease_started_at, l.at),
+            'lease.lapsed:' || l.lease_token::text)
+        FROM item_events AS l
+        WHERE l.item_id = NEW.item_id AND l.id > NEW.id AND l.kind = 'lapsed';
+    END IF;
     IF cause = 'overdue' THEN
         due_at := (NEW.detail ->> 'due_at')::timestamptz;
         PERFORM casework_outbox_emit(

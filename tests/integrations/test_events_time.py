@@ -259,3 +259,33 @@ async def test_sweeps_and_claims_noticing_the_same_lapses_write_each_once(
 
     keys = [row["dedupe_key"] for row in await outbox(owner_conn)]
     assert sorted(keys) == sorted(f"lease.lapsed:{token}" for token in tokens)
+
+
+async def test_an_item_abandoned_too_often_is_escalated_by_the_claim_that_moves_it(
+    db: Database, kyc_queue: str, owner_conn: asyncpg.Connection
+) -> None:
+    # kyc: three lapsed leases and the next claim moves the item to kyc-senior.
+    await subscribe(owner_conn, ["lease.lapsed", "item.escalated"], queues=["kyc"])
+    item = await enqueue_one(db, "kyc", "abandoned")
+    for holder in (ALICE, BOB, ALICE):
+        await claim(db, holder)
+        await expire_lease(owner_conn, item.id, timedelta(seconds=5))
+    moved = await claim_next(db, BOB, "kyc")
+
+    assert not hasattr(moved, "item"), moved  # nothing else to claim: the item moved on
+    # The claim that moves it writes the third lapse and the escalation in one statement
+    # (their timeline rows escalation first): the events keep the order they happened in.
+    assert await types_written(owner_conn) == [
+        "lease.lapsed",
+        "lease.lapsed",
+        "lease.lapsed",
+        "item.escalated",
+    ]
+    escalated = await only_event(owner_conn, "item.escalated")
+    assert {k: escalated.data[k] for k in ("fromQueue", "toQueue", "cause", "actor")} == {
+        "fromQueue": "kyc",
+        "toQueue": "kyc-senior",
+        "cause": "abandoned",
+        "actor": "bob",
+    }
+    assert (escalated.data["decisionId"], escalated.data["reasonCode"]) == (None, None)
