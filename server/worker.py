@@ -20,7 +20,7 @@ import os
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 import httpx
@@ -70,8 +70,6 @@ class WorkerSettings:
     lease_seconds: float = 10.0
     # Hosts webhooks may be posted to (CASEWORK_EFFECT_ALLOWED_HOSTS); empty: any host.
     allowed_hosts: frozenset[str] = frozenset()
-    # The sweep for the time-based events (item.overdue, lease.lapsed).
-    time_events: sweeps.SweepSettings = field(default_factory=sweeps.SweepSettings)
 
 
 def worker_settings(settings: Settings) -> WorkerSettings:
@@ -103,9 +101,12 @@ class ApplyWorker:
         name: str | None = None,
         perform_effect: Callable[[httpx.AsyncClient, apply.DueApplication], Awaitable[str]]
         | None = None,
+        time_events: sweeps.SweepSettings | None = None,
     ) -> None:
         self._db = db
         self._settings = settings
+        # The sweep for the time-based events (item.overdue, lease.lapsed).
+        self._time_events = time_events or sweeps.SweepSettings()
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self._perform = perform_effect or perform
         self._wake = asyncio.Event()
@@ -144,7 +145,7 @@ class ApplyWorker:
         async with httpx.AsyncClient(limits=limits, follow_redirects=False) as client:
             renewing = asyncio.create_task(self.liveness.run(), name="casework-worker-liveness")
             sweeping = asyncio.create_task(
-                sweeps.sweep_until_stopped(self._db, self._settings.time_events, self._stopping),
+                sweeps.sweep_until_stopped(self._db, self._time_events, self._stopping),
                 name="casework-time-event-sweep",
             )
             try:

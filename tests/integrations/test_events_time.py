@@ -205,7 +205,8 @@ async def test_the_apply_worker_runs_the_sweep(
 
     worker = ApplyWorker(
         db,
-        WorkerSettings(poll_seconds=0.05, time_events=SweepSettings(interval_seconds=0.05)),
+        WorkerSettings(poll_seconds=0.05),
+        time_events=SweepSettings(interval_seconds=0.05),
     )
     running = asyncio.create_task(worker.run())
     try:
