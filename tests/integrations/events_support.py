@@ -4,10 +4,12 @@ cause each event type, through the domain as the API would call it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import asyncpg
 
@@ -143,6 +145,19 @@ async def expire_lease(owner: asyncpg.Connection, item_id: int, ago: timedelta) 
         ago,
     )
     assert status == "UPDATE 1", f"item {item_id} holds no lease to expire"
+
+
+async def wait_until(check: Callable[[], Awaitable[Any]], *, within: float, what: str) -> Any:
+    """Polls `check` until it returns something truthy, for a row no signal announces;
+    fails after `within` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        if result := await check():
+            return result
+        if loop.time() > deadline:
+            raise AssertionError(f"not within {within} s: {what}")
+        await asyncio.sleep(0.05)
 
 
 def past(minutes: float) -> datetime:

@@ -17,7 +17,6 @@ from server.domain.review.queues import QueueSettings
 from server.store.database import Database
 from server.store.queries import Queries
 from server.worker import ApplyWorker, WorkerSettings
-from tests.apply.helpers import wait_until
 from tests.conftest import INTEGRATION, TestDatabase, reviewer
 from tests.exceptions.domain_drivers import all_at_once, own_connections
 from tests.integration.helpers import claim, enqueue_one
@@ -31,6 +30,7 @@ from tests.integrations.events_support import (
     subscribe,
     sweep,
     types_written,
+    wait_until,
 )
 
 ALICE = reviewer("alice", "kyc", "kyc-senior")
