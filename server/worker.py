@@ -29,6 +29,7 @@ import httpx
 from server.config import Settings
 from server.domain.exceptions import redrive_delivery
 from server.domain.exceptions.redrive_delivery import DueDelivery
+from server.domain.integrations import sweeps
 from server.domain.model import EffectKind
 from server.domain.review import apply
 from server.domain.review.queues import target_refusal
@@ -105,9 +106,12 @@ class ApplyWorker:
         name: str | None = None,
         perform_effect: Callable[[httpx.AsyncClient, apply.DueApplication], Awaitable[str]]
         | None = None,
+        time_events: sweeps.SweepSettings | None = None,
     ) -> None:
         self._db = db
         self._settings = settings
+        # The sweep for the time-based events (item.overdue, lease.lapsed).
+        self._time_events = time_events or sweeps.SweepSettings()
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self._perform = perform_effect or perform
         self._wake = asyncio.Event()
@@ -156,13 +160,18 @@ class ApplyWorker:
         limits = httpx.Limits(max_connections=self._settings.concurrency)
         async with httpx.AsyncClient(limits=limits, follow_redirects=False) as client:
             renewing = asyncio.create_task(self.liveness.run(), name="casework-worker-liveness")
+            sweeping = asyncio.create_task(
+                sweeps.sweep_until_stopped(self._db, self._time_events, self._stopping),
+                name="casework-time-event-sweep",
+            )
             try:
                 await self._claim_until_stopped(client)
             finally:
                 await self._drain()
-                renewing.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await renewing
+                for task in (renewing, sweeping):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
                 await self.liveness.leave()
 
     async def _claim_until_stopped(self, client: httpx.AsyncClient) -> None:

@@ -1,0 +1,181 @@
+"""The event catalogue in docs/integrations.md against what the server writes: each type's
+example body is held against an event caused here and rendered with the envelope an endpoint
+receives (Standard Webhooks): the same keys, the same JSON types, and equal values wherever
+the value does not depend on when it ran or on a generated id."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from server.domain.integrations.envelope import EndpointFormat, render
+from server.domain.integrations.events import EventType
+from server.domain.model import Decision, Verdict
+from server.domain.review.decisions import OverturnInput, overturn_decision
+from server.store.database import Database
+from tests.conftest import APPROVER, reviewer
+from tests.integration.helpers import claim, decide, enqueue_one
+from tests.integrations.events_support import (
+    ALL_TYPES,
+    EXCEPTION_TYPES,
+    REVIEW_TYPES,
+    WORKFLOW,
+    approve,
+    as_event,
+    close_as_rejected,
+    correct,
+    expire_lease,
+    outbox,
+    raise_one,
+    redrive,
+    report_success,
+    subscribe,
+    supplier_workflow,
+    sweep,
+)
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
+RITA = reviewer("rita-reviewer", "kyc")
+
+# Values made fresh by each run: generated ids, digests of a generated payload, and times.
+# Their type is held, and a time's form.
+FRESH = frozenset(
+    {
+        "decisionId",
+        "itemId",
+        "exceptionId",
+        "evidenceHash",
+        "timestamp",
+        "decidedAt",
+        "escalatedAt",
+        "dueAt",
+        "leaseStartedAt",
+        "lapsedAt",
+        "requestedAt",
+        "at",
+    }
+)
+TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?\+00:00$")
+TIMES = frozenset(k for k in FRESH if k.endswith("At") or k in ("timestamp", "at"))
+
+
+def catalogue_examples() -> dict[str, dict[str, Any]]:
+    """The catalogue section's JSON examples, by their `type`."""
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index("## Event catalogue")
+    end = text.find("\n## ", start + 1)
+    section = text[start : end if end != -1 else len(text)]
+    examples: dict[str, dict[str, Any]] = {}
+    for block in re.findall(r"```json\n(.*?)```", section, flags=re.DOTALL):
+        body = json.loads(block)
+        if isinstance(body, dict) and body.get("type") in ALL_TYPES:
+            assert body["type"] not in examples, f"two examples of {body['type']}"
+            examples[body["type"]] = body
+    return examples
+
+
+def held_against(example: Any, sent: Any, path: str = "") -> list[str]:
+    """Where `sent` departs from the example: keys, JSON types, deterministic values."""
+    if isinstance(example, dict):
+        if not isinstance(sent, dict):
+            return [f"{path or 'body'}: an object in the example, {sent!r} sent"]
+        problems = []
+        if set(example) != set(sent):
+            problems.append(
+                f"{path or 'body'}: keys {sorted(example)} in the example, {sorted(sent)} sent"
+            )
+        for key in set(example) & set(sent):
+            where = f"{path}.{key}" if path else key
+            if key in FRESH:
+                problems += fresh(example[key], sent[key], key, where)
+            else:
+                problems += held_against(example[key], sent[key], where)
+        return problems
+    if isinstance(example, list):
+        if not isinstance(sent, list) or len(sent) != len(example):
+            return [f"{path}: {example!r} in the example, {sent!r} sent"]
+        return [p for n, e in enumerate(example) for p in held_against(e, sent[n], f"{path}[{n}]")]
+    if type(example) is not type(sent) or example != sent:
+        return [f"{path}: {example!r} in the example, {sent!r} sent"]
+    return []
+
+
+def fresh(example: Any, sent: Any, key: str, where: str) -> list[str]:
+    if type(example) is not type(sent):
+        return [f"{where}: {type(example).__name__} in the example, {sent!r} sent"]
+    if key in TIMES and isinstance(sent, str):
+        bad = [v for v in (example, sent) if not TIME.match(v)]
+        return [f"{where}: {v!r} is not an ISO 8601 time in UTC" for v in bad]
+    return []
+
+
+async def cause_every_event(db: Database, owner: asyncpg.Connection) -> None:
+    """One of each type, with the names the catalogue's examples use."""
+    await subscribe(owner, REVIEW_TYPES, queues=["kyc", "kyc-senior"])
+    await subscribe(owner, EXCEPTION_TYPES, workflows=[WORKFLOW])
+    await sweep(db)  # the time events' marks start now
+    await owner.execute("UPDATE outbox_sweep_marks SET swept_until = now() - interval '1 hour'")
+
+    await enqueue_one(db, "kyc", "app-7731", {"applicant": "withheld"})
+    approved = await decide(db, RITA, await claim(db, RITA))
+    overturn = await overturn_decision(
+        db, APPROVER, OverturnInput(str(approved.id), "name_mismatch", None)
+    )
+    assert isinstance(overturn, Decision), overturn
+    await enqueue_one(db, "kyc", "app-7732")
+    await decide(db, RITA, await claim(db, RITA), Verdict.ESCALATE, "needs_senior")
+
+    late = await enqueue_one(db, "kyc", "app-7733")
+    await owner.execute(
+        "UPDATE review_items SET due_at = now() - interval '2 minutes' WHERE id = $1", late.id
+    )
+    held = await claim(db, RITA)  # the late one: overdue, and its lease lapses
+    await expire_lease(owner, held.item.id, timedelta(seconds=5))
+    await sweep(db)
+
+    await supplier_workflow(db)
+    raised = await raise_one(db, "SUP-1042")
+    await correct(db, raised.exception.id)
+    await approve(db, raised.exception.id)
+    await report_success(db, await redrive(db, raised.exception.id))
+    await close_as_rejected(db, (await raise_one(db, "SUP-1043")).exception.id)
+
+
+@pytest.fixture
+async def sent(db: Database, kyc_queue: str, owner_conn: asyncpg.Connection) -> dict[str, Any]:
+    await cause_every_event(db, owner_conn)
+    bodies: dict[str, Any] = {}
+    for row in await outbox(owner_conn):
+        body, content_type = render(as_event(row), EndpointFormat.STANDARD)
+        assert content_type == "application/json"
+        # The first of each type (exception.closed: the redrive's, then a person's).
+        bodies.setdefault(row["event_type"], json.loads(json.dumps(body)))
+    return bodies
+
+
+async def test_every_event_type_has_one_example_in_the_catalogue() -> None:
+    assert sorted(catalogue_examples()) == sorted(str(t) for t in EventType)
+
+
+async def test_each_example_is_what_the_server_sends(sent: dict[str, Any]) -> None:
+    assert sorted(sent) == sorted(str(t) for t in EventType), sorted(sent)
+    problems = {
+        event_type: held_against(example, sent[event_type])
+        for event_type, example in catalogue_examples().items()
+    }
+    assert {t: p for t, p in problems.items() if p} == {}, json.dumps(sent, indent=2)
+
+
+def test_the_comparison_can_fail() -> None:
+    example = {"type": "item.overdue", "timestamp": "2026-01-05T09:30:00+00:00", "data": {}}
+    assert held_against(example, {**example, "type": "item.escalated"})
+    assert held_against(example, {**example, "timestamp": 1})
+    assert held_against(example, {**example, "timestamp": "yesterday"})
+    assert held_against(example, {**example, "extra": None})
+    assert not held_against(example, {**example, "timestamp": "2026-12-06T17:00:00.5+00:00"})
