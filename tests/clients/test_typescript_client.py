@@ -1,0 +1,323 @@
+"""The TypeScript client (clients/typescript), tested by Node's test runner from here, so the
+one test command runs it.
+
+- `npm ci` on first use (one xdist worker at a time, as tests/identity does), then `tsc`
+  into a temporary directory: a type error fails the build, and so the test.
+- Its typed documents (GraphQL Code Generator's client preset, committed in src/gql/) are
+  generated again into a temporary directory and must equal the committed ones.
+- test/offline.test.ts: webhook verification against signatures made here by
+  server/signatures.py, the cursor store, the typed errors.
+- test/live.test.ts: against a real `casework serve` on a test database, which this module
+  starts, and stops and starts again on the same port when the Node test POSTs /restart to
+  a small control server here (the decision stream must resume without a gap or a repeat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import filecmp
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from server.config import REPO_ROOT
+from server.domain.model import Role
+from server.signatures import new_secret, sign, standard_headers
+from server.store.database import Database
+from tests.api.live_server import STARTUP_SECONDS, STOP_SECONDS, casework_process, free_port
+from tests.conftest import TestDatabase, token_maker
+
+CLIENT_DIR = REPO_ROOT / "clients" / "typescript"
+_STAMP = ".casework-installed"
+# npm ci, a build, a run of Node's tests: each bounded.
+INSTALL_SECONDS = 600
+BUILD_SECONDS = 180
+NODE_TESTS_SECONDS = 420
+
+pytestmark = pytest.mark.xdist_group("typescript_client")
+
+
+def _require_node() -> None:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        raise RuntimeError(
+            "the TypeScript client's tests run on Node.js (20 or later): install `nodejs` "
+            "and `npm` (.ci/run does on Debian)"
+        )
+
+
+def install_client() -> None:
+    """`npm ci` in clients/typescript unless node_modules matches package-lock.json."""
+    _require_node()
+    lock_digest = hashlib.sha256((CLIENT_DIR / "package-lock.json").read_bytes()).hexdigest()
+    stamp = CLIENT_DIR / "node_modules" / _STAMP
+    with open(CLIENT_DIR / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == lock_digest:
+            return
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=CLIENT_DIR,
+            check=True,
+            timeout=INSTALL_SECONDS,
+        )
+        stamp.write_text(lock_digest)
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        args, cwd=CLIENT_DIR, capture_output=True, text=True, timeout=BUILD_SECONDS, env=env
+    )
+    assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The client and its tests compiled by tsc (strict) into a directory of their own."""
+    install_client()
+    out = tmp_path_factory.mktemp("ts-client")
+    _run(["node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json", "--outDir", str(out)])
+    # ESM, and the packages the compiled files import.
+    (out / "package.json").write_text('{"type": "module"}\n')
+    (out / "node_modules").symlink_to(CLIENT_DIR / "node_modules")
+    return out
+
+
+def test_the_typed_documents_are_generated_from_the_schema_as_committed(
+    tmp_path: Path,
+) -> None:
+    install_client()
+    out = tmp_path / "gql"
+    _run(
+        ["node", "node_modules/@graphql-codegen/cli/cjs/bin.js", "--config", "codegen.ts"],
+        env={**os.environ, "CASEWORK_CODEGEN_OUT": f"{out}/"},
+    )
+    committed = CLIENT_DIR / "src" / "gql"
+    names = sorted(path.name for path in committed.iterdir())
+    assert names == sorted(path.name for path in out.iterdir())
+    _, mismatch, errors = filecmp.cmpfiles(committed, out, names, shallow=False)
+    assert (mismatch, errors) == ([], []), (
+        f"clients/typescript/src/gql is stale against schema.graphql ({mismatch + errors}): "
+        "run `npm run codegen` in clients/typescript and commit the result"
+    )
+
+
+class NodeRun:
+    """One `node --test` of compiled test files, its TAP output parsed."""
+
+    def __init__(self, code: int, output: str) -> None:
+        self.code = code
+        self.output = output
+
+    def count(self, what: str) -> int:
+        found = re.findall(rf"^# {what} (\d+)$", self.output, flags=re.MULTILINE)
+        assert found, f"no `# {what}` line in Node's output:\n{self.output}"
+        return int(found[-1])
+
+
+async def node_tests(built: Path, test_file: str, env: dict[str, str]) -> NodeRun:
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        "--enable-source-maps",
+        "--test",
+        "--test-reporter=tap",
+        str(built / "test" / test_file),
+        cwd=built,
+        env={**os.environ, **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), NODE_TESTS_SECONDS)
+    except TimeoutError:
+        process.kill()
+        output, _ = await process.communicate()
+        raise AssertionError(
+            f"node --test ran past {NODE_TESTS_SECONDS} s:\n{output.decode()}"
+        ) from None
+    assert process.returncode is not None
+    return NodeRun(process.returncode, output.decode())
+
+
+def _signed(body: bytes, headers: dict[str, str]) -> dict[str, object]:
+    return {"body": body.decode(), "headers": headers}
+
+
+async def test_offline_node_tests_verify_what_casework_signs(built: Path, tmp_path: Path) -> None:
+    secret, old_secret, other = new_secret(), new_secret(), new_secret()
+    plain = "a-secret-from-before-standard-webhooks"
+    message_id = "evt_" + "0123456789abcdef" * 2
+    body = json.dumps(
+        {"type": "decision.effective", "data": {"verdict": "APPROVE", "note": "Zoë's papers"}},
+        ensure_ascii=False,
+    ).encode()
+    now = int(time.time())
+    legacy = {
+        "Casework-Signature": sign(plain, body, timestamp=now),
+        "Idempotency-Key": message_id,
+    }
+    vectors = {
+        "secret": secret,
+        "oldSecret": old_secret,
+        "plainSecret": plain,
+        "otherSecret": other,
+        "messageId": message_id,
+        "single": _signed(body, standard_headers(message_id, body, [secret])),
+        "rotation": _signed(body, standard_headers(message_id, body, [secret, old_secret])),
+        "plainStandard": _signed(body, standard_headers(message_id, body, [plain])),
+        "legacy": _signed(body, legacy),
+        "stale": _signed(body, standard_headers(message_id, body, [secret], timestamp=now - 600)),
+    }
+    path = tmp_path / "vectors.json"
+    path.write_text(json.dumps(vectors))
+
+    run = await node_tests(built, "offline.test.js", {"CASEWORK_TS_VECTORS": str(path)})
+
+    assert run.code == 0, run.output
+    assert (run.count("pass"), run.count("fail")) == (9, 0), run.output
+
+
+class RestartableServe:
+    """`casework serve` on one port, which can be stopped and started again on it."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log: list[str] = []
+        self._process: asyncio.subprocess.Process | None = None
+        self._drain: asyncio.Task[None] | None = None
+        self.restarts = 0
+
+    async def start(self) -> None:
+        process = await casework_process(
+            self.env,
+            "serve",
+            "--port",
+            str(self.port),
+            cwd=None,
+            stdout=asyncio.subprocess.DEVNULL,
+        )
+        self._process = process
+        assert process.stderr is not None
+
+        async def started() -> None:
+            assert process.stderr is not None
+            while line := (await process.stderr.readline()).decode():
+                self.log.append(line)
+                if "Application startup complete" in line:
+                    return
+            raise RuntimeError("casework serve exited:\n" + "".join(self.log))
+
+        await asyncio.wait_for(started(), STARTUP_SECONDS)
+
+        async def drain() -> None:
+            assert process.stderr is not None
+            while line := (await process.stderr.readline()).decode():
+                self.log.append(line)
+
+        self._drain = asyncio.create_task(drain())
+
+    async def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), STOP_SECONDS)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+                raise AssertionError(
+                    f"casework serve did not stop within {STOP_SECONDS} s of SIGTERM:\n"
+                    + "".join(self.log[-40:])
+                ) from None
+        if self._drain is not None:
+            await self._drain
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+        self.restarts += 1
+
+
+@asynccontextmanager
+async def control_server(serve: RestartableServe) -> AsyncIterator[str]:
+    """http://127.0.0.1:PORT: POST /restart restarts `serve`, answering once it is up."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await reader.readuntil(b"\r\n\r\n")
+            if request.startswith(b"POST /restart "):
+                try:
+                    await serve.restart()
+                    status, text = "200 OK", "restarted"
+                except Exception as error:  # reported to the Node test, which fails on it
+                    status, text = "500 Internal Server Error", repr(error)
+            else:
+                status, text = "404 Not Found", "POST /restart only"
+            payload = text.encode()
+            writer.write(
+                f"HTTP/1.1 {status}\r\ncontent-length: {len(payload)}\r\n"
+                "connection: close\r\n\r\n".encode()
+                + payload
+            )
+            await writer.drain()
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_live_node_tests_against_casework_serve(
+    built: Path, test_database: TestDatabase, owner_db: Database, tmp_path: Path
+) -> None:
+    make = token_maker(owner_db)
+    tokens = {
+        "admin": await make("ada", Role.ADMIN),
+        "integration": await make("kyc-provider", Role.INTEGRATION),
+        "rita": await make("rita", Role.REVIEWER, "kyc", "hooks", "stream"),
+    }
+    serve = RestartableServe(
+        {
+            **os.environ,
+            "DATABASE_URL": test_database.owner_dsn,
+            "CASEWORK_EFFECT_ALLOWED_HOSTS": "127.0.0.1",
+            "CASEWORK_APPLY_BACKOFF_SECONDS": "0.2",
+        }
+    )
+    await serve.start()
+    try:
+        async with control_server(serve) as control:
+            live = {
+                "url": serve.url,
+                "control": control,
+                "stateDir": str(tmp_path),
+                "tokens": tokens,
+            }
+            run = await node_tests(built, "live.test.js", {"CASEWORK_TS_LIVE": json.dumps(live)})
+    finally:
+        await serve.stop()
+
+    assert run.code == 0, run.output + "\n--- casework serve:\n" + "".join(serve.log[-60:])
+    assert (run.count("pass"), run.count("fail")) == (7, 0), run.output
+    assert serve.restarts == 2
+    tracebacks = [line for line in serve.log if line.startswith("Traceback")]
+    assert not tracebacks, "".join(serve.log)
