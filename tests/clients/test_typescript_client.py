@@ -22,12 +22,14 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
 from server.config import REPO_ROOT
@@ -36,13 +38,14 @@ from server.signatures import new_secret, sign, standard_headers
 from server.store.database import Database
 from tests.api.live_server import STARTUP_SECONDS, STOP_SECONDS, casework_process, free_port
 from tests.conftest import TestDatabase, token_maker
+from tests.live.helpers import POLL_SECONDS
 
 CLIENT_DIR = REPO_ROOT / "clients" / "typescript"
 _STAMP = ".casework-installed"
 # npm ci, a build, a run of Node's tests: each bounded.
 INSTALL_SECONDS = 600
 BUILD_SECONDS = 180
-NODE_TESTS_SECONDS = 420
+NODE_TESTS_SECONDS = 300
 
 pytestmark = pytest.mark.xdist_group("typescript_client")
 
@@ -130,17 +133,21 @@ async def node_tests(built: Path, test_file: str, env: dict[str, str]) -> NodeRu
         "node",
         "--enable-source-maps",
         "--test",
+        # Ends the run when its tests have, even if a failed one left a socket open.
+        "--test-force-exit",
         "--test-reporter=tap",
         str(built / "test" / test_file),
         cwd=built,
         env={**os.environ, **env},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
+        # Its own process group: the runner and the test file's process end together.
+        start_new_session=True,
     )
     try:
         output, _ = await asyncio.wait_for(process.communicate(), NODE_TESTS_SECONDS)
     except TimeoutError:
-        process.kill()
+        os.killpg(process.pid, signal.SIGKILL)
         output, _ = await process.communicate()
         raise AssertionError(
             f"node --test ran past {NODE_TESTS_SECONDS} s:\n{output.decode()}"
@@ -220,6 +227,9 @@ class RestartableServe:
             raise RuntimeError("casework serve exited:\n" + "".join(self.log))
 
         await asyncio.wait_for(started(), STARTUP_SECONDS)
+        # uvicorn reports the application's startup before its socket listens: a client
+        # told "restarted" on that line alone may find the port closed.
+        await asyncio.wait_for(self._listening(), STARTUP_SECONDS)
 
         async def drain() -> None:
             assert process.stderr is not None
@@ -227,6 +237,16 @@ class RestartableServe:
                 self.log.append(line)
 
         self._drain = asyncio.create_task(drain())
+
+    async def _listening(self) -> None:
+        async with httpx.AsyncClient(base_url=self.url, timeout=5) as client:
+            while True:
+                try:
+                    if (await client.get("/livez")).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(POLL_SECONDS)
 
     async def stop(self) -> None:
         process, self._process = self._process, None

@@ -174,7 +174,9 @@ export class CaseworkClient {
         signal: AbortSignal.timeout(this.options.requestTimeoutMs ?? 30_000),
       });
     } catch (error) {
-      throw new ConnectionError(`${this.httpUrl} cannot be reached: ${(error as Error).message}`, { cause: error });
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      const why = [(error as Error).message, cause?.code ?? cause?.message].filter(Boolean).join(": ");
+      throw new ConnectionError(`${this.httpUrl} cannot be reached (${why})`, { cause: error });
     }
     const text = await response.text();
     let body: { data?: Result | null; errors?: FormattedError[] } = {};

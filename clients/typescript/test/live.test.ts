@@ -269,7 +269,7 @@ test("a decision webhook Casework delivers verifies with verifyWebhook, the same
   }
 });
 
-test("decisionEvents resumes after server restarts and client restarts, without a gap or a repeat", { timeout: 240_000 }, async () => {
+test("decisionEvents resumes after server restarts and client restarts, without a gap or a repeat", { timeout: 180_000 }, async (t) => {
   const queue = "stream";
   await configureQueue(queue);
   await integration.enqueueItems(
@@ -286,6 +286,13 @@ test("decisionEvents resumes after server restarts and client restarts, without 
   const gate = new Promise<void>((resolve) => (release = resolve));
   let cursorWhileBlocked: string | null = null;
   const stop = new AbortController();
+  const stopLater = new AbortController();
+  // Whatever fails, no consumer outlives the test.
+  t.after(() => {
+    release();
+    stop.abort();
+    stopLater.abort();
+  });
   const consuming = (async () => {
     for await (const decision of integration.decisionEvents(queue, { cursorStore: store, signal: stop.signal })) {
       arrivals.push(decision.id);
@@ -324,7 +331,6 @@ test("decisionEvents resumes after server restarts and client restarts, without 
   const missed = await decideMany(queue, 3);
   const resumed = new CaseworkClient({ url: live.url, token: live.tokens.integration });
   const later = new Arrivals();
-  const stopLater = new AbortController();
   const consumingLater = (async () => {
     for await (const decision of resumed.decisionEvents(queue, { cursorStore: new FileCursorStore(store.path), signal: stopLater.signal })) {
       later.push(decision.id);
