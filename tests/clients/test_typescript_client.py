@@ -9,7 +9,8 @@ one test command runs it.
   server/signatures.py, the cursor store, the typed errors.
 - test/live.test.ts: against a real `casework serve` on a test database, which this module
   starts, and stops and starts again on the same port when the Node test POSTs /restart to
-  a small control server here (the decision stream must resume without a gap or a repeat).
+  a small control server here (the decision stream must resume without a gap or a repeat;
+  the idempotent helpers try again while the server is away).
 """
 
 from __future__ import annotations
@@ -274,19 +275,26 @@ class RestartableServe:
 
 @asynccontextmanager
 async def control_server(serve: RestartableServe) -> AsyncIterator[str]:
-    """http://127.0.0.1:PORT: POST /restart restarts `serve`, answering once it is up."""
+    """http://127.0.0.1:PORT: POST /restart restarts `serve`, answering once it is up;
+    POST /stop and POST /start do each half."""
+    actions = {
+        b"POST /restart": serve.restart,
+        b"POST /stop": serve.stop,
+        b"POST /start": serve.start,
+    }
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request = await reader.readuntil(b"\r\n\r\n")
-            if request.startswith(b"POST /restart "):
+            action = actions.get(request.split(b" HTTP/", 1)[0])
+            if action is None:
+                status, text = "404 Not Found", "POST /restart, /stop or /start"
+            else:
                 try:
-                    await serve.restart()
-                    status, text = "200 OK", "restarted"
+                    await action()
+                    status, text = "200 OK", "done"
                 except Exception as error:  # reported to the Node test, which fails on it
                     status, text = "500 Internal Server Error", repr(error)
-            else:
-                status, text = "404 Not Found", "POST /restart only"
             payload = text.encode()
             writer.write(
                 f"HTTP/1.1 {status}\r\ncontent-length: {len(payload)}\r\n"
@@ -337,7 +345,7 @@ async def test_live_node_tests_against_casework_serve(
         await serve.stop()
 
     assert run.code == 0, run.output + "\n--- casework serve:\n" + "".join(serve.log[-60:])
-    assert (run.count("pass"), run.count("fail")) == (7, 0), run.output
+    assert (run.count("pass"), run.count("fail")) == (8, 0), run.output
     assert serve.restarts == 2
     tracebacks = [line for line in serve.log if line.startswith("Traceback")]
     assert not tracebacks, "".join(serve.log)

@@ -63,6 +63,9 @@ export interface CaseworkClientOptions {
   requestTimeoutMs?: number;
   /** How decisionEvents reconnects after the server or the network went away. */
   reconnect?: ReconnectOptions;
+  /** Tries of enqueueItems, raiseException and reportRedriveResult (each idempotent on the
+   * server) when the service cannot be reached or is unavailable (default 3). */
+  attempts?: number;
   /** fetch, if not the global one. */
   fetch?: typeof globalThis.fetch;
   /** A WebSocket constructor, if not npm `ws`. */
@@ -205,22 +208,38 @@ export class CaseworkClient {
     });
   }
 
+  /** Runs an idempotent mutation again while the service cannot be reached or says it is
+   * unavailable (after its Retry-After, else 250 ms doubling), up to `attempts` tries. */
+  private async idempotent<Result, Variables>(document: TypedDocumentString<Result, Variables>, variables: Variables): Promise<Result> {
+    const attempts = Math.max(this.options.attempts ?? 3, 1);
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.request(document, variables);
+      } catch (error) {
+        const passing = error instanceof ConnectionError || (error instanceof RequestError && error.retryable);
+        if (!passing || attempt >= attempts) throw error;
+        const retryAfter = error instanceof RequestError ? error.retryAfterSeconds : undefined;
+        await pause(retryAfter !== undefined ? retryAfter * 1000 : 250 * 2 ** (attempt - 1));
+      }
+    }
+  }
+
   /** Adds items to a queue, all or nothing; idempotent on each item's externalKey. */
   async enqueueItems(queue: string, items: NewItemInput[]): Promise<EnqueuedItem[]> {
-    const data = await this.request(EnqueueItemsDocument, { queue, items });
+    const data = await this.idempotent(EnqueueItemsDocument, { queue, items });
     return successOf(data.enqueueItems, "EnqueuedItems").items;
   }
 
   /** Raises an exception (idempotent: the same open exception again counts a recurrence,
    * `created: false`). */
   async raiseException(input: RaiseExceptionInput): Promise<ExceptionRaised> {
-    const data = await this.request(RaiseExceptionDocument, { input });
+    const data = await this.idempotent(RaiseExceptionDocument, { input });
     return successOf(data.raiseException, "ExceptionRaised");
   }
 
   /** Reports the durable result of a redrive Casework handed over (its redrive key). */
   async reportRedriveResult(input: ReportRedriveResultInput): Promise<RedriveResultRecorded> {
-    const data = await this.request(ReportRedriveResultDocument, { input });
+    const data = await this.idempotent(ReportRedriveResultDocument, { input });
     return successOf(data.reportRedriveResult, "RedriveResultRecorded");
   }
 

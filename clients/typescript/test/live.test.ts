@@ -10,6 +10,7 @@ import { before, test } from "node:test";
 
 import {
   CaseworkClient,
+  ConnectionError,
   DecisionTimeoutError,
   FileCursorStore,
   InvalidInputError,
@@ -85,9 +86,13 @@ async function decideMany(queue: string, count: number): Promise<string[]> {
   return ids;
 }
 
-async function restartServer(): Promise<void> {
-  const response = await fetch(`${live.control}/restart`, { method: "POST", signal: AbortSignal.timeout(90_000) });
+async function control(action: "restart" | "stop" | "start"): Promise<void> {
+  const response = await fetch(`${live.control}/${action}`, { method: "POST", signal: AbortSignal.timeout(90_000) });
   assert.equal(response.status, 200, await response.text());
+}
+
+async function restartServer(): Promise<void> {
+  await control("restart");
 }
 
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -227,6 +232,26 @@ test("raiseException is idempotent; reportRedriveResult refuses an unknown key, 
     InvalidInputError,
   );
   await assert.rejects(rita.reportRedriveResult({ redriveKey: "no-such-key", succeeded: true }), NotPermittedError);
+});
+
+test("the idempotent helpers try again while the server is away", { timeout: 120_000 }, async () => {
+  const patient = new CaseworkClient({ url: live.url, token: live.tokens.integration, attempts: 10 });
+  await control("stop");
+  let pending: Promise<unknown> | undefined;
+  try {
+    await assert.rejects(
+      new CaseworkClient({ url: live.url, token: live.tokens.integration, attempts: 1 }).enqueueItems("kyc", []),
+      ConnectionError,
+    );
+    pending = patient.enqueueItems("kyc", [{ externalKey: "while-away", payload: { customer: "c-5" } }]);
+    // Handled when awaited below; until then a rejection is not an unhandled one.
+    pending.catch(() => undefined);
+  } finally {
+    await control("start");
+  }
+  const [entry] = (await pending) as Awaited<ReturnType<CaseworkClient["enqueueItems"]>>;
+  assert.equal(entry.item.externalKey, "while-away");
+  assert.equal(entry.created, true);
 });
 
 interface Received {
