@@ -29,6 +29,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -39,9 +40,11 @@ from server.signatures import new_secret, sign, standard_headers
 from server.store.database import Database
 from tests.api.live_server import STARTUP_SECONDS, STOP_SECONDS, casework_process, free_port
 from tests.conftest import TestDatabase, token_maker
+from tests.docs.helpers import code_blocks, section
 from tests.live.helpers import POLL_SECONDS
 
 CLIENT_DIR = REPO_ROOT / "clients" / "typescript"
+DOCS = REPO_ROOT / "docs" / "integrations.md"
 _STAMP = ".casework-installed"
 # npm ci, a build, a run of Node's tests: each bounded.
 INSTALL_SECONDS = 600
@@ -91,8 +94,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     install_client()
     out = tmp_path_factory.mktemp("ts-client")
     _run(["node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json", "--outDir", str(out)])
-    # ESM, and the packages the compiled files import.
-    (out / "package.json").write_text('{"type": "module"}\n')
+    # ESM, the packages the compiled files import, and `casework-client` itself (a package
+    # may import itself by name), as the documentation's examples do.
+    package = {"name": "casework-client", "type": "module", "exports": {".": "./src/index.js"}}
+    (out / "package.json").write_text(json.dumps(package))
     (out / "node_modules").symlink_to(CLIENT_DIR / "node_modules")
     return out
 
@@ -349,3 +354,99 @@ async def test_live_node_tests_against_casework_serve(
     assert serve.restarts == 2
     tracebacks = [line for line in serve.log if line.startswith("Traceback")]
     assert not tracebacks, "".join(serve.log)
+
+
+CONFIGURE_KYC = """
+mutation {
+  q: configureQueue(input: {name: "kyc"}) { __typename }
+  r: defineReasonCode(input: {queue: "kyc", code: "documents_ok", label: "Documents match",
+                              verdicts: [APPROVE]}) { __typename }
+}
+"""
+CLAIM_KEYED = """
+mutation { claimNext(queue: "kyc") {
+  __typename ... on Claim { leaseToken evidenceHash item { id externalKey } } } }
+"""
+DECIDE = """
+mutation($input: SubmitDecisionInput!) { submitDecision(input: $input) { __typename } }
+"""
+# The documented example's item, and what it prints once a reviewer approved it.
+DOCUMENTED_KEY = "customer-1042"
+DOCUMENTED_SECONDS = 60
+
+
+async def approve_when_enqueued(url: str, tokens: dict[str, str]) -> None:
+    """As rita: claims kyc's next item until the documented one is there, then approves it."""
+
+    async def call(token: str, query: str, **variables: object) -> dict[str, Any]:
+        response = await client.post(
+            "/graphql",
+            json={"query": query, "variables": variables},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code == 200, response.text
+        data: dict[str, Any] = response.json()["data"]
+        return data
+
+    async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+        configured = await call(tokens["admin"], CONFIGURE_KYC)
+        assert configured["q"]["__typename"] == "QueueConfigured", configured
+        while True:
+            claim = (await call(tokens["rita"], CLAIM_KEYED))["claimNext"]
+            if claim["__typename"] == "Claim":
+                assert claim["item"]["externalKey"] == DOCUMENTED_KEY, claim
+                entry = {
+                    "itemId": claim["item"]["id"],
+                    "leaseToken": claim["leaseToken"],
+                    "verdict": "APPROVE",
+                    "reasonCode": "documents_ok",
+                    "evidenceHash": claim["evidenceHash"],
+                }
+                decided = await call(tokens["rita"], DECIDE, input=entry)
+                assert decided["submitDecision"]["__typename"] == "DecisionRecorded", decided
+                return
+            assert claim["__typename"] == "QueueEmpty", claim
+            await asyncio.sleep(POLL_SECONDS)
+
+
+async def test_the_documented_five_minute_start_runs(
+    built: Path, test_database: TestDatabase, owner_db: Database
+) -> None:
+    """docs/integrations.md's examples parse, and the one that enqueues and waits prints
+    the decision a reviewer then makes, on a real `casework serve`."""
+    blocks = code_blocks(section(DOCS, "## TypeScript client"), "js")
+    assert len(blocks) == 3, blocks
+    for number, block in enumerate(blocks):
+        example = built / f"documented-{number}.mjs"
+        example.write_text(block)
+        _run(["node", "--check", str(example)])
+    assert 'url: "http://127.0.0.1:8000"' in blocks[0]
+    make = token_maker(owner_db)
+    tokens = {
+        "admin": await make("ada", Role.ADMIN),
+        "integration": await make("kyc-provider", Role.INTEGRATION),
+        "rita": await make("rita", Role.REVIEWER, "kyc"),
+    }
+    serve = RestartableServe({**os.environ, "DATABASE_URL": test_database.owner_dsn})
+    await serve.start()
+    try:
+        send = built / "documented-send.mjs"
+        send.write_text(blocks[0].replace("http://127.0.0.1:8000", serve.url))
+        process = await asyncio.create_subprocess_exec(
+            "node",
+            str(send),
+            cwd=built,
+            env={**os.environ, "TOKEN": tokens["integration"]},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        try:
+            await asyncio.wait_for(approve_when_enqueued(serve.url, tokens), DOCUMENTED_SECONDS)
+            output, _ = await asyncio.wait_for(process.communicate(), DOCUMENTED_SECONDS)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    finally:
+        await serve.stop()
+    assert (process.returncode, output.decode()) == (0, "APPROVE documents_ok rita\n")
