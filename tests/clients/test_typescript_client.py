@@ -6,7 +6,8 @@ one test command runs it.
 - Its typed documents (GraphQL Code Generator's client preset, committed in src/gql/) are
   generated again into a temporary directory and must equal the committed ones.
 - test/offline.test.ts: webhook verification against signatures made here by
-  server/signatures.py, the cursor store, the typed errors.
+  server/signatures.py, the cursor store, the typed errors, and a stream left and resumed
+  when its server stops answering pings.
 - test/live.test.ts: against a real `casework serve` on a test database, which this module
   starts, and stops and starts again on the same port when the Node test POSTs /restart to
   a small control server here (the decision stream must resume without a gap or a repeat;
@@ -197,7 +198,7 @@ async def test_offline_node_tests_verify_what_casework_signs(built: Path, tmp_pa
     run = await node_tests(built, "offline.test.js", {"CASEWORK_TS_VECTORS": str(path)})
 
     assert run.code == 0, run.output
-    assert (run.count("pass"), run.count("fail")) == (9, 0), run.output
+    assert (run.count("pass"), run.count("fail")) == (10, 0), run.output
 
 
 class RestartableServe:

@@ -63,6 +63,9 @@ export interface CaseworkClientOptions {
   requestTimeoutMs?: number;
   /** How decisionEvents reconnects after the server or the network went away. */
   reconnect?: ReconnectOptions;
+  /** How often an open socket is pinged; a missing pong (within half of it) ends the socket
+   * and the stream reconnects (default 10000 ms; 0: no pings). */
+  keepAliveMs?: number;
   /** Tries of enqueueItems, raiseException and reportRedriveResult (each idempotent on the
    * server) when the service cannot be reached or is unavailable (default 3). */
   attempts?: number;
@@ -199,12 +202,32 @@ export class CaseworkClient {
   /** A graphql-ws client of its own, which never reconnects by itself: the callers decide
    * what a reconnection resumes from. */
   private socket(): SocketClient {
+    // A ping every keepAliveMs; no pong within half of it and the socket is closed (4408),
+    // so that a connection the network silently dropped ends and the stream reconnects.
+    const keepAlive = this.options.keepAliveMs ?? 10_000;
+    let socket: { readyState: number; close(code: number, reason: string): void } | undefined;
+    let unanswered: NodeJS.Timeout | undefined;
     return createClient({
       url: this.wsUrl,
       webSocketImpl: this.options.webSocketImpl ?? WebSocket,
       connectionParams: async () => ({ authorization: `Bearer ${await this.token()}` }),
       lazy: true,
       retryAttempts: 0,
+      keepAlive,
+      on: {
+        connected: (connected) => {
+          socket = connected as typeof socket;
+        },
+        ping: (received) => {
+          if (received) return;
+          clearTimeout(unanswered);
+          unanswered = setTimeout(() => socket?.readyState === 1 && socket.close(4408, "no pong"), keepAlive / 2);
+        },
+        pong: (received) => {
+          if (received) clearTimeout(unanswered);
+        },
+        closed: () => clearTimeout(unanswered),
+      },
     });
   }
 

@@ -2,13 +2,19 @@
 // made (the pytest driver writes them to CASEWORK_TS_VECTORS), the file cursor store, and
 // the mapping of union members and errors[] to typed errors.
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { mkdtemp, readFile } from "node:fs/promises";
+import { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
+import { WebSocketServer } from "ws";
+
 import {
+  CaseworkClient,
   FileCursorStore,
+  MemoryCursorStore,
   ForbiddenError,
   InvalidInputError,
   InvalidTransitionError,
@@ -134,4 +140,54 @@ test("errors[] and socket failures become typed, with whether to try again", () 
   assert.equal(streamErrorOf({ code: 4403, reason: "Forbidden" }).retryable, false);
   assert.equal(streamErrorOf([{ message: "bad cursor", extensions: { code: "BAD_REQUEST" } }]).retryable, false);
   assert.equal(streamErrorOf(new Error("ECONNREFUSED")).retryable, true);
+});
+
+test("a stream whose server stops answering pings is left and resumed from its cursor", { timeout: 30_000 }, async (t) => {
+  // A graphql-transport-ws server that acknowledges, hands out one decision on the first
+  // subscription, and never answers a ping: as if the network had dropped the way back.
+  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, handleProtocols: () => "graphql-transport-ws" });
+  await once(server, "listening");
+  const subscribed: unknown[] = [];
+  let resubscribed!: () => void;
+  const second = new Promise<void>((resolve) => (resubscribed = resolve));
+  server.on("connection", (socket) => {
+    socket.on("message", (raw) => {
+      const message = JSON.parse(String(raw));
+      if (message.type === "connection_init") socket.send(JSON.stringify({ type: "connection_ack" }));
+      if (message.type !== "subscribe") return;
+      subscribed.push(message.payload.variables.after);
+      if (subscribed.length === 1) {
+        socket.send(JSON.stringify({ id: message.id, type: "next", payload: { data: { decisionEvents: { id: "8" } } } }));
+      } else {
+        resubscribed();
+      }
+    });
+  });
+  const stop = new AbortController();
+  t.after(() => {
+    stop.abort();
+    server.close();
+  });
+  const { port } = server.address() as AddressInfo;
+  const client = new CaseworkClient({
+    url: `http://127.0.0.1:${port}`,
+    token: "cw_test",
+    keepAliveMs: 200,
+    reconnect: { initialDelayMs: 10, maxDelayMs: 50 },
+  });
+  const received: string[] = [];
+  const consuming = (async () => {
+    for await (const decision of client.decisionEvents("kyc", { cursorStore: new MemoryCursorStore("7"), signal: stop.signal })) {
+      received.push(decision.id);
+    }
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    second,
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no second subscription: ${subscribed}`)), 10_000))),
+  ]).finally(() => clearTimeout(timer));
+  stop.abort();
+  await consuming;
+  assert.deepEqual(received, ["8"]);
+  assert.deepEqual(subscribed, ["7", "8"]);
 });
