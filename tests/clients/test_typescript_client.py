@@ -350,6 +350,8 @@ async def test_live_node_tests_against_casework_serve(
     finally:
         await serve.stop()
 
+    # The figures the Node tests report (never asserted), for `pytest -s`.
+    print("\n".join(re.findall(r"^# (waitForDecision .*|after .*)$", run.output, re.MULTILINE)))
     assert run.code == 0, run.output + "\n--- casework serve:\n" + "".join(serve.log[-60:])
     assert (run.count("pass"), run.count("fail")) == (8, 0), run.output
     assert serve.restarts == 2

@@ -140,7 +140,7 @@ before(async () => {
   assert.equal(data.r.__typename, "ExceptionReasonDefined", JSON.stringify(data));
 });
 
-test("enqueueItems, a reviewer decides, waitForDecision returns that decision", { timeout: WAIT_MS * 2 }, async () => {
+test("enqueueItems, a reviewer decides, waitForDecision returns that decision", { timeout: WAIT_MS * 2 }, async (t) => {
   const [entry] = await integration.enqueueItems("kyc", [{ externalKey: "case-wait", payload: { customer: "c-1" }, priority: 5 }]);
   assert.equal(entry.created, true);
   assert.equal(entry.item.state, "PENDING");
@@ -150,7 +150,10 @@ test("enqueueItems, a reviewer decides, waitForDecision returns that decision", 
 
   const waiting = integration.waitForDecision(entry.item.id, { timeoutMs: WAIT_MS });
   const decisionId = await decideNext("kyc");
+  const decidedAt = performance.now();
   const decision = await waiting;
+  // A figure for the report, never asserted: from the decision's answer to the wait's end.
+  t.diagnostic(`waitForDecision (subscription) ended ${(performance.now() - decidedAt).toFixed(1)} ms after the decision`);
   assert.equal(decision.id, decisionId);
   assert.equal(decision.verdict, "APPROVE");
   assert.equal(decision.status, "EFFECTIVE");
@@ -160,7 +163,7 @@ test("enqueueItems, a reviewer decides, waitForDecision returns that decision", 
   assert.equal((await integration.waitForDecision(entry.item.id, { timeoutMs: 1 })).id, decisionId);
 });
 
-test("waitForDecision falls back to reading the item when no socket can be had", { timeout: WAIT_MS * 2 }, async () => {
+test("waitForDecision falls back to reading the item when no socket can be had", { timeout: WAIT_MS * 2 }, async (t) => {
   // A WebSocket class (as graphql-ws checks) whose every connection fails, as through a
   // proxy that refuses the upgrade.
   class NoSocket {
@@ -185,7 +188,9 @@ test("waitForDecision falls back to reading the item when no socket can be had",
   const [entry] = await polling.enqueueItems("kyc", [{ externalKey: "case-poll", payload: { customer: "c-2" } }]);
   const waiting = polling.waitForDecision(entry.item.id, { timeoutMs: WAIT_MS, pollIntervalMs: 200 });
   const decisionId = await decideNext("kyc");
+  const decidedAt = performance.now();
   assert.equal((await waiting).id, decisionId);
+  t.diagnostic(`waitForDecision (polling) ended ${(performance.now() - decidedAt).toFixed(1)} ms after the decision`);
 });
 
 test("no decision within the timeout is DecisionTimeoutError, never an approval", async () => {
@@ -337,14 +342,18 @@ test("decisionEvents resumes after server restarts and client restarts, without 
   await restartServer();
   // Made while the consumer has no socket at all.
   decided.push(...(await decideMany(queue, 6)));
+  const releasedAt = performance.now();
   release();
   await arrivals.count(decided.length);
+  t.diagnostic(`after the restart, the 8 decisions the stream had not sent arrived ${(performance.now() - releasedAt).toFixed(1)} ms after the handler returned`);
   assert.equal(cursorWhileBlocked, decided[6], "the cursor is saved only after the handler returns");
 
   // A restart while the consumer waits on an open stream.
   await restartServer();
+  const restartedAt = performance.now();
   decided.push(...(await decideMany(queue, 3)));
   await arrivals.count(decided.length);
+  t.diagnostic(`after a restart under an idle stream, 3 decisions arrived ${(performance.now() - restartedAt).toFixed(1)} ms after the server was back`);
   // One more, so that a repeat of anything before it would have arrived first.
   decided.push(await decideNext(queue));
   await arrivals.count(decided.length);
