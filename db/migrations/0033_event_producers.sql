@@ -20,22 +20,6 @@
 -- makes the sweep and the triggers above (which see the same lapse or overdue when a claim
 -- or the overdue move gets there first) write each one once.
 
--- casework_outbox_emit as migration 0031 wrote it cannot run: in `ON CONFLICT (dedupe_key)`
--- the name is both its parameter and the column, which PL/pgSQL refuses (ambiguous column)
--- on every call. Only that clause is rewritten, naming the constraint, and only if it is
--- still there: whatever else the function's owner changes in 0031 stays as it is.
-DO $$
-DECLARE
-    definition text := pg_get_functiondef(
-        'casework_outbox_emit(text, bigint, text, text, text, jsonb, text)'::regprocedure);
-BEGIN
-    IF position('ON CONFLICT (dedupe_key)' IN definition) > 0 THEN
-        EXECUTE replace(definition, 'ON CONFLICT (dedupe_key)',
-                        'ON CONFLICT ON CONSTRAINT outbox_events_dedupe_key_key');
-    END IF;
-END
-$$;
-
 -- Times in event data: ISO 8601 in UTC with microseconds, whatever the session's TimeZone.
 CREATE FUNCTION casework_event_time(moment timestamptz) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
