@@ -305,7 +305,7 @@ async def test_the_five_minute_start_runs_as_written(
 
 
 def test_the_docs_webhook_handler_verifies_and_refuses() -> None:
-    [handler] = doc_blocks("### Verifying a webhook")
+    [handler] = doc_blocks("### Verifying a webhook with the client")
     namespace: dict[str, Any] = {}
     exec(compile(handler, "integrations.md", "exec"), namespace)
     [secret] = namespace["SECRETS"]

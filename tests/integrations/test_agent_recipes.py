@@ -10,7 +10,8 @@ import importlib.util
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import ModuleType
@@ -36,7 +37,7 @@ from server.domain.review.queues import (
 from server.signatures import new_secret, standard_headers
 from server.store.database import Database
 from tests.conftest import ADMIN, TestDatabase, reviewer
-from tests.integrations.test_mcp import BOUND_SECONDS, Tokens, served_http, tokens
+from tests.integrations.mcp_support import BOUND_SECONDS, Tokens, served_http, tokens
 
 __all__ = ["tokens"]  # a fixture
 
@@ -196,9 +197,9 @@ async def test_langgraph_interrupt_resumed_once(
             assert final.values["outcome"] == "refund 77: APPROVE"
 
 
-@pytest.mark.parametrize("duplicates", [2])
+@pytest.mark.parametrize("copies", [2])
 async def test_langgraph_concurrent_first_deliveries(
-    test_database: TestDatabase, tokens: Tokens, db: Database, duplicates: int
+    test_database: TestDatabase, tokens: Tokens, db: Database, copies: int
 ) -> None:
     """The first deliveries race each other (a retry overlapping a slow first attempt):
     one resumes, the others find nothing left to do."""
@@ -241,10 +242,10 @@ async def test_langgraph_concurrent_first_deliveries(
         results = await asyncio.gather(
             *(
                 recipe.resume_with_decision(graph, test_database.owner_dsn, decision)
-                for _ in range(duplicates)
+                for _ in range(copies)
             )
         )
-    assert sorted(results) == [False] * (duplicates - 1) + [True]
+    assert sorted(results) == [False] * (copies - 1) + [True]
     assert carried_out == ["78"]
 
 
@@ -257,11 +258,15 @@ def test_examples_import_nothing_from_the_server() -> None:
 
 
 @pytest.fixture
-def dbos_recipe(test_database: TestDatabase) -> Iterator[ModuleType]:
+async def dbos_recipe(test_database: TestDatabase) -> AsyncIterator[ModuleType]:
     """DBOS launched on the test database (its system tables in a schema of their own),
-    destroyed after the test: DBOS is one instance per process."""
+    destroyed after the test: DBOS is one instance per process. DBOS makes its own thread
+    pool the running loop's default executor and shuts it down on destroy: the suite's loop
+    (shared by every test of the session) gets a fresh one back, or every later
+    asyncio.to_thread would fail."""
     from dbos import DBOS
 
+    loop = asyncio.get_running_loop()
     recipe = example("dbos_review")
     DBOS(config={"name": "casework-refunds", "system_database_url": test_database.owner_dsn})
     DBOS.launch()
@@ -269,6 +274,7 @@ def dbos_recipe(test_database: TestDatabase) -> Iterator[ModuleType]:
         yield recipe
     finally:
         DBOS.destroy(destroy_registry=True)
+        loop.set_default_executor(ThreadPoolExecutor(thread_name_prefix="asyncio"))
 
 
 async def test_dbos_workflow_resumed_once(

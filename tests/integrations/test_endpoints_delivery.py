@@ -17,7 +17,7 @@ from server.signatures import verify_signature
 from server.store.database import Database
 from tests.apply.receiver import OK, Reply, Request, webhook_receiver
 from tests.conftest import ADMIN
-from tests.integrations.test_endpoints_helpers import (
+from tests.integrations.endpoints_support import (
     RECORD_SECONDS,
     UNAVAILABLE,
     answering,

@@ -17,7 +17,7 @@ from server.domain.integrations.endpoints import WithSecret
 from server.store.database import Database
 from tests.apply.receiver import OK, Reply, webhook_receiver
 from tests.conftest import ADMIN
-from tests.integrations.test_endpoints_helpers import (
+from tests.integrations.endpoints_support import (
     UNAVAILABLE,
     answering,
     delivery_row,

@@ -22,7 +22,7 @@ from pydantic import ConfigDict
 from server.domain.model import Verdict
 from server.mcp.tasks import TASKS_EXTENSION
 from server.store.database import Database
-from tests.integrations.test_mcp import (
+from tests.integrations.mcp_support import (
     BOUND_SECONDS,
     Tokens,
     claim_item,
