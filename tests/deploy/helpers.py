@@ -36,6 +36,8 @@ METRICS = frozenset(
         "casework_subscriptions",
         "casework_listener_connected",
         "casework_listener_reconnects_total",
+        "casework_event_deliveries_total",
+        "casework_webhook_endpoints_disabled_total",
     }
 )
 HISTOGRAMS = frozenset(
