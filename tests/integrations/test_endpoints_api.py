@@ -187,7 +187,7 @@ async def test_an_admin_registers_reads_changes_disables_enables_and_deletes(
         ({"eventTypes": ["decision.made"]}, "eventTypes", "unknown event type 'decision.made'"),
         ({"eventTypes": []}, "eventTypes", "at least one event type"),
         ({"secret": "plain-old-secret-of-many-chars"}, "secret", "whsec_<base64"),
-        ({"secret": "whsec_c2hvcnQ="}, "secret", "at least 16"),
+        ({"secret": "whsec_c2hvcnQ="}, "secret", "16 to 64 random"),
         ({"eventTypes": ["exception.raised"]}, "eventTypes", "scoped by workflow"),
         ({"queues": ["nope"]}, "queues", "unknown queue 'nope'"),
         ({"queues": []}, "queues", "name 1 to"),

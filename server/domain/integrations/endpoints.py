@@ -20,16 +20,15 @@ from server.domain.integrations.envelope import EndpointFormat
 from server.domain.integrations.events import REVIEW_EVENTS, EventType
 from server.domain.model import Principal, Role
 from server.domain.review.queues import get_queues, not_covered, target_refusal
+from server.domain.review.webhook_secrets import DEFAULT_OVERLAP_HOURS, checked_rotation
 from server.domain.text import check_text
-from server.signatures import SECRET_PREFIX, is_standard_secret, new_secret
+from server.signatures import new_secret, secret_refusal
 from server.store import sql
 from server.store.database import Database, Row
 
 MAX_SCOPE = 100
 MAX_DESCRIPTION = 500
-# A rotated-out secret signs beside its successor for at most this long.
-MAX_OVERLAP_HOURS = 24 * 30
-DEFAULT_OVERLAP_HOURS = 24
+__all__ = ["DEFAULT_OVERLAP_HOURS"]  # the rotation's default, for the GraphQL argument
 
 
 @dataclass(frozen=True)
@@ -121,12 +120,8 @@ def _admin_refusal(principal: Principal, what: str) -> NotPermitted | None:
 
 
 def check_secret(secret: str, field: str) -> InvalidInput | None:
-    if not is_standard_secret(secret):
-        return InvalidInput(
-            f"a webhook endpoint's secret is written {SECRET_PREFIX}<base64 of at least 16 "
-            "random bytes> (the Standard Webhooks form); leave it out to have one made",
-            field,
-        )
+    if problem := secret_refusal(secret):
+        return InvalidInput(f"{problem}; leave it out to have one made", field)
     return None
 
 
@@ -383,23 +378,23 @@ async def rotate_secret(
     principal: Principal,
     endpoint_id: str,
     secret: str | None,
-    overlap_hours: float = DEFAULT_OVERLAP_HOURS,
+    overlap_hours: int = DEFAULT_OVERLAP_HOURS,
 ) -> WithSecret | NotPermitted | InvalidInput | NotFound:
     """A new secret signs from now on; the ones signing now keep signing beside it for
-    `overlap_hours` (0: they stop now), so that a receiver can move to the new one."""
-    if not 0 <= overlap_hours <= MAX_OVERLAP_HOURS:
-        return InvalidInput(f"overlapHours is between 0 and {MAX_OVERLAP_HOURS}", "overlapHours")
-    if secret is not None and (problem := check_secret(secret, "secret")):
-        return problem
+    `overlap_hours` (0: they stop now), so that a receiver can move to the new one. The
+    same checks as a queue's or a workflow's rotation (`checked_rotation`)."""
+    rotation = checked_rotation(secret, overlap_hours)
+    if isinstance(rotation, InvalidInput):
+        return rotation
     current = await get_endpoint(db, principal, endpoint_id, what="rotate webhook secrets")
     if isinstance(current, NotPermitted | NotFound):
         return current
-    secret = secret or new_secret()
+    secret = rotation.secret
     row = await db.fetchrow(
         sql.integrations.WEBHOOK_ENDPOINT_ROTATE_SECRET,
         id=uuid.UUID(current.id),
         secret=secret,
-        overlap_seconds=overlap_hours * 3600,
+        overlap_seconds=rotation.overlap_seconds,
     )
     if row is None:
         return NotFound("webhook endpoint", endpoint_id)
