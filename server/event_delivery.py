@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from datetime import datetime
 
 import httpx
@@ -25,10 +24,8 @@ from server.domain.integrations import deliveries
 from server.domain.integrations.deliveries import DeliveryState, DueEventDelivery
 from server.domain.integrations.envelope import render
 from server.domain.review import apply
-from server.domain.review.evidence import canonical_json
 from server.domain.review.queues import target_refusal
-from server.domain.text import RECEIVER_TEXT_LIMIT
-from server.effects.webhook import Signing, retry_after_seconds
+from server.effects.webhook import Answer, Signing, send_signed
 from server.observability import metrics
 from server.observability.metrics import EventDeliveryOutcome
 from server.store.database import Database
@@ -40,47 +37,17 @@ log = logging.getLogger("casework.worker")
 PRUNE_EVERY_SECONDS = 600.0
 
 
-@dataclass(frozen=True)
-class Answer:
-    """What one POST came to: a status (None when no response came) and, for a failure,
-    what to record and whether to try again."""
-
-    status: int | None
-    error: str | None = None
-    retry_after: float | None = None
-    permanent: bool = False
-
-    @property
-    def delivered(self) -> bool:
-        return self.status is not None and 200 <= self.status < 300
-
-    @property
-    def gone(self) -> bool:
-        return self.status == 410
-
-
 async def post_event(client: httpx.AsyncClient, due: DueEventDelivery) -> Answer:
     """One signed POST of the event in the endpoint's format."""
     payload, content_type = render(due.event, due.format)
-    body = canonical_json(payload)
-    signing = Signing(due.event.message_id, due.secrets, legacy=due.legacy_headers)
-    headers = {"Content-Type": content_type, **signing.headers(body)}
-    try:
-        response = await client.post(
-            due.url, content=body, headers=headers, timeout=due.timeout_seconds
-        )
-    except httpx.TimeoutException:
-        return Answer(None, f"timed out after {due.timeout_seconds:g} s")
-    except httpx.TransportError as error:
-        return Answer(None, f"{type(error).__name__}: {error}")
-    status = response.status_code
-    if 200 <= status < 300:
-        return Answer(status)
-    summary = f"webhook answered {status}: {response.text[:RECEIVER_TEXT_LIMIT]}"
-    if status == 429 or status >= 500:
-        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-        return Answer(status, summary, retry_after=retry_after)
-    return Answer(status, summary, permanent=True)
+    return await send_signed(
+        client,
+        target=due.url,
+        payload=payload,
+        signing=Signing(due.event.message_id, due.secrets, legacy=due.legacy_headers),
+        timeout_seconds=due.timeout_seconds,
+        content_type=content_type,
+    )
 
 
 Spawn = Callable[[Coroutine[None, None, None]], None]

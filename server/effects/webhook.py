@@ -96,6 +96,57 @@ async def post_redrive(client: httpx.AsyncClient, due: DueDelivery) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What one signed POST came to: a status (None when no response came) and, for a
+    failure, what to record and whether to try again."""
+
+    status: int | None
+    error: str | None = None
+    retry_after: float | None = None
+    permanent: bool = False
+
+    @property
+    def delivered(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def gone(self) -> bool:
+        return self.status == 410
+
+
+async def send_signed(
+    client: httpx.AsyncClient,
+    *,
+    target: str,
+    payload: dict[str, Any],
+    signing: Signing,
+    timeout_seconds: float,
+    extra_headers: dict[str, str] | None = None,
+    content_type: str = "application/json",
+) -> Answer:
+    """One signed POST of `payload` as canonical JSON, classified: 2xx delivered; 429, 5xx,
+    a timeout or a dropped connection worth another try (honouring Retry-After); any other
+    4xx permanent (410 among them, which `gone` tells apart)."""
+    body = canonical_json(payload)
+    headers = {"Content-Type": content_type, **signing.headers(body), **(extra_headers or {})}
+    try:
+        response = await client.post(target, content=body, headers=headers, timeout=timeout_seconds)
+    except httpx.TimeoutException:
+        return Answer(None, f"timed out after {timeout_seconds:g} s")
+    except httpx.TransportError as error:
+        return Answer(None, f"{type(error).__name__}: {error}")
+    status = response.status_code
+    if 200 <= status < 300:
+        return Answer(status)
+    # Stored cut to size (text.storable), and shown only to admins and integrations.
+    summary = f"webhook answered {status}: {response.text[:RECEIVER_TEXT_LIMIT]}"
+    if status == 429 or status >= 500:
+        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+        return Answer(status, summary, retry_after=retry_after)
+    return Answer(status, summary, permanent=True)
+
+
 async def post_signed(
     client: httpx.AsyncClient,
     *,
@@ -108,20 +159,19 @@ async def post_signed(
 ) -> str:
     """One signed POST: returns a note on 2xx, raises Transient- or PermanentEffectError
     (GoneEffectError for 410: the receiver asks never to be sent to again)."""
-    body = canonical_json(payload)
-    headers = {"Content-Type": content_type, **signing.headers(body), **extra_headers}
-    try:
-        response = await client.post(target, content=body, headers=headers, timeout=timeout_seconds)
-    except httpx.TimeoutException as error:
-        raise TransientEffectError(f"timed out after {timeout_seconds:g} s") from error
-    except httpx.TransportError as error:
-        raise TransientEffectError(f"{type(error).__name__}: {error}") from error
-    status = response.status_code
-    if 200 <= status < 300:
-        return f"webhook answered {status}"
-    # Stored cut to size (text.storable), and shown only to admins and integrations.
-    summary = f"webhook answered {status}: {response.text[:RECEIVER_TEXT_LIMIT]}"
-    if status == 410:
+    answer = await send_signed(
+        client,
+        target=target,
+        payload=payload,
+        signing=signing,
+        timeout_seconds=timeout_seconds,
+        extra_headers=extra_headers,
+        content_type=content_type,
+    )
+    if answer.delivered:
+        return f"webhook answered {answer.status}"
+    summary = answer.error or f"webhook answered {answer.status}"
+    if answer.gone:
         # Never retried, and a decision or redrive is never dropped: it fails to a person
         # (an exception to own, or a failed redrive), who points the target at the
         # receiver's new URL and redrives.
@@ -129,8 +179,6 @@ async def post_signed(
             f"{summary} (410 Gone: the receiver asks not to be sent to again; change the "
             "target, then redrive)"
         )
-    if status == 429 or status >= 500:
-        raise TransientEffectError(
-            summary, retry_after=retry_after_seconds(response.headers.get("Retry-After"))
-        )
-    raise PermanentEffectError(summary)
+    if answer.permanent:
+        raise PermanentEffectError(summary)
+    raise TransientEffectError(summary, retry_after=answer.retry_after)
