@@ -18,6 +18,7 @@ from server.domain.model import EffectKind, Verdict
 from server.domain.review.queues import Effect, QueueSettings, configure_queue, define_reason_code
 from server.observability.context import REQUEST_ID
 from server.observability.logs import ContextFilter, JsonFormatter, TextFormatter
+from server.signatures import new_secret
 from server.store.database import Database
 from tests.api.helpers import decision_input
 from tests.conftest import ADMIN, TestDatabase
@@ -80,7 +81,9 @@ async def test_json_lines_request_ids_and_access_lines(
     queue = await configure_queue(
         db,
         ADMIN,
-        QueueSettings("kyc", effect=Effect(EffectKind.WEBHOOK, "http://other.example/", "s" * 24)),
+        QueueSettings(
+            "kyc", effect=Effect(EffectKind.WEBHOOK, "http://other.example/", new_secret())
+        ),
     )
     assert not hasattr(queue, "message"), queue
     await define_reason_code(

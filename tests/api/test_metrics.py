@@ -23,6 +23,7 @@ from server.config import Settings
 from server.domain.model import EffectKind, Role, Verdict
 from server.domain.review.items import NewItem, enqueue_items
 from server.domain.review.queues import Effect, QueueSettings, configure_queue, define_reason_code
+from server.signatures import new_secret
 from server.store.database import Database
 from tests.api.conftest import SETUP_QUEUES, Tokens, graphql_caller, in_process_client
 from tests.api.helpers import decision_input
@@ -83,7 +84,7 @@ async def failing_queue(db: Database) -> str:
     queue = await configure_queue(
         db,
         ADMIN,
-        QueueSettings("payouts", effect=Effect(EffectKind.WEBHOOK, REFUSED_TARGET, "s" * 24)),
+        QueueSettings("payouts", effect=Effect(EffectKind.WEBHOOK, REFUSED_TARGET, new_secret())),
     )
     assert not hasattr(queue, "message"), queue
     code = await define_reason_code(

@@ -88,9 +88,7 @@ def test_the_alerts_cover_what_the_issue_names() -> None:
     assert reads["CaseworkApplicationsFailed"] == {"casework_applications_failed"}
     assert reads["CaseworkOldestPendingOverLimit"] == {"casework_queue_oldest_pending_age_seconds"}
     assert reads["CaseworkListenerDown"] == {"casework_listener_connected"}
-    assert reads["CaseworkWebhookEndpointDisabled"] == {
-        "casework_webhook_endpoints_disabled_total"
-    }
+    assert reads["CaseworkWebhookEndpointDisabled"] == {"casework_webhook_endpoints_disabled_total"}
     for name, rule in alerts.items():
         assert rule["labels"]["severity"] in ("page", "ticket"), name
         assert {"summary", "description"} <= set(rule["annotations"]), name
