@@ -76,6 +76,8 @@ class EventDeliveries:
         self._look = True
         self._next_look = 0.0
         self._next_prune = 0.0
+        self._next_endpoint_check = 0.0
+        self._any_endpoint = False
         self.delivered = 0
         self.retried = 0
         self.failed = 0
@@ -84,6 +86,15 @@ class EventDeliveries:
     def hint(self) -> None:
         """Something changed that may have recorded events: look on the next round."""
         self._look = True
+
+    async def _endpoints_enabled(self, now: float) -> bool:
+        """Whether any endpoint is enabled, asked at most once a poll interval: without
+        endpoints, the decisions' hints would otherwise cost a claim each. One created since
+        is found within the interval."""
+        if now >= self._next_endpoint_check:
+            self._next_endpoint_check = now + self._poll_seconds
+            self._any_endpoint = await deliveries.any_endpoint_enabled(self._db)
+        return self._any_endpoint
 
     def _may_be_due(self, now: float) -> bool:
         """Look on a hint, after a full batch, and otherwise once a poll interval (for
@@ -101,7 +112,7 @@ class EventDeliveries:
         if now >= self._next_prune:
             self._next_prune = now + PRUNE_EVERY_SECONDS
             spawn(self._prune())
-        if free <= 0 or not self._may_be_due(now):
+        if free <= 0 or not self._may_be_due(now) or not await self._endpoints_enabled(now):
             return 0
         claimed = await deliveries.claim_due(self._db, free)
         for due in claimed:

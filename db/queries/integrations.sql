@@ -158,6 +158,12 @@ WHERE d.state = 'pending' AND d.waiting_turn
                     AND p.state = 'pending' AND p.event_id < d.event_id)
 RETURNING d.event_id;
 
+-- name: webhook_endpoints_any_enabled
+-- Whether any endpoint takes deliveries: a worker that finds none leaves the claim below
+-- out until it looks again, so a deployment without endpoints pays one probe per poll
+-- interval instead of a claim per decision.
+SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) AS any_enabled;
+
 -- name: outbox_deliveries_claim
 -- Takes up to :batch_size due deliveries for one attempt each. Only the first pending
 -- delivery of each (endpoint, subject) is due (the others are waiting_turn): a subject's

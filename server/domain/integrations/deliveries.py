@@ -128,6 +128,11 @@ class WebhookDelivery:
 # The worker's side.
 
 
+async def any_endpoint_enabled(db: Database) -> bool:
+    row = await db.fetchrow(sql.integrations.WEBHOOK_ENDPOINTS_ANY_ENABLED)
+    return bool(row and row["any_enabled"])
+
+
 async def claim_due(db: Database, limit: int) -> list[DueEventDelivery]:
     rows = await db.fetch(sql.integrations.OUTBOX_DELIVERIES_CLAIM, batch_size=limit)
     return [DueEventDelivery.from_row(row) for row in rows]

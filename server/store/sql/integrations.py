@@ -76,6 +76,13 @@ due (none should be found; the turn is handed on when a delivery leaves the line
 """
 
 # db/queries/integrations.sql:161
+WEBHOOK_ENDPOINTS_ANY_ENABLED = Query("webhook_endpoints_any_enabled", lambda: None)
+"""Whether any endpoint takes deliveries: a worker that finds none leaves the claim below
+out until it looks again, so a deployment without endpoints pays one probe per poll
+interval instead of a claim per decision.
+"""
+
+# db/queries/integrations.sql:167
 OUTBOX_DELIVERIES_CLAIM = Query("outbox_deliveries_claim", lambda *, batch_size: None)
 """Takes up to :batch_size due deliveries for one attempt each. Only the first pending
 delivery of each (endpoint, subject) is due (the others are waiting_turn): a subject's
@@ -84,24 +91,24 @@ it. The NOT EXISTS re-checks the order on the few heads read. Endpoints disabled
 skipped.
 """
 
-# db/queries/integrations.sql:206
+# db/queries/integrations.sql:212
 OUTBOX_DELIVERY_RECORD_DELIVERED = Query("outbox_delivery_record_delivered", lambda *, status, endpoint_id, event_id, attempt: None)
 """Fence: only the latest attempt (:attempt) of a pending delivery counts."""
 
-# db/queries/integrations.sql:215
+# db/queries/integrations.sql:221
 OUTBOX_DELIVERY_RECORD_FAILURE = Query("outbox_delivery_record_failure", lambda *, permanent, next_attempt_at, status, error, endpoint_id, event_id, attempt: None)
 """Retried at :next_attempt_at, unless :permanent or the round's last attempt: then
 `failed` (an admin may replay it). Fence: as for outbox_delivery_record_delivered.
 :error arrives cut to size (text.RECEIVER_TEXT_LIMIT).
 """
 
-# db/queries/integrations.sql:232
+# db/queries/integrations.sql:238
 OUTBOX_DELIVERY_RECORD_GONE = Query("outbox_delivery_record_gone", lambda *, error, endpoint_id, event_id, attempt, reason: None)
 """The receiver answered 410: the endpoint is disabled (:reason), whichever attempt this
 was, and the delivery stays pending for a re-enable. `disabled` is true when this call
 disabled it (false: it was disabled already).
 """
 
-# db/queries/integrations.sql:252
+# db/queries/integrations.sql:258
 OUTBOX_PRUNE = Query("outbox_prune", lambda *, keep_seconds, batch_size: None)
 """Retention (casework_outbox_prune): events older than :keep_seconds with nothing pending."""
