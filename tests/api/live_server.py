@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -59,10 +60,20 @@ async def run_casework(env: dict[str, str], *args: str, stdin: bytes | None = No
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports of 127.0.0.1. Probed together, each socket held until all
+    are bound: probed one after another, the kernel may hand out a just-released port again,
+    and two servers of one harness would then race for it."""
+    with contextlib.ExitStack() as probes:
+        ports = []
+        for _ in range(count):
+            probe = probes.enter_context(socket.socket())
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+        return ports
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import pytest
 from casework_client import CaseworkClient, DecisionFields, FileCursorStore
 
 from server.store.database import Database
-from tests.api.live_server import free_port
+from tests.api.live_server import free_ports
 from tests.clients.conftest import WAIT_SECONDS, decide_next, serve_on
 from tests.conftest import TestDatabase
 from tests.live.helpers import Api, create_live_tokens, serve_env
@@ -87,7 +87,7 @@ async def test_the_stream_resumes_across_service_and_consumer_restarts(
 ) -> None:
     tokens = await create_live_tokens(owner_db)
     env = serve_env(test_database)
-    address, elsewhere = free_port(), free_port()
+    address, elsewhere = free_ports(2)
     cursor_file = tmp_path / "cursors.json"
     seen = Seen()
     made: list[str] = []

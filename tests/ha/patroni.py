@@ -34,7 +34,7 @@ import httpx
 from server.store.dsn import APP_ROLE, with_user
 from server.store.migrate import apply_migrations
 from tests import pg
-from tests.api.live_server import free_port
+from tests.api.live_server import free_ports
 from tests.ha import postgres
 from tests.ha.postgres import PG_BIN
 
@@ -435,15 +435,18 @@ async def _reap(process: subprocess.Popen[bytes], within: float) -> None:
 
 def new_cluster() -> PatroniCluster:
     directory = postgres.owned_directory("casework-patroni-")
+    # Six ports, distinct: etcd's two and each node's PostgreSQL and REST API.
+    etcd_port, etcd_peer_port, *node_ports = free_ports(6)
     nodes = tuple(
-        PatroniNode(f"node{n}", free_port(), free_port(), directory / f"node{n}") for n in (1, 2)
+        PatroniNode(f"node{n}", node_ports[2 * i], node_ports[2 * i + 1], directory / f"node{n}")
+        for i, n in enumerate((1, 2))
     )
     assert len(nodes) == 2
     return PatroniCluster(
         directory=directory,
         scope=f"casework-{secrets.token_hex(4)}",
-        etcd_port=free_port(),
-        etcd_peer_port=free_port(),
+        etcd_port=etcd_port,
+        etcd_peer_port=etcd_peer_port,
         nodes=(nodes[0], nodes[1]),
     )
 

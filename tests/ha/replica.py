@@ -33,7 +33,7 @@ import asyncpg
 from server.config import REPO_ROOT
 from server.store.dsn import APP_ROLE, with_user
 from server.store.migrate import apply_migrations
-from tests.api.live_server import free_port
+from tests.api.live_server import free_ports
 from tests.ha.postgres import OS_USER, PG_BIN, missing
 
 DATABASE = "casework"
@@ -241,8 +241,9 @@ def make_pair(root: Path | None = None) -> ReplicaPair:
         postgres = pwd.getpwnam(OS_USER)
         os.chown(root, postgres.pw_uid, postgres.pw_gid)
     root.chmod(0o700)
-    primary = Node("primary", root / "primary", free_port(), root / "primary.log")
-    standby = Node("standby", root / "standby", free_port(), root / "standby.log")
+    primary_port, standby_port = free_ports(2)
+    primary = Node("primary", root / "primary", primary_port, root / "primary.log")
+    standby = Node("standby", root / "standby", standby_port, root / "standby.log")
     pair = ReplicaPair(root, primary, standby)
     try:
         _as_postgres(
