@@ -7,9 +7,11 @@
 -- A new endpoint and its first secret.
 WITH endpoint AS (
     INSERT INTO webhook_endpoints AS e (id, url, description, event_types, queues, workflows,
-                                        format, legacy_headers, created_by)
+                                        format, legacy_headers, max_attempts, timeout_seconds,
+                                        created_by)
     VALUES (:id, :url, :description, :event_types::text[], :queues::text[],
-            :workflows::text[], :format, :legacy_headers, :created_by)
+            :workflows::text[], :format, :legacy_headers, :max_attempts, :timeout_seconds,
+            :created_by)
     RETURNING e.id
 )
 INSERT INTO webhook_endpoint_secrets (endpoint_id, secret)
@@ -39,7 +41,8 @@ ORDER BY e.created_at, e.id;
 UPDATE webhook_endpoints AS e
 SET url = :url, description = :description, event_types = :event_types::text[],
     queues = :queues::text[], workflows = :workflows::text[], format = :format,
-    legacy_headers = :legacy_headers, updated_at = now()
+    legacy_headers = :legacy_headers, max_attempts = :max_attempts,
+    timeout_seconds = :timeout_seconds, updated_at = now()
 WHERE e.id = :id
 RETURNING e.id;
 

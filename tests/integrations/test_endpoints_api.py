@@ -195,6 +195,10 @@ async def test_an_admin_registers_reads_changes_disables_enables_and_deletes(
         ({"url": "ftp://hooks.example.com/x"}, "url", "http(s) URL"),
         ({"url": "https://user:pw@hooks.example.com/x"}, "url", "user or password"),
         ({"description": "x" * 501}, "description", "at most 500"),
+        ({"maxAttempts": 0}, "maxAttempts", "between 1 and 100"),
+        ({"maxAttempts": 101}, "maxAttempts", "between 1 and 100"),
+        ({"timeoutSeconds": 0}, "timeoutSeconds", "at most 60"),
+        ({"timeoutSeconds": 60.5}, "timeoutSeconds", "at most 60"),
     ],
 )
 async def test_invalid_input_names_the_field_and_writes_nothing(
@@ -210,6 +214,29 @@ async def test_invalid_input_names_the_field_and_writes_nothing(
     assert refused["field"] == field
     assert says in refused["message"]
     assert (await result(gql, tokens.admin, LIST))["endpoints"] == []
+
+
+async def test_attempts_and_timeout_are_set_kept_and_checked_on_update(
+    gql: GraphQL, tokens: Tokens, kyc: str
+) -> None:
+    made = await result(gql, tokens.admin, CREATE, input=endpoint_input())
+    assert made["endpoint"]["maxAttempts"] == 8
+    assert made["endpoint"]["timeoutSeconds"] == 10.0
+    endpoint_id = made["endpoint"]["id"]
+    changed = await result(
+        gql, tokens.admin, UPDATE, id=endpoint_id, input={"maxAttempts": 3, "timeoutSeconds": 2.5}
+    )
+    assert changed["maxAttempts"] == 3
+    assert changed["timeoutSeconds"] == 2.5
+    # What an update leaves out stays; what it gives is checked as at creation.
+    kept = await result(gql, tokens.admin, UPDATE, id=endpoint_id, input={"description": "x"})
+    assert kept["maxAttempts"] == 3
+    assert kept["timeoutSeconds"] == 2.5
+    refused = await result(gql, tokens.admin, UPDATE, id=endpoint_id, input={"maxAttempts": 0})
+    assert refused["__typename"] == "InvalidInput"
+    assert refused["field"] == "maxAttempts"
+    listed = (await result(gql, tokens.admin, LIST))["endpoints"]
+    assert [(e["maxAttempts"], e["timeoutSeconds"]) for e in listed] == [(3, 2.5)]
 
 
 async def test_an_endpoint_on_a_workflow_takes_exception_events(

@@ -28,6 +28,11 @@ from server.store.database import Database, Row
 
 MAX_SCOPE = 100
 MAX_DESCRIPTION = 500
+# Attempts before a delivery fails for good (replayable), and how long one POST may take.
+DEFAULT_MAX_ATTEMPTS = 8
+MAX_ATTEMPTS = 100
+DEFAULT_TIMEOUT_SECONDS = 10.0
+MAX_TIMEOUT_SECONDS = 60.0
 __all__ = ["DEFAULT_OVERLAP_HOURS"]  # the rotation's default, for the GraphQL argument
 
 
@@ -103,6 +108,8 @@ class EndpointInput:
     format: EndpointFormat | None = None
     legacy_headers: bool | None = None
     description: str | None = None
+    max_attempts: int | None = None
+    timeout_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,13 @@ async def _check(
         settings.description, "description", required=False, limit=MAX_DESCRIPTION
     ):
         return problem
+    if settings.max_attempts is not None and not 1 <= settings.max_attempts <= MAX_ATTEMPTS:
+        return InvalidInput(f"maxAttempts is between 1 and {MAX_ATTEMPTS}", "maxAttempts")
+    timeout = settings.timeout_seconds
+    if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_SECONDS:
+        return InvalidInput(
+            f"timeoutSeconds is over 0 and at most {MAX_TIMEOUT_SECONDS:g}", "timeoutSeconds"
+        )
     types = _parse_event_types(settings.event_types)
     if isinstance(types, InvalidInput):
         return types
@@ -266,6 +280,12 @@ async def create_endpoint(
         workflows=None if settings.workflows is None else list(dict.fromkeys(settings.workflows)),
         format=(settings.format or EndpointFormat.STANDARD).value,
         legacy_headers=bool(settings.legacy_headers),
+        max_attempts=DEFAULT_MAX_ATTEMPTS
+        if settings.max_attempts is None
+        else settings.max_attempts,
+        timeout_seconds=DEFAULT_TIMEOUT_SECONDS
+        if settings.timeout_seconds is None
+        else settings.timeout_seconds,
         created_by=principal.user,
         secret=secret,
     )
@@ -305,6 +325,10 @@ async def update_endpoint(
         if changes.legacy_headers is None
         else changes.legacy_headers,
         description=current.description if changes.description is None else changes.description,
+        max_attempts=current.max_attempts if changes.max_attempts is None else changes.max_attempts,
+        timeout_seconds=current.timeout_seconds
+        if changes.timeout_seconds is None
+        else changes.timeout_seconds,
     )
     checked = await _check(db, principal, merged, allowed_hosts)
     if isinstance(checked, NotPermitted | InvalidInput):
@@ -320,6 +344,8 @@ async def update_endpoint(
         workflows=None if merged.workflows is None else list(dict.fromkeys(merged.workflows)),
         format=merged.format.value,
         legacy_headers=bool(merged.legacy_headers),
+        max_attempts=merged.max_attempts,
+        timeout_seconds=merged.timeout_seconds,
     )
     return await _reread(db, current)
 

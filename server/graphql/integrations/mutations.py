@@ -65,7 +65,7 @@ class CreateWebhookEndpointInput:
     )
     secret: str | None = strawberry.field(
         default=None,
-        description="A whsec_<base64> secret (16 bytes or more); null: one is made and "
+        description="A whsec_<base64> secret (16 to 64 bytes); null: one is made and "
         "shown once in the result.",
     )
     format: WebhookFormat = WebhookFormat.STANDARD
@@ -75,6 +75,16 @@ class CreateWebhookEndpointInput:
         "for Casework's decision webhooks before Standard Webhooks).",
     )
     description: str = ""
+    max_attempts: int | None = strawberry.field(
+        default=None,
+        description="Attempts before a delivery fails for good (it can be replayed), 1 to "
+        "100; null: 8 for a new endpoint, unchanged for an update.",
+    )
+    timeout_seconds: float | None = strawberry.field(
+        default=None,
+        description="How long one POST may take, over 0 and at most 60 s; null: 10 for a new "
+        "endpoint, unchanged for an update.",
+    )
 
     def to_domain(self) -> endpoints.EndpointInput:
         return endpoints.EndpointInput(
@@ -85,6 +95,8 @@ class CreateWebhookEndpointInput:
             format=self.format,
             legacy_headers=self.legacy_headers,
             description=self.description,
+            max_attempts=self.max_attempts,
+            timeout_seconds=self.timeout_seconds,
         )
 
 
@@ -101,6 +113,16 @@ class UpdateWebhookEndpointInput:
     format: WebhookFormat | None = None
     legacy_headers: bool | None = None
     description: str | None = None
+    max_attempts: int | None = strawberry.field(
+        default=None,
+        description="Attempts before a delivery fails for good (it can be replayed), 1 to "
+        "100; null: 8 for a new endpoint, unchanged for an update.",
+    )
+    timeout_seconds: float | None = strawberry.field(
+        default=None,
+        description="How long one POST may take, over 0 and at most 60 s; null: 10 for a new "
+        "endpoint, unchanged for an update.",
+    )
 
     def to_domain(self) -> endpoints.EndpointInput:
         return endpoints.EndpointInput(
@@ -111,6 +133,8 @@ class UpdateWebhookEndpointInput:
             format=self.format,
             legacy_headers=self.legacy_headers,
             description=self.description,
+            max_attempts=self.max_attempts,
+            timeout_seconds=self.timeout_seconds,
         )
 
 
