@@ -45,6 +45,33 @@ ReplayDeliveryResult = Annotated[
 ]
 
 
+MAX_ATTEMPTS = (
+    "Attempts before a delivery fails for good (it can be replayed), 1 to 100; null: 8 for "
+    "a new endpoint, unchanged for an update."
+)
+TIMEOUT_SECONDS = (
+    "How long one POST may take, over 0 and at most 60 s; null: 10 for a new endpoint, "
+    "unchanged for an update."
+)
+
+
+def endpoint_input(
+    given: CreateWebhookEndpointInput | UpdateWebhookEndpointInput,
+) -> endpoints.EndpointInput:
+    """Either input, as the domain takes it (an update's nulls leave settings as they are)."""
+    return endpoints.EndpointInput(
+        url=given.url,
+        event_types=given.event_types,
+        queues=given.queues,
+        workflows=given.workflows,
+        format=given.format,
+        legacy_headers=given.legacy_headers,
+        description=given.description,
+        max_attempts=given.max_attempts,
+        timeout_seconds=given.timeout_seconds,
+    )
+
+
 @strawberry.input(
     description="A webhook endpoint: where, which events, and for which queues (review "
     "events: decision.*, item.*, lease.lapsed) or workflows (exception.*, redrive.requested)."
@@ -75,29 +102,11 @@ class CreateWebhookEndpointInput:
         "for Casework's decision webhooks before Standard Webhooks).",
     )
     description: str = ""
-    max_attempts: int | None = strawberry.field(
-        default=None,
-        description="Attempts before a delivery fails for good (it can be replayed), 1 to "
-        "100; null: 8 for a new endpoint, unchanged for an update.",
-    )
-    timeout_seconds: float | None = strawberry.field(
-        default=None,
-        description="How long one POST may take, over 0 and at most 60 s; null: 10 for a new "
-        "endpoint, unchanged for an update.",
-    )
+    max_attempts: int | None = strawberry.field(default=None, description=MAX_ATTEMPTS)
+    timeout_seconds: float | None = strawberry.field(default=None, description=TIMEOUT_SECONDS)
 
     def to_domain(self) -> endpoints.EndpointInput:
-        return endpoints.EndpointInput(
-            url=self.url,
-            event_types=self.event_types,
-            queues=self.queues,
-            workflows=self.workflows,
-            format=self.format,
-            legacy_headers=self.legacy_headers,
-            description=self.description,
-            max_attempts=self.max_attempts,
-            timeout_seconds=self.timeout_seconds,
-        )
+        return endpoint_input(self)
 
 
 @strawberry.input(
@@ -113,29 +122,11 @@ class UpdateWebhookEndpointInput:
     format: WebhookFormat | None = None
     legacy_headers: bool | None = None
     description: str | None = None
-    max_attempts: int | None = strawberry.field(
-        default=None,
-        description="Attempts before a delivery fails for good (it can be replayed), 1 to "
-        "100; null: 8 for a new endpoint, unchanged for an update.",
-    )
-    timeout_seconds: float | None = strawberry.field(
-        default=None,
-        description="How long one POST may take, over 0 and at most 60 s; null: 10 for a new "
-        "endpoint, unchanged for an update.",
-    )
+    max_attempts: int | None = strawberry.field(default=None, description=MAX_ATTEMPTS)
+    timeout_seconds: float | None = strawberry.field(default=None, description=TIMEOUT_SECONDS)
 
     def to_domain(self) -> endpoints.EndpointInput:
-        return endpoints.EndpointInput(
-            url=self.url,
-            event_types=self.event_types,
-            queues=self.queues,
-            workflows=self.workflows,
-            format=self.format,
-            legacy_headers=self.legacy_headers,
-            description=self.description,
-            max_attempts=self.max_attempts,
-            timeout_seconds=self.timeout_seconds,
-        )
+        return endpoint_input(self)
 
 
 @strawberry.type
