@@ -52,6 +52,31 @@ class ChannelTarget:
     timeout_seconds: float = 10.0
 
 
+def console_link(public_url: str | None, *, item_id: int, exception_id: str | None) -> str | None:
+    """The console page of an exception, or else of the item (the console's hash routes)."""
+    if not public_url:
+        return None
+    if exception_id is not None:
+        return f"{public_url}/console/#/exceptions/{exception_id}"
+    return f"{public_url}/console/#/item/{item_id}"
+
+
+def render_notice(entries: tuple[NoticeEntry, ...]) -> Notice:
+    """One entry is a message of its own; several are a digest."""
+    lines = [
+        f"{entry.event.value.replace('_', ' ').lower()}: item {entry.item_id}"
+        f" waits for {entry.waiting_for} since {entry.since.isoformat()}"
+        + (f" {entry.link}" if entry.link else "")
+        for entry in entries
+    ]
+    subject = (
+        f"Casework: {lines[0].split(' since ')[0]}"
+        if len(entries) == 1
+        else f"Casework: {len(entries)} waiting"
+    )
+    return Notice(subject=subject, text="\n".join(lines), entries=entries)
+
+
 async def send_notice(client: httpx.AsyncClient, channel: ChannelTarget, notice: Notice) -> None:
     if channel.kind in (ChannelKind.SLACK, ChannelKind.TEAMS):
         await _post_incoming_webhook(client, channel, notice)
