@@ -83,7 +83,9 @@ class _Handler:
                     rcpt_tos=tuple(envelope.rcpt_tos),
                     message=parsed,
                     authenticated=bool(session.authenticated),
-                    tls=session.ssl is not None,
+                    # STARTTLS sets session.ssl; implicit TLS shows on the transport.
+                    tls=session.ssl is not None
+                    or server.transport.get_extra_info("ssl_object") is not None,
                 )
             )
             for loop, arrived in self.waiters:
