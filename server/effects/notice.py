@@ -168,7 +168,7 @@ def _render_one(entry: NoticeEntry, now: datetime) -> Notice:
         else ""
     )
     return Notice(
-        subject=f"Casework: {headline}",
+        subject=one_line(f"Casework: {headline}"),
         text="\n".join(lines),
         entries=(entry,),
         html=body,
@@ -220,12 +220,18 @@ def _render_digest(entries: tuple[NoticeEntry, ...], now: datetime) -> Notice:
         text += ["", more]
         parts.append(f"<p>{html.escape(more)}</p>")
     return Notice(
-        subject=subject,
+        subject=one_line(subject),
         text="\n".join(text),
         entries=entries,
         html="".join(parts),
         rendered_at=now,
     )
+
+
+def one_line(text: str) -> str:
+    """A subject is one line (an e-mail header cannot hold a line break), whatever a queue's
+    or rule's name holds."""
+    return " ".join(text.split())
 
 
 def capitalised(text: str) -> str:

@@ -159,6 +159,10 @@ async def send_email(channel: ChannelTarget, notice: Notice) -> None:
     except aiosmtplib.SMTPNotSupported as error:
         raise PermanentEffectError(f"the SMTP server does not support it: {error}") from error
     except (aiosmtplib.SMTPException, OSError, ssl.SSLError) as error:
+        if type(error) is aiosmtplib.SMTPException:
+            # aiosmtplib raises the bare class only when the server lacks what the settings
+            # ask for (STARTTLS, AUTH, a login mechanism): no retry changes that.
+            raise PermanentEffectError(f"SMTP: {error}") from error
         raise TransientEffectError(f"SMTP: {type(error).__name__}: {error}") from error
     if refused:
         # Some recipients took it: sent. The others are named in the log, not retried

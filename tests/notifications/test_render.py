@@ -222,3 +222,11 @@ def test_a_teams_digest_lists_groups_with_links() -> None:
     assert "Queue payments (1)" in texts
     assert any(f"]({PUBLIC}/console/#/item/42)" in text for text in texts)
     assert "actions" not in card
+
+
+def test_a_subject_is_one_line_whatever_the_names_hold() -> None:
+    notice = render_notice((entry(queue="pay\r\nBcc: someone@example.test"),), now=NOW)
+
+    assert notice.subject == (
+        "Casework: item 42 (key ORD-7) in queue pay Bcc: someone@example.test is overdue"
+    )

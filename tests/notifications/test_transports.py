@@ -200,6 +200,23 @@ async def test_a_refused_message_is_classified_by_its_reply_code(
         )
 
 
+@pytest.mark.parametrize(
+    ("overrides", "missing"),
+    [
+        ({"security": SmtpSecurity.STARTTLS}, "STARTTLS"),
+        ({"username": "casework", "password": "secret"}, "AUTH"),
+    ],
+)
+async def test_a_server_without_what_the_url_asks_for_is_permanent(
+    client: httpx.AsyncClient, notice: Notice, overrides: dict[str, object], missing: str
+) -> None:
+    with smtp_server() as server:
+        mail = server.mail_settings(SENDER, **overrides)
+        with pytest.raises(PermanentEffectError, match=missing):
+            await send_notice(client, email_channel(mail, "ops@example.test"), notice)
+        assert server.received == []
+
+
 async def test_no_smtp_server_listening_is_transient(
     client: httpx.AsyncClient, notice: Notice
 ) -> None:
