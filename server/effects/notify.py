@@ -60,16 +60,19 @@ class ChannelTarget:
 
 
 async def send_notice(client: httpx.AsyncClient, channel: ChannelTarget, notice: Notice) -> None:
-    if channel.kind is ChannelKind.EMAIL:
+    try:
+        # The kind as stored (a string) is accepted as well as the enum.
+        kind = ChannelKind(channel.kind)
+    except ValueError:
+        raise PermanentEffectError(f"no channel kind {channel.kind!r}") from None
+    if kind is ChannelKind.EMAIL:
         await send_email(channel, notice)
-    elif channel.kind is ChannelKind.SLACK:
+    elif kind is ChannelKind.SLACK:
         await _post_incoming_webhook(client, channel, slack_body(notice))
-    elif channel.kind is ChannelKind.TEAMS:
+    elif kind is ChannelKind.TEAMS:
         await _post_incoming_webhook(client, channel, teams_body(notice))
-    elif channel.kind is ChannelKind.APPRISE:
-        await send_apprise(channel, notice)
     else:
-        raise PermanentEffectError(f"channel kind {channel.kind} cannot be sent")
+        await send_apprise(channel, notice)
 
 
 # HTTP answers worth trying again besides 5xx: Request Timeout, Too Early, Too Many Requests.
@@ -102,21 +105,22 @@ async def _post_incoming_webhook(
 # --- e-mail ---
 
 
-def recipients_of(target: str) -> list[str]:
-    """An EMAIL channel's target: addresses separated by commas (display names allowed)."""
-    addresses = [address for _name, address in email.utils.getaddresses([target]) if address]
-    bad = [address for address in addresses if "@" not in address]
-    if not addresses or bad:
+def mailboxes(target: str) -> list[tuple[str, str]]:
+    """An EMAIL channel's target: addresses separated by commas, display names allowed, as
+    (name, address) pairs."""
+    pairs = [(name, address) for name, address in email.utils.getaddresses([target]) if address]
+    bad = [address for _name, address in pairs if "@" not in address]
+    if not pairs or bad:
         raise PermanentEffectError(
             f"the channel's target is not a list of e-mail addresses: {', '.join(bad) or target!r}"
         )
-    return addresses
+    return pairs
 
 
-def email_message(mail: MailSettings, recipients: list[str], notice: Notice) -> EmailMessage:
+def email_message(mail: MailSettings, to: list[tuple[str, str]], notice: Notice) -> EmailMessage:
     message = EmailMessage()
     message["From"] = mail.sender
-    message["To"] = ", ".join(recipients)
+    message["To"] = ", ".join(email.utils.formataddr(pair) for pair in to)
     message["Subject"] = notice.subject
     message["Date"] = email.utils.format_datetime(notice.rendered_at or datetime.now(UTC))
     domain = email.utils.parseaddr(mail.sender)[1].rpartition("@")[2] or None
@@ -136,8 +140,9 @@ async def send_email(channel: ChannelTarget, notice: Notice) -> None:
         raise PermanentEffectError(
             "e-mail cannot be sent: CASEWORK_SMTP_URL and CASEWORK_NOTIFY_FROM are not set"
         )
-    recipients = recipients_of(channel.target)
-    message = email_message(mail, recipients, notice)
+    to = mailboxes(channel.target)
+    recipients = [address for _name, address in to]
+    message = email_message(mail, to, notice)
     try:
         refused, _reply = await aiosmtplib.send(
             message,

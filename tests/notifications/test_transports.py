@@ -75,10 +75,7 @@ async def test_an_email_reaches_every_recipient_with_subject_text_html_and_link(
     assert "item 42" in message["Subject"]
     assert "overdue" in message["Subject"]
     assert message["From"] == SENDER
-    assert [address.addr_spec for address in message["To"].addresses] == [
-        "payments@example.test",
-        "lead@example.test",
-    ]
+    assert message["To"] == "Payments team <payments@example.test>, lead@example.test"
     assert message["Auto-Submitted"] == "auto-generated"
     assert message["Message-ID"].endswith("@example.test>")
     plain = message.get_body(("plain",))
@@ -470,3 +467,13 @@ async def test_a_refused_connection_is_transient(client: httpx.AsyncClient, noti
     with pytest.raises(TransientEffectError) as caught:
         await send_notice(client, ChannelTarget(ChannelKind.TEAMS, target), notice)
     assert caught.value.retry_after is None
+
+
+async def test_a_kind_given_as_stored_is_sent_and_an_unknown_one_is_permanent(
+    client: httpx.AsyncClient, notice: Notice
+) -> None:
+    async with webhook_receiver("unused", always(OK)) as receiver:
+        await send_notice(client, ChannelTarget("SLACK", receiver.url), notice)  # type: ignore[arg-type]
+        assert (await receiver.next_arrival()).json()["text"] == notice.text
+    with pytest.raises(PermanentEffectError, match="PIGEON"):
+        await send_notice(client, ChannelTarget("PIGEON", "coop://roof"), notice)  # type: ignore[arg-type]
