@@ -79,8 +79,8 @@ DIGEST_MAX_ENTRIES = 200
 
 
 def work_name(entry: NoticeEntry) -> str:
-    """ "exception 9f2c... of workflow invoices (item 42, key INV-7)" or "item 42 (key
-    ORD-7) in queue payments"."""
+    """The work in words: `exception 9f2c... of workflow invoices (item 42, key INV-7)` or
+    `item 42 (key ORD-7) in queue payments`."""
     details = [f"key {entry.external_key}"] if entry.external_key else []
     if entry.exception_id is not None:
         details.insert(0, f"item {entry.item_id}")
@@ -109,7 +109,8 @@ def utc_text(moment: datetime) -> str:
 
 
 def ago(since: datetime, now: datetime) -> str:
-    """ "3 min ago", "2 h 5 min ago", "4 d 3 h ago"; "just now" under a minute."""
+    """How long ago, in words: `3 min ago`, `2 h 5 min ago`, `4 d 3 h ago`; `just now`
+    under a minute."""
     minutes = int((now - since).total_seconds() // 60)
     if minutes < 1:
         return "just now"
