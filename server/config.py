@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from server.config_mail import MailSettings
 from server.observability.logs import LogFormat
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -248,6 +249,11 @@ class Settings:
     # --- personal data (docs/privacy.md) ---
     privacy: PrivacySettings = PrivacySettings()
 
+    # --- notifications (docs/operations.md, "Notifications") ---
+    # CASEWORK_SMTP_URL and CASEWORK_NOTIFY_FROM: how e-mail channels send; None: they
+    # cannot (their notifications fail, naming the setting).
+    mail: MailSettings | None = None
+
     def __post_init__(self) -> None:
         if self.pool_min_size > self.pool_max_size:
             raise ConfigError(
@@ -311,6 +317,7 @@ class Settings:
             **_observability_settings(env),
             auth=AuthSettings.from_env(env),
             privacy=PrivacySettings.from_env(env, home),
+            mail=_mail_settings(env),
         )
 
 
@@ -445,6 +452,13 @@ def _observability_settings(env: Mapping[str, str]) -> dict[str, Any]:
             env, "CASEWORK_METRICS_UNAPPLIED_THRESHOLD_SECONDS", 300.0
         ),
     }
+
+
+def _mail_settings(env: Mapping[str, str]) -> MailSettings | None:
+    try:
+        return MailSettings.from_env(env)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _flag(name: str, value: str | None) -> bool:
