@@ -26,7 +26,8 @@ class ChannelKind(enum.StrEnum):
 
     # E-mail over SMTP (CASEWORK_SMTP_URL); the target lists the recipients.
     EMAIL = "EMAIL"
-    # Incoming webhooks: a JSON POST of {"text": ...} to the target URL.
+    # Incoming webhooks: one JSON POST to the target URL, in the shape each renders
+    # (Slack: text and blocks; Teams: an Adaptive Card).
     SLACK = "SLACK"
     TEAMS = "TEAMS"
     # Any Apprise URL (https://github.com/caronc/apprise/wiki): a pager, a chat, a phone.
