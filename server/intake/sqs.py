@@ -310,7 +310,7 @@ class SqsDeadLetterSource:
             # visibility timeout runs out (a failure is retried then, not held for ever).
             self._current.clear()
             batch = await self._receive(size)
-            if batch:
+            if batch and not self._closed.is_set():
                 self._current.update((letter.handle.receipt_handle, letter) for letter in batch)
                 yield batch
 
@@ -323,15 +323,18 @@ class SqsDeadLetterSource:
             wanted = min(size - len(batch), MAX_RECEIVE)
             poll = asyncio.ensure_future(self._receive_once(wanted, wait))
             closed = asyncio.ensure_future(self._closed.wait())
-            done, _ = await asyncio.wait({poll, closed}, return_when=asyncio.FIRST_COMPLETED)
-            if poll not in done:
-                # Closed during a long poll: what SQS hands out meanwhile comes back after
-                # its visibility timeout.
-                poll.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await poll
+            try:
+                await asyncio.wait({poll, closed}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                # Closed during a long poll (or the consumer cancelled): what SQS hands out
+                # meanwhile comes back after its visibility timeout.
+                for waiting in (poll, closed):
+                    if not waiting.done():
+                        waiting.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await waiting
+            if poll.cancelled():
                 return batch
-            closed.cancel()
             received = poll.result()
             batch += [await self._letter(message) for message in received]
             if len(received) < wanted:

@@ -74,7 +74,15 @@ def source_config(
         url=endpoint,
         dead_letter=dead_letter,
         parking=parking,
-        options={"region": REGION, "wait_seconds": 1, **CREDENTIALS, **options},
+        # A short visibility timeout: what a killed intake held comes back within seconds
+        # (the adapter extends it while a batch is in progress).
+        options={
+            "region": REGION,
+            "wait_seconds": 1,
+            "visibility_timeout": 5,
+            **CREDENTIALS,
+            **options,
+        },
     )
 
 

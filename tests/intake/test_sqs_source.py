@@ -150,6 +150,30 @@ async def test_what_the_intake_did_not_settle_comes_back_with_the_same_id(
         await second.close()
 
 
+async def test_asking_for_the_next_batch_lets_go_of_what_was_not_settled(
+    harness: SqsHarness,
+) -> None:
+    config = await harness.declare("unsettled")
+    message_id = await harness.fail_to_dead_letter("unsettled", b"retry me", {})
+    source = await open_source(
+        source_config(
+            "unsettled", config.url, config.dead_letter, config.parking, visibility_timeout=2
+        )
+    )
+    try:
+        async with aclosing(source.batches(10)) as batches:
+            [letter] = await asyncio.wait_for(anext(batches), WITHIN)
+            # Neither acknowledged nor parked: no longer kept hidden, it comes back once its
+            # two seconds are over, to this source's next batch.
+            [again] = await asyncio.wait_for(anext(batches), WITHIN)
+            assert again.message_id == message_id
+            assert again.failure["receive_count"] == letter.failure["receive_count"] + 1
+            await source.acknowledge(again)
+        assert await depth(harness.client, harness.queues["unsettled"].dead_letter) == 0
+    finally:
+        await source.close()
+
+
 async def test_a_parked_message_keeps_its_body_attributes_and_id_with_the_reason(
     harness: SqsHarness,
 ) -> None:
