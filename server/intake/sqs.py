@@ -63,6 +63,18 @@ _DEDUPLICATION_ID = re.compile(r"^[!-~]{1,128}$")
 _REGION_IN_ENDPOINT = re.compile(r"^https?://sqs[.-]([a-z0-9-]+)\.amazonaws\.com")
 
 
+# The keys of a source's `options` table (SqsOptions says what each means).
+OPTIONS = (
+    "region",
+    "source_queue",
+    "visibility_timeout",
+    "wait_seconds",
+    "message_group_id",
+    "access_key_id",
+    "secret_access_key",
+)
+
+
 class SqsConfigError(ValueError):
     """The source's SQS options cannot be used (a bad value, a queue that does not exist)."""
 
@@ -94,16 +106,7 @@ class SqsOptions:
     @classmethod
     def of(cls, config: SourceConfig) -> SqsOptions:
         options = dict(config.options)
-        known = {
-            "region",
-            "source_queue",
-            "visibility_timeout",
-            "wait_seconds",
-            "message_group_id",
-            "access_key_id",
-            "secret_access_key",
-        }
-        unknown = sorted(set(options) - known)
+        unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise SqsConfigError(f"source {config.name}: unknown SQS options {', '.join(unknown)}")
         region = options.get("region") or _region_of(config.url)

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from datetime import datetime
 
 import pytest
 
+from server.config import REPO_ROOT
 from server.intake.sources import BrokerKind, DeadLetter, Origin
 from server.intake.sqs import (
     FOLDED_ATTRIBUTE,
+    OPTIONS,
     ORIGINAL_ID_ATTRIBUTE,
     PARK_REASON_ATTRIBUTE,
     SqsConfigError,
@@ -311,3 +314,12 @@ async def test_a_dead_letter_queue_that_does_not_exist_is_refused(harness: SqsHa
     config = await harness.declare("real")
     with pytest.raises(SqsConfigError, match=r"source missing: .*NonExistentQueue"):
         await open_source(source_config("missing", config.url, "no-such-queue", config.parking))
+
+
+def test_the_docs_describe_every_option() -> None:
+    doc = (REPO_ROOT / "docs" / "integrations.md").read_text()
+    section = doc.split("<!-- section: intake-sqs -->")[1].split("<!-- /section: intake-sqs -->")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    described = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row.split("|")[1])}
+    assert described == set(OPTIONS)
+    assert "moto" in section
