@@ -243,7 +243,8 @@ def message_attributes(
         valid = bool(_ATTRIBUTE_NAME.match(name)) and (
             attribute.get("StringValue") not in ("", None) or bool(attribute.get("BinaryValue"))
         )
-        if valid and len(kept) < room:
+        # An earlier fold (a parked message parked again) is folded again, whole.
+        if valid and len(kept) < room and name != FOLDED_ATTRIBUTE:
             kept[name] = attribute
         else:
             folded[name] = text
@@ -406,6 +407,8 @@ class SqsDeadLetterSource:
             if self._closed.is_set():
                 return
             held = list(self._current)
+            if not held:
+                continue
             try:
                 await self._change_visibility(held, self.options.visibility_timeout)
             except Exception:
@@ -452,7 +455,9 @@ class SqsDeadLetterSource:
             ),
         }
         if _is_fifo(self.parking_url):
-            send["MessageGroupId"] = held.system.get("MessageGroupId") or self.config.name
+            send["MessageGroupId"] = held.system.get("MessageGroupId") or _deduplication_id(
+                self.config.name
+            )
             send["MessageDeduplicationId"] = _deduplication_id(letter.message_id)
         await self._client.send_message(**send)
         await self.acknowledge(letter)

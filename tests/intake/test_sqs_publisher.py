@@ -129,6 +129,16 @@ def test_attributes_sqs_would_refuse_travel_folded() -> None:
     }
 
 
+def test_an_earlier_fold_is_kept_inside_the_new_one() -> None:
+    earlier = json.dumps({"h10": "v10"})
+    typed = {f"h{n}": {"DataType": "String", "StringValue": f"v{n}"} for n in range(9)}
+    typed[FOLDED_ATTRIBUTE] = {"DataType": "String", "StringValue": earlier}
+    attributes = message_attributes({"Casework-Park-Reason": "again"}, typed)
+    assert len(attributes) == 10
+    folded = json.loads(attributes[FOLDED_ATTRIBUTE]["StringValue"])
+    assert folded == {"h8": "v8", FOLDED_ATTRIBUTE: earlier}
+
+
 def test_ten_attributes_fit_as_they_are() -> None:
     plain = {f"h{n}": str(n) for n in range(10)}
     assert message_attributes(plain) == {
