@@ -49,8 +49,8 @@ OUTAGE = OutageLog(log, "intake redrives")
 # text, anything else as JSON). Needed when the original was not kept or is not JSON.
 REPLACE = "$replace"
 # Headers of the original that are not carried to the redrive: the broker's record of the
-# failure (RabbitMQ adds x-death and friends when it dead-letters), the broker's own
-# de-duplication id, Casework's own markers (set afresh).
+# failure (RabbitMQ adds x-death and friends when it dead-letters), the id NATS keys its
+# once-only window on (set afresh by its publisher), Casework's own markers (set afresh).
 DROPPED_HEADERS = frozenset(
     {"x-death", "x-delivery-count", "nats-msg-id", "casework-park-reason", REDRIVE_HEADER.lower()}
 )
