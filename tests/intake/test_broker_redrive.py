@@ -14,7 +14,7 @@ import asyncio
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,12 @@ from prometheus_client import REGISTRY
 from server.domain.exceptions import redrive_delivery
 from server.effects.webhook import REDRIVE_HEADER
 from server.intake.rabbitmq_publisher import open_publisher
-from server.intake.redrive import RedriveSettings, redrive_round, redrive_until_stopped
+from server.intake.redrive import (
+    RedriveSettings,
+    claim_due,
+    redrive_round,
+    redrive_until_stopped,
+)
 from server.intake.sources import BrokerKind, Origin, RedrivePublisher, SourceConfig
 from server.observability.intake_redrives import RedriveOutcome
 from server.store.database import Database
@@ -645,3 +650,62 @@ async def test_configure_workflow_takes_broker_without_a_target(
     await take_redrives_by_broker(gql, people)
     body = await gql(people.admin, "{ workflows { name redriveVia } }")
     assert {"name": "supplier_onboarding", "redriveVia": "BROKER"} in body["data"]["workflows"]
+
+
+class Unconfirmed:
+    """A broker that takes the message and never confirms it."""
+
+    def __init__(self) -> None:
+        self.published: list[str] = []
+
+    async def publish(
+        self, origin: Origin, body: bytes, *, message_id: str, headers: Mapping[str, str]
+    ) -> None:
+        self.published.append(message_id)
+        await asyncio.Event().wait()
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_a_publish_the_broker_never_confirms_is_given_up_after_the_timeout(
+    db: Database, owner_conn: asyncpg.Connection, gql: GraphQL, people: People, rabbit: Rabbit
+) -> None:
+    await take_redrives_by_broker(gql, people, redriveTimeoutSeconds=0.2)
+    _, key = await redrive_requested(gql, people, owner_conn, rabbit.origin)
+    silent = Unconfirmed()
+
+    assert await redrive_round(db, {SOURCE: silent}, settings=FAST) == {key: RedriveOutcome.RETRIED}
+    assert silent.published == [key]
+    row = await delivery_row(owner_conn, key)
+    assert row["delivery_state"] == "pending"
+    assert row["last_delivery_error"] == "the broker did not confirm the message within 0.2 s"
+
+
+async def test_a_claim_left_by_a_stopped_intake_is_taken_over_once_it_lapses(
+    db: Database,
+    owner_conn: asyncpg.Connection,
+    gql: GraphQL,
+    people: People,
+    rabbit: Rabbit,
+    publishers: dict[str, RedrivePublisher],
+) -> None:
+    await take_redrives_by_broker(gql, people)
+    _, key = await redrive_requested(gql, people, owner_conn, rabbit.origin)
+    # An intake claims it and stops before publishing (killed, say).
+    [stopped] = await claim_due(db, [SOURCE], 10)
+    assert (stopped.key, stopped.attempt) == (key, 1)
+
+    # While its claim holds, no other intake takes the redrive.
+    assert await redrive_round(db, publishers, settings=FAST) == {}
+    await owner_conn.execute(
+        "UPDATE exception_redrives SET delivery_locked_until = now() WHERE key = $1", key
+    )
+    assert await redrive_round(db, publishers, settings=FAST) == {key: RedriveOutcome.PUBLISHED}
+    [message] = await rabbit.take_all()
+    assert message.message_id == key
+
+    # The stopped intake's attempt, were it to come back, no longer counts.
+    assert not await redrive_delivery.record_delivered(db, stopped)
+    row = await delivery_row(owner_conn, key)
+    assert (row["delivery_state"], row["delivery_attempts"]) == ("delivered", 2)
