@@ -30,7 +30,9 @@ from aio_pika.abc import (
 )
 from prometheus_client import REGISTRY
 
-from server.domain.exceptions import redrive_delivery
+from server.domain.exceptions import redrive_delivery, redrives
+from server.domain.exceptions.records import SYSTEM_ACTOR, SYSTEM_ROLE
+from server.domain.failures import NotPermitted
 from server.effects.webhook import REDRIVE_HEADER
 from server.intake.rabbitmq_publisher import open_publisher
 from server.intake.redrive import (
@@ -310,7 +312,13 @@ async def test_a_broker_redrive_is_published_once_corrected_and_closed_only_by_t
     assert await redrive_round(db, publishers, settings=FAST) == {}
     assert await rabbit.take_all() == []
 
-    # The owning system confirms: only that closes the exception.
+    # Casework cannot say the work succeeded: the owning system confirms, and only that
+    # closes the exception.
+    by_casework = await redrives.report_checked(
+        db, key, True, None, actor=SYSTEM_ACTOR, actor_role=SYSTEM_ROLE
+    )
+    assert isinstance(by_casework, NotPermitted), by_casework
+    assert "answered by the owning system" in by_casework.message
     reported = await report(gql, people.erp, key, succeeded=True)
     assert reported["__typename"] == "RedriveResultRecorded", reported
     assert reported["exception"]["state"] == "CLOSED"
