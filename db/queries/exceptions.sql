@@ -312,8 +312,10 @@ queued AS (
     SELECT t.workflow || ':' || t.source_record_id || ':v' || t.version, t.id, t.workflow,
            t.source_record_id, t.version,
            exception_resume_after(t.completed_steps, t.stale_steps), t.stale_steps, :actor,
-           CASE WHEN t.redrive_via = 'webhook' THEN 'pending' END,
-           CASE WHEN t.redrive_via = 'webhook' THEN now() END
+           -- Delivered by Casework: POSTed by the apply worker (webhook) or published by
+           -- `casework intake` (broker).
+           CASE WHEN t.redrive_via IN ('webhook', 'broker') THEN 'pending' END,
+           CASE WHEN t.redrive_via IN ('webhook', 'broker') THEN now() END
     FROM target AS t
     ON CONFLICT DO NOTHING
     RETURNING key, exception_id, resume_after
@@ -373,10 +375,11 @@ WITH target AS (
       AND ('report_redrive_result' = ANY (r.allowed_actions) OR :actor_role = 'system')
       AND (:queue_scope::text[] IS NULL OR e.owner_role = ANY (:queue_scope))
       -- Who may answer: the owning system; Casework for the redrives it carries out, and
-      -- to say that a redrive could not be delivered by webhook.
+      -- to say that a redrive could not be delivered by webhook or broker.
       AND CASE w.redrive_via
               WHEN 'casework' THEN :actor_role = 'system'
               WHEN 'webhook' THEN :actor_role <> 'system' OR NOT :succeeded::boolean
+              WHEN 'broker' THEN :actor_role <> 'system' OR NOT :succeeded::boolean
               ELSE :actor_role <> 'system'
           END
     FOR UPDATE OF x, e

@@ -58,13 +58,15 @@ approvers AS (
     FROM upserted AS u
     WHERE q.name = u.approval_queue AND q.holder_role <> 'approver'
 ),
--- A workflow that stops taking redrives by webhook takes its undelivered ones by its new
--- route (the owning system still sees them in exceptionEvents and exception queries).
+-- A workflow that stops taking redrives by webhook or broker takes its undelivered ones by
+-- its new route (the owning system still sees them in exceptionEvents and exception
+-- queries); between webhook and broker they stay due, for the new route to deliver.
 undelivered AS (
     UPDATE exception_redrives AS x
     SET delivery_state = NULL, next_delivery_at = NULL, delivery_locked_until = NULL
     FROM upserted AS u
-    WHERE x.workflow = u.name AND u.redrive_via <> 'webhook' AND x.delivery_state = 'pending'
+    WHERE x.workflow = u.name AND u.redrive_via NOT IN ('webhook', 'broker')
+      AND x.delivery_state = 'pending'
 )
 SELECT u.* FROM upserted AS u;
 

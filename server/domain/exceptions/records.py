@@ -55,6 +55,14 @@ class RedriveVia(enum.Enum):
     SUBSCRIPTION = "subscription"
     WEBHOOK = "webhook"
     CASEWORK = "casework"
+    # `casework intake` publishes the corrected message back to where it failed (the origin
+    # kept in intake_messages), with the redrive key as its message id.
+    BROKER = "broker"
+
+
+# The routes by which Casework delivers each redrive itself (exception_redrives.delivery_*):
+# the apply worker POSTs WEBHOOK ones, `casework intake` publishes BROKER ones.
+DELIVERED_ROUTES = frozenset({RedriveVia.WEBHOOK, RedriveVia.BROKER})
 
 
 # The state machine: the states each action may start from.
@@ -246,7 +254,7 @@ class Redrive:
     result_detail: str | None
     reported_by: str | None
     reported_at: datetime | None
-    # For a workflow that takes redrives by webhook: pending, delivered or failed.
+    # For a workflow that takes redrives by webhook or broker: pending, delivered or failed.
     delivery_state: str | None
     delivery_attempts: int
     last_delivery_error: str | None

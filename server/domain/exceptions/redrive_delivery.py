@@ -1,19 +1,33 @@
 """Delivering redrives by webhook, once per attempt and recorded: claiming due deliveries,
 and recording each attempt. Like applying decisions (apply.py), the POST itself runs
 outside any transaction, between a claim and its recording; the redrive key is its
-idempotency key. Delivered is not done: the owning system reports the result."""
+idempotency key. Delivered is not done: the owning system reports the result.
+
+`casework intake` delivers a broker workflow's redrives the same way (server/intake/
+redrive.py: its own claim, these recordings)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from server.domain.exceptions import redrives
 from server.domain.rows import from_row
 from server.domain.text import clipped, storable
 from server.store import sql
 from server.store.database import Database, Row
+
+
+class DeliveryAttempt(Protocol):
+    """One claimed attempt at delivering a redrive, by webhook or by broker: what its
+    recording is fenced by."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def attempt(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -92,7 +106,7 @@ async def claim_due(db: Database, limit: int) -> list[DueDelivery]:
     return [DueDelivery.from_row(row) for row in rows]
 
 
-async def record_delivered(db: Database, due: DueDelivery) -> bool:
+async def record_delivered(db: Database, due: DeliveryAttempt) -> bool:
     """False if this attempt no longer counts (a later one took over its lapsed lock)."""
     row = await db.fetchrow(
         sql.redrive_delivery.REDRIVE_DELIVERY_RECORD_DELIVERED,
@@ -103,7 +117,7 @@ async def record_delivered(db: Database, due: DueDelivery) -> bool:
 
 
 async def record_failure(
-    db: Database, due: DueDelivery, *, error: str, permanent: bool, retry_at: datetime
+    db: Database, due: DeliveryAttempt, *, error: str, permanent: bool, retry_at: datetime
 ) -> str | None:
     """'pending' (will retry), 'failed', or None if this attempt no longer counts. A redrive
     that cannot be delivered goes back to a person in the same transaction."""

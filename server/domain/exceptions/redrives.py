@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from server.domain.exceptions import reads
 from server.domain.exceptions.records import (
+    DELIVERED_ROUTES,
     SYSTEM_ACTOR,
     SYSTEM_ROLE,
     ExceptionAction,
@@ -132,8 +133,8 @@ async def report_checked(
 async def answer_as_casework(
     db: Database, redrive_key: str, succeeded: bool, detail: str | None
 ) -> None:
-    """Casework's own answer (a re-applied decision, an undeliverable webhook redrive). No
-    one reads a response here, so a recorded answer costs one statement."""
+    """Casework's own answer (a re-applied decision, a redrive undeliverable by webhook or
+    by broker). No one reads a response here, so a recorded answer costs one statement."""
     row = await _write_report(db, redrive_key, succeeded, detail, SYSTEM_ACTOR, SYSTEM_ROLE, None)
     if row is not None:
         return
@@ -184,8 +185,8 @@ async def _why_not_reported(
         return InvalidInput(f"no redrive with key {redrive_key[:200]!r}", "redriveKey")
     workflow = (await get_workflows(db, [exception.workflow]))[exception.workflow]
     by_casework = workflow.redrive_via is RedriveVia.CASEWORK
-    # Casework may also say that a webhook redrive could not be delivered.
-    undeliverable = workflow.redrive_via is RedriveVia.WEBHOOK and not succeeded
+    # Casework may also say that a redrive could not be delivered (by webhook or broker).
+    undeliverable = workflow.redrive_via in DELIVERED_ROUTES and not succeeded
     if by_casework != (actor_role == SYSTEM_ROLE) and not (
         undeliverable and actor_role == SYSTEM_ROLE
     ):

@@ -29,7 +29,10 @@ strawberry.enum(
     name="RedriveVia",
     description="SUBSCRIPTION: the owning system follows exceptionEvents. WEBHOOK: Casework "
     "POSTs each redrive to it, signed, with the redrive key as Idempotency-Key. CASEWORK: "
-    "Casework carries the redrive out itself (apply_decision re-applies the decision).",
+    "Casework carries the redrive out itself (apply_decision re-applies the decision). "
+    "BROKER: `casework intake` publishes the corrected message (the original with the "
+    "correction's changes merged in) back to the broker queue it was dead-lettered from, with "
+    "the redrive key as its message id.",
 )
 ExceptionState = records.ExceptionState
 ExceptionClosure = records.Closure
@@ -183,8 +186,9 @@ class Redrive:
     reported_by: str | None
     reported_at: datetime | None
     delivery_state: str | None = strawberry.field(
-        description="WEBHOOK workflows: pending, delivered or failed. Delivered is not done: "
-        "the owning system reports the result."
+        description="WEBHOOK and BROKER workflows: pending, delivered (POSTed, or published "
+        "and confirmed by the broker) or failed. Delivered is not done: the owning system "
+        "reports the result."
     )
     delivery_attempts: int
     last_delivery_error: str | None = strawberry.field(

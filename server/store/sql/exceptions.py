@@ -68,7 +68,7 @@ Fence: redrive_pending at :version, the reason allows request_redrive, and the o
 approval queue in :queue_scope.
 """
 
-# db/queries/exceptions.sql:353
+# db/queries/exceptions.sql:355
 EXCEPTION_REPORT_REDRIVE_RESULT = Query("exception_report_redrive_result", lambda *, redrive_key, actor_role, queue_scope, succeeded, detail, actor: None)
 """The owning system's durable result for the redrive it was given. Success closes the
 exception as corrected; failure returns it to its owner with one more attempt counted
@@ -78,7 +78,7 @@ redrive_pending, the catalogue allows it (Casework's own answers aside), the own
 :queue_scope, and the answer comes from whom the workflow's route allows.
 """
 
-# db/queries/exceptions.sql:429
+# db/queries/exceptions.sql:432
 EXCEPTION_REOPEN = Query("exception_reopen", lambda *, exception_id, queue_scope, actor, actor_role, reason: None)
 """A closed exception goes back to its reason's owner with a fresh due time and a clean
 slate for the next correction; the history stays and the reopen is counted.
@@ -86,7 +86,7 @@ Fence: closed (so of two reopens, one wins), the reason allows reopen_exception,
 owner or approval queue in :queue_scope.
 """
 
-# db/queries/exceptions.sql:476
+# db/queries/exceptions.sql:479
 EXCEPTIONS_ESCALATE_OVERDUE = Query("exceptions_escalate_overdue", lambda *, queue: None)
 """Runs from the claim path (when item_claim_next finds nothing, or says overdue exceptions
 are waiting), so no cron job is needed: an exception waiting for review past its due

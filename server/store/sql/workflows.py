@@ -20,18 +20,18 @@ webhook never has it). A new route (:redrive_via given) replaces the secret at o
 rotated-out secret still in its overlap stops signing.
 """
 
-# db/queries/workflows.sql:71
+# db/queries/workflows.sql:73
 WORKFLOWS_GET_BY_NAMES = Query("workflows_get_by_names", lambda *, names: None)
 
-# db/queries/workflows.sql:74
+# db/queries/workflows.sql:76
 WORKFLOWS_LIST = Query("workflows_list", lambda: None)
 
-# db/queries/workflows.sql:77
+# db/queries/workflows.sql:79
 WORKFLOW_REDRIVE_SECRET_ROTATE = Query("workflow_redrive_secret_rotate", lambda *, workflow, overlap_seconds, secret: None)
 """Rotates the signing secret of a workflow whose redrives go by webhook, as
 queue_effect_secret_rotate does for a queue's effect. No row: no such workflow, or its
 redrives do not go by webhook.
 """
 
-# db/queries/workflows.sql:112
+# db/queries/workflows.sql:114
 WORKFLOW_REDRIVE_SECRET_OVERLAPS = Query("workflow_redrive_secret_overlaps", lambda *, workflows: None)
