@@ -1,0 +1,320 @@
+"""NATS JetStream: dead letters from the max-deliveries advisory, redrives by publishing back.
+
+JetStream has no dead-letter queue. When a consumer has delivered a message `max_deliver`
+times without an acknowledgement, the server publishes an advisory on
+`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>` naming the stream sequence
+of the message, and leaves the message in its stream. An advisory is a plain NATS message:
+nobody listening, it is gone. So the intake keeps them in a stream of their own (the
+capture stream, created here when absent), and reads that stream with a durable pull
+consumer: advisories published while the intake is down wait there.
+
+For each advisory the adapter fetches the original by its stream sequence and yields a
+DeadLetter: the message id is the original's `Nats-Msg-Id` header, else
+`<stream>:<sequence>`; the failure is the advisory's JSON; the origin is the original's
+subject and stream. Acknowledging acknowledges the advisory, then deletes the original from
+its stream (unless the source's options say to keep it). Parking publishes the original to
+the parking subject (which a stream must capture) with a `Casework-Park-Reason` header,
+then acknowledges.
+
+Options of a source (`[[source]] options` in the intake's configuration):
+- `consumer` (required): the consumer whose max deliveries make a dead letter.
+- `advisory_stream`: the capture stream's name (default `CASEWORK_MAXDELIVER_<stream>`);
+  an existing stream is used as it is, so an operator may create it beforehand.
+- `intake_consumer`: the durable consumer the intake reads the capture stream with
+  (default `casework-intake-<source name>`).
+- `ack_wait_seconds`: how long an advisory taken in a batch stays with the intake before
+  the server offers it again (default 300).
+- `delete_original`: false keeps the original in its stream after it is taken (default
+  true).
+- `poll_seconds`: how long one wait for advisories lasts before the source checks whether
+  it was closed (default 1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamConfig
+
+from server.intake.sources import BrokerKind, DeadLetter, Origin, SourceConfig
+
+log = logging.getLogger(__name__)
+
+MSG_ID_HEADER = "Nats-Msg-Id"
+PARK_REASON_HEADER = "Casework-Park-Reason"
+ORIGIN_STREAM_HEADER = "Casework-Origin-Stream"
+ORIGIN_SEQUENCE_HEADER = "Casework-Origin-Sequence"
+ORIGIN_SUBJECT_HEADER = "Casework-Origin-Subject"
+
+# Headers the server reads on a publish (Nats-Expected-Stream, Nats-Rollup, ...): a copy of
+# the original's headers keeps none of them, so a park or a redrive is never refused or
+# rolled up because of what the original carried.
+_SERVER_HEADER_PREFIX = "Nats-"
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def max_deliveries_subject(stream: str, consumer: str) -> str:
+    return f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{consumer}"
+
+
+@dataclass(frozen=True)
+class NatsSourceOptions:
+    """A NATS source's options, read once (and checked) when the source opens."""
+
+    stream: str
+    consumer: str
+    advisory_stream: str
+    intake_consumer: str
+    ack_wait_seconds: float
+    delete_original: bool
+    poll_seconds: float
+
+    @property
+    def advisory_subject(self) -> str:
+        return max_deliveries_subject(self.stream, self.consumer)
+
+    @classmethod
+    def of(cls, config: SourceConfig) -> NatsSourceOptions:
+        options = config.options
+        consumer = options.get("consumer")
+        if not isinstance(consumer, str) or not consumer:
+            raise ValueError(
+                f"source {config.name}: a NATS source needs options.consumer, the consumer "
+                "whose max deliveries make a dead letter"
+            )
+        stream = config.dead_letter
+        return cls(
+            stream=stream,
+            consumer=consumer,
+            advisory_stream=str(
+                options.get("advisory_stream") or f"CASEWORK_MAXDELIVER_{_name_part(stream)}"
+            ),
+            intake_consumer=str(
+                options.get("intake_consumer") or f"casework-intake-{_name_part(config.name)}"
+            ),
+            ack_wait_seconds=float(options.get("ack_wait_seconds", 300)),
+            delete_original=bool(options.get("delete_original", True)),
+            poll_seconds=float(options.get("poll_seconds", 1)),
+        )
+
+
+def _name_part(text: str) -> str:
+    """`text` as a part of a stream or consumer name (no dots, spaces or wildcards)."""
+    return _NAME_UNSAFE.sub("_", text)
+
+
+def _header_value(text: str) -> str:
+    """One header line: NATS headers end at a line break."""
+    return " ".join(text.splitlines())
+
+
+async def connect(config: SourceConfig) -> Client:
+    credentials = config.options.get("credentials")
+    return await nats.connect(
+        config.url,
+        name=f"casework-intake {config.name}",
+        user_credentials=str(credentials) if credentials else None,
+    )
+
+
+async def ensure_advisory_stream(js: JetStreamContext, options: NatsSourceOptions) -> None:
+    """Creates the stream that keeps the consumer's max-deliveries advisories, unless a
+    stream of that name exists. Advisories published before it exists are not kept."""
+    try:
+        await js.stream_info(options.advisory_stream)
+        return
+    except nats.js.errors.NotFoundError:
+        pass
+    try:
+        await js.add_stream(
+            StreamConfig(
+                name=options.advisory_stream,
+                description=f"max-deliveries advisories of {options.stream}, for casework",
+                subjects=[max_deliveries_subject(options.stream, "*")],
+            )
+        )
+    except nats.js.errors.BadRequestError:
+        # Two intakes starting together: the other created it (a different stream already
+        # holding these subjects is an operator's setup, named by advisory_stream).
+        await js.stream_info(options.advisory_stream)
+
+
+@dataclass(frozen=True)
+class _Handle:
+    advisory: Msg
+    stream: str
+    sequence: int
+
+
+class NatsDeadLetterSource:
+    """One JetStream consumer's dead letters (see the module's description)."""
+
+    def __init__(self, config: SourceConfig, nc: Client, options: NatsSourceOptions) -> None:
+        self._config = config
+        self._nc = nc
+        self._js = nc.jetstream()
+        self._options = options
+        self._subscription: JetStreamContext.PullSubscription | None = None
+        self._closed = False
+
+    async def _open(self) -> None:
+        options = self._options
+        await ensure_advisory_stream(self._js, options)
+        self._subscription = await self._js.pull_subscribe(
+            options.advisory_subject,
+            durable=options.intake_consumer,
+            stream=options.advisory_stream,
+            config=ConsumerConfig(
+                durable_name=options.intake_consumer,
+                deliver_policy=DeliverPolicy.ALL,
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=options.ack_wait_seconds,
+                max_deliver=-1,
+                filter_subject=options.advisory_subject,
+            ),
+        )
+
+    async def batches(self, size: int) -> AsyncIterator[list[DeadLetter]]:
+        assert self._subscription is not None
+        while not self._closed:
+            try:
+                advisories = await self._subscription.fetch(
+                    size, timeout=self._options.poll_seconds
+                )
+            except TimeoutError:  # nats.errors.TimeoutError, or asyncio's when a fetch expires
+                continue
+            except (nats.errors.ConnectionClosedError, nats.errors.BadSubscriptionError):
+                if self._closed:
+                    return
+                raise
+            letters = [
+                letter for msg in advisories if (letter := await self._letter_of(msg)) is not None
+            ]
+            if letters:
+                yield letters
+
+    async def _letter_of(self, advisory: Msg) -> DeadLetter | None:
+        """The dead letter an advisory names; None when there is none to hand over (the
+        advisory is then parked here, with its reason, and acknowledged)."""
+        stream = self._options.stream
+        try:
+            failure = json.loads(advisory.data)
+            sequence = int(failure["stream_seq"])
+        except (ValueError, TypeError, KeyError):
+            await self._park_advisory(advisory, "the max-deliveries advisory is not readable")
+            return None
+        try:
+            original = await self._js.get_msg(stream, sequence)
+        except nats.js.errors.NotFoundError:
+            await self._park_advisory(
+                advisory,
+                f"the original message {stream}:{sequence} is no longer in its stream",
+            )
+            return None
+        headers = {str(k): str(v) for k, v in (original.headers or {}).items()}
+        return DeadLetter(
+            message_id=headers.get(MSG_ID_HEADER) or f"{stream}:{sequence}",
+            body=original.data or b"",
+            headers=headers,
+            failure=failure,
+            origin=Origin(BrokerKind.NATS, subject=original.subject, stream=stream),
+            handle=_Handle(advisory, stream, sequence),
+        )
+
+    async def _park_advisory(self, advisory: Msg, reason: str) -> None:
+        log.warning(
+            "intake source %s: parked a max-deliveries advisory: %s", self._config.name, reason
+        )
+        await self._js.publish(
+            self._config.parking,
+            advisory.data,
+            headers={PARK_REASON_HEADER: _header_value(reason)},
+        )
+        await advisory.ack_sync()
+
+    async def acknowledge(self, letter: DeadLetter) -> None:
+        handle: _Handle = letter.handle
+        # The advisory first: once it is acknowledged nothing brings the letter back, and a
+        # failure before the delete below leaves only an original no consumer delivers again.
+        await handle.advisory.ack_sync()
+        if self._options.delete_original:
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await self._js.delete_msg(handle.stream, handle.sequence)
+
+    async def park(self, letter: DeadLetter, reason: str) -> None:
+        handle: _Handle = letter.handle
+        headers = {
+            k: v for k, v in letter.headers.items() if not k.startswith(_SERVER_HEADER_PREFIX)
+        } | {
+            PARK_REASON_HEADER: _header_value(reason),
+            ORIGIN_STREAM_HEADER: handle.stream,
+            ORIGIN_SEQUENCE_HEADER: str(handle.sequence),
+            ORIGIN_SUBJECT_HEADER: letter.origin.subject or "",
+            # A park repeated after a crash (before the acknowledgement) is one message on
+            # a parking stream that de-duplicates within its window.
+            MSG_ID_HEADER: letter.message_id,
+        }
+        await self._js.publish(self._config.parking, letter.body, headers=headers)
+        await self.acknowledge(letter)
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._nc.close()
+
+
+class NatsRedrivePublisher:
+    """Publishes a corrected message to its origin subject, with `Nats-Msg-Id` = the redrive
+    key: the origin stream keeps one copy of a key within its duplicate window."""
+
+    def __init__(self, config: SourceConfig, nc: Client) -> None:
+        self._config = config
+        self._nc = nc
+        self._js = nc.jetstream()
+
+    async def publish(
+        self, origin: Origin, body: bytes, *, message_id: str, headers: Mapping[str, str]
+    ) -> None:
+        if origin.broker is not BrokerKind.NATS or not origin.subject:
+            raise ValueError(f"not a NATS origin with a subject: {origin.as_json()}")
+        sent: dict[str, Any] = {
+            k: v for k, v in headers.items() if not k.startswith(_SERVER_HEADER_PREFIX)
+        } | {MSG_ID_HEADER: message_id}
+        ack = await self._js.publish(origin.subject, body, stream=origin.stream, headers=sent)
+        if ack.duplicate:
+            log.info(
+                "intake source %s: redrive %s was already in stream %s",
+                self._config.name,
+                message_id,
+                ack.stream,
+            )
+
+    async def close(self) -> None:
+        await self._nc.close()
+
+
+async def open_source(config: SourceConfig) -> NatsDeadLetterSource:
+    options = NatsSourceOptions.of(config)
+    nc = await connect(config)
+    source = NatsDeadLetterSource(config, nc, options)
+    try:
+        await source._open()
+    except BaseException:
+        await nc.close()
+        raise
+    return source
+
+
+async def open_publisher(config: SourceConfig) -> NatsRedrivePublisher:
+    return NatsRedrivePublisher(config, await connect(config))
