@@ -5,8 +5,9 @@ times without an acknowledgement, the server publishes an advisory on
 `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>` naming the stream sequence
 of the message, and leaves the message in its stream. An advisory is a plain NATS message:
 nobody listening, it is gone. So the intake keeps them in a stream of their own (the
-capture stream, created here when absent), and reads that stream with a durable pull
-consumer: advisories published while the intake is down wait there.
+capture stream, created here when absent, with work-queue retention), and reads that
+stream with a durable pull consumer: advisories published while the intake is down wait
+there, and each is removed once the intake acknowledges it.
 
 For each advisory the adapter fetches the original by its stream sequence and yields a
 DeadLetter: the message id is the original's `Nats-Msg-Id` header, else
@@ -46,7 +47,7 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, RetentionPolicy, StreamConfig
 
 from server.intake.sources import BrokerKind, DeadLetter, Origin, SourceConfig
 
@@ -143,6 +144,8 @@ async def ensure_advisory_stream(js: JetStreamContext, options: NatsSourceOption
                 name=options.advisory_stream,
                 description=f"max-deliveries advisories of {options.stream}, for casework",
                 subjects=[max_deliveries_subject(options.stream, "*")],
+                # An advisory stays until the intake acknowledges it, and no longer.
+                retention=RetentionPolicy.WORK_QUEUE,
             )
         )
     except nats.js.errors.BadRequestError:
@@ -237,10 +240,11 @@ class NatsDeadLetterSource:
         log.warning(
             "intake source %s: parked a max-deliveries advisory: %s", self._config.name, reason
         )
+        where = f"{self._options.advisory_stream}:{advisory.metadata.sequence.stream}"
         await self._js.publish(
             self._config.parking,
             advisory.data,
-            headers={PARK_REASON_HEADER: _header_value(reason)},
+            headers={PARK_REASON_HEADER: _header_value(reason), MSG_ID_HEADER: where},
         )
         await advisory.ack_sync()
 
@@ -263,7 +267,7 @@ class NatsDeadLetterSource:
             ORIGIN_SEQUENCE_HEADER: str(handle.sequence),
             ORIGIN_SUBJECT_HEADER: letter.origin.subject or "",
             # A park repeated after a crash (before the acknowledgement) is one message on
-            # a parking stream that de-duplicates within its window.
+            # a parking stream, which keeps one per id within its window.
             MSG_ID_HEADER: letter.message_id,
         }
         await self._js.publish(self._config.parking, letter.body, headers=headers)

@@ -21,6 +21,7 @@ import nats.errors
 import nats.js.errors
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
@@ -106,9 +107,9 @@ class _Declared:
     options: NatsSourceOptions
     worker: JetStreamContext.PullSubscription
     parked: JetStreamContext.PullSubscription
-    # Stream sequences the capture stream holds an advisory for, read up to `next_advisory`.
+    # Stream sequences the server published a max-deliveries advisory for (heard on a
+    # subscription of the harness's own: the capture stream's copy is the intake's).
     dead_lettered: set[int] = field(default_factory=set)
-    next_advisory: int = 1
 
 
 class NatsHarness:
@@ -167,9 +168,16 @@ class NatsHarness:
         )
         source_options = NatsSourceOptions.of(config)
         await ensure_advisory_stream(self.js, source_options)
-        self.declared[name] = _Declared(
+        declared = _Declared(
             stream, work_subject, parking_stream, parking_subject, source_options, worker, parked
         )
+
+        async def heard(advisory: Msg) -> None:
+            declared.dead_lettered.add(int(json.loads(advisory.data)["stream_seq"]))
+
+        await self.nc.subscribe(source_options.advisory_subject, cb=heard)
+        await self.nc.flush()
+        self.declared[name] = declared
         return config
 
     async def publish(self, name: str, body: bytes, headers: Mapping[str, str]) -> int:
@@ -188,27 +196,12 @@ class NatsHarness:
                 taken = []
             for msg in taken:
                 await msg.nak()
-            await self._read_advisories(declared)
             return sequence in declared.dead_lettered
 
         await wait_until(
             dead_lettered, within=WITHIN, what=f"the max-deliveries advisory of {sequence}"
         )
         return headers.get("Nats-Msg-Id") or f"{declared.stream}:{sequence}"
-
-    async def _read_advisories(self, declared: _Declared) -> None:
-        advisory_stream = declared.options.advisory_stream
-        last = (await self.js.stream_info(advisory_stream)).state.last_seq
-        while declared.next_advisory <= last:
-            try:
-                advisory = await self.js.get_msg(advisory_stream, declared.next_advisory)
-            except nats.js.errors.NotFoundError:
-                pass
-            else:
-                found = json.loads(advisory.data or b"{}")
-                if found.get("stream") == declared.stream:
-                    declared.dead_lettered.add(int(found["stream_seq"]))
-            declared.next_advisory += 1
 
     async def _take(
         self, subscription: JetStreamContext.PullSubscription, count: int, what: str

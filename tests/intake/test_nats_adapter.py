@@ -5,6 +5,7 @@ original message with the advisory as its failure; acknowledge, park and redrive
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 
@@ -251,6 +252,7 @@ async def test_an_advisory_whose_original_is_gone_is_parked(nats_harness: NatsHa
         f"the original message {lost} is no longer in its stream"
     )
     assert json.loads(parked.body)["stream_seq"] == sequence
+    assert parked.message_id.startswith(f"{NatsSourceOptions.of(config).advisory_stream}:")
 
 
 async def test_a_redrive_published_twice_is_one_message(nats_harness: NatsHarness) -> None:
@@ -297,12 +299,32 @@ async def test_a_redrive_to_an_origin_no_stream_holds_fails(nats_harness: NatsHa
                 message_id="k",
                 headers={},
             )
+        with pytest.raises(nats.js.errors.BadRequestError, match="expected stream"):
+            await publisher.publish(
+                Origin(BrokerKind.NATS, subject=nats_harness.work_subject("nowhere"), stream="X"),
+                b"{}",
+                message_id="k",
+                headers={},
+            )
+        assert await nats_harness.pending_on_work_queue("nowhere") == 0
         with pytest.raises(ValueError, match="not a NATS origin"):
             await publisher.publish(
                 Origin(BrokerKind.SQS, queue="q"), b"{}", message_id="k", headers={}
             )
     finally:
         await publisher.close()
+
+
+async def test_one_consumer_feeds_one_source(nats_harness: NatsHarness) -> None:
+    # Two sources on one consumer would each raise an exception for the same message: the
+    # capture stream's work-queue retention makes the server refuse the second.
+    config = await nats_harness.declare("single")
+    source = await open_source(config)
+    try:
+        with pytest.raises(nats.js.errors.BadRequestError, match="not unique"):
+            await open_source(dataclasses.replace(config, name="another"))
+    finally:
+        await source.close()
 
 
 def test_a_source_names_its_consumer() -> None:
