@@ -35,6 +35,10 @@ MACHINE_NATS_URL = os.environ.get("TEST_NATS_URL", "nats://127.0.0.1:4222")
 WORK_CONSUMER = "worker"
 MAX_DELIVER = 2
 WITHIN = 20.0
+# How long a letter an intake took stays with it: an intake killed before acknowledging
+# (the end-to-end test kills one mid-batch) leaves its letters to the next after this long.
+# Production's default is 300 s; a test batch commits well within 5.
+ACK_WAIT_SECONDS = 5
 
 
 async def answers_with_jetstream(url: str) -> bool:
@@ -164,7 +168,7 @@ class NatsHarness:
             url=self.url,
             dead_letter=stream,
             parking=parking_subject,
-            options={"consumer": WORK_CONSUMER, **options},
+            options={"consumer": WORK_CONSUMER, "ack_wait_seconds": ACK_WAIT_SECONDS, **options},
         )
         source_options = NatsSourceOptions.of(config)
         await ensure_advisory_stream(self.js, source_options)
@@ -234,6 +238,11 @@ class NatsHarness:
         declared = self.declared[name]
         info = await self.js.consumer_info(declared.stream, WORK_CONSUMER)
         return int(info.num_pending) + int(info.num_ack_pending)
+
+    async def dead_letters_waiting(self, name: str) -> int:
+        """Advisories the intake has not acknowledged yet (taken or not)."""
+        advisory_stream = self.declared[name].options.advisory_stream
+        return int((await self.js.stream_info(advisory_stream)).state.messages)
 
     async def close(self) -> None:
         try:

@@ -176,11 +176,13 @@ async def test_advisories_wait_while_the_intake_is_down(nats_harness: NatsHarnes
     source = await open_source(config)
     try:
         taken = await letters(source, 3)
+        assert await nats_harness.dead_letters_waiting("down") == 3
         for letter in taken:
             await source.acknowledge(letter)
     finally:
         await source.close()
     assert [letter.message_id for letter in taken] == failed
+    assert await nats_harness.dead_letters_waiting("down") == 0
     assert await intake_backlog(nats_harness, config) == (0, 0)
 
 
