@@ -17,18 +17,8 @@ its stream (unless the source's options say to keep it). Parking publishes the o
 the parking subject (which a stream must capture) with a `Casework-Park-Reason` header,
 then acknowledges.
 
-Options of a source (`[[source]] options` in the intake's configuration):
-- `consumer` (required): the consumer whose max deliveries make a dead letter.
-- `advisory_stream`: the capture stream's name (default `CASEWORK_MAXDELIVER_<stream>`);
-  an existing stream is used as it is, so an operator may create it beforehand.
-- `intake_consumer`: the durable consumer the intake reads the capture stream with
-  (default `casework-intake-<source name>`).
-- `ack_wait_seconds`: how long an advisory taken in a batch stays with the intake before
-  the server offers it again (default 300).
-- `delete_original`: false keeps the original in its stream after it is taken (default
-  true).
-- `poll_seconds`: how long one wait for advisories lasts before the source checks whether
-  it was closed (default 1).
+The source's options are described by NatsSourceOptions; at start the adapter checks that
+the stream, its consumer (with a max_deliver) and a stream for the parking subject exist.
 """
 
 from __future__ import annotations
@@ -64,23 +54,59 @@ ORIGIN_SUBJECT_HEADER = "Casework-Origin-Subject"
 # rolled up because of what the original carried.
 _SERVER_HEADER_PREFIX = "Nats-"
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
+_SUBJECT = re.compile(r"[^\s*>.]+(\.[^\s*>.]+)*")
 
 
 def max_deliveries_subject(stream: str, consumer: str) -> str:
     return f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{consumer}"
 
 
+# The keys of a source's `options` table (NatsSourceOptions says what each means).
+OPTIONS = (
+    "consumer",
+    "advisory_stream",
+    "intake_consumer",
+    "ack_wait_seconds",
+    "delete_original",
+    "poll_seconds",
+    "credentials",
+)
+DEFAULT_ACK_WAIT_SECONDS = 300
+DEFAULT_POLL_SECONDS = 1
+
+
+class NatsConfigError(ValueError):
+    """The source's NATS settings cannot be used (a bad value, a stream or consumer that does
+    not exist, a parking subject no stream keeps)."""
+
+
 @dataclass(frozen=True)
 class NatsSourceOptions:
-    """A NATS source's options, read once (and checked) when the source opens."""
+    """A source's `dead_letter` (the stream) and `options` table, for NATS JetStream.
+
+    consumer (required): the consumer of that stream whose max deliveries make a dead letter;
+    advisory_stream: the stream keeping the consumer's max-deliveries advisories (default
+        `CASEWORK_MAXDELIVER_<stream>`, created at start when absent; an existing one is used
+        as it is);
+    intake_consumer: the durable consumer the intake reads it with (default
+        `casework-intake-<source name>`);
+    ack_wait_seconds: how long an advisory taken in a batch stays with the intake before the
+        server offers it again (default 300); set when the intake consumer is created;
+    delete_original: false leaves the original in its stream once taken (default true);
+    poll_seconds: how long one wait for advisories lasts before the source checks whether it
+        was closed (default 1);
+    credentials: a NATS credentials file (user JWT and seed); a user and password go in
+        the url."""
 
     stream: str
     consumer: str
     advisory_stream: str
     intake_consumer: str
-    ack_wait_seconds: float
-    delete_original: bool
-    poll_seconds: float
+    ack_wait_seconds: float = DEFAULT_ACK_WAIT_SECONDS
+    delete_original: bool = True
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    credentials: str | None = None
 
     @property
     def advisory_subject(self) -> str:
@@ -88,32 +114,64 @@ class NatsSourceOptions:
 
     @classmethod
     def of(cls, config: SourceConfig) -> NatsSourceOptions:
-        options = config.options
+        options = dict(config.options)
+
+        def refuse(problem: str) -> NatsConfigError:
+            return NatsConfigError(f"source {config.name}: {problem}")
+
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise refuse(f"unknown NATS options {', '.join(unknown)}")
+        stream = config.dead_letter
         consumer = options.get("consumer")
         if not isinstance(consumer, str) or not consumer:
-            raise ValueError(
-                f"source {config.name}: a NATS source needs options.consumer, the consumer "
-                "whose max deliveries make a dead letter"
+            raise refuse(
+                "a NATS source needs options.consumer, the consumer whose max deliveries make"
+                " a dead letter"
             )
-        stream = config.dead_letter
+        advisory_stream = options.get("advisory_stream", f"CASEWORK_MAXDELIVER_{stream}")
+        intake_consumer = options.get(
+            "intake_consumer", f"casework-intake-{_NAME_UNSAFE.sub('_', config.name)}"
+        )
+        for key, name in (
+            ("dead_letter", stream),
+            ("consumer", consumer),
+            ("advisory_stream", advisory_stream),
+            ("intake_consumer", intake_consumer),
+        ):
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                raise refuse(
+                    f"{key} must be a JetStream name (letters, digits, - and _), not {name!r}"
+                )
+        if not _SUBJECT.fullmatch(config.parking):
+            raise refuse(f"parking must be a subject without wildcards, not {config.parking!r}")
+        ack_wait = _seconds(options, "ack_wait_seconds", DEFAULT_ACK_WAIT_SECONDS)
+        poll = _seconds(options, "poll_seconds", DEFAULT_POLL_SECONDS)
+        if ack_wait is None or poll is None:
+            raise refuse("ack_wait_seconds and poll_seconds must be numbers of seconds above 0")
+        delete_original = options.get("delete_original", True)
+        if not isinstance(delete_original, bool):
+            raise refuse("delete_original must be true or false")
+        credentials = options.get("credentials")
+        if credentials is not None and not isinstance(credentials, str):
+            raise refuse("credentials must be the path of a credentials file")
         return cls(
             stream=stream,
             consumer=consumer,
-            advisory_stream=str(
-                options.get("advisory_stream") or f"CASEWORK_MAXDELIVER_{_name_part(stream)}"
-            ),
-            intake_consumer=str(
-                options.get("intake_consumer") or f"casework-intake-{_name_part(config.name)}"
-            ),
-            ack_wait_seconds=float(options.get("ack_wait_seconds", 300)),
-            delete_original=bool(options.get("delete_original", True)),
-            poll_seconds=float(options.get("poll_seconds", 1)),
+            advisory_stream=advisory_stream,
+            intake_consumer=intake_consumer,
+            ack_wait_seconds=ack_wait,
+            delete_original=delete_original,
+            poll_seconds=poll,
+            credentials=credentials,
         )
 
 
-def _name_part(text: str) -> str:
-    """`text` as a part of a stream or consumer name (no dots, spaces or wildcards)."""
-    return _NAME_UNSAFE.sub("_", text)
+def _seconds(options: Mapping[str, Any], key: str, default: float) -> float | None:
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return float(value)
 
 
 def _header_value(text: str) -> str:
@@ -121,13 +179,40 @@ def _header_value(text: str) -> str:
     return " ".join(text.splitlines())
 
 
-async def connect(config: SourceConfig) -> Client:
-    credentials = config.options.get("credentials")
+async def connect(config: SourceConfig, options: NatsSourceOptions) -> Client:
     return await nats.connect(
         config.url,
         name=f"casework-intake {config.name}",
-        user_credentials=str(credentials) if credentials else None,
+        user_credentials=options.credentials,
     )
+
+
+async def check_source(
+    js: JetStreamContext, config: SourceConfig, options: NatsSourceOptions
+) -> None:
+    """Refuses, saying why, a source whose letters could never arrive or never be parked."""
+
+    def refuse(problem: str) -> NatsConfigError:
+        return NatsConfigError(f"source {config.name}: {problem}")
+
+    try:
+        consumer = await js.consumer_info(options.stream, options.consumer)
+    except nats.js.errors.NotFoundError:
+        raise refuse(
+            f"stream {options.stream} has no consumer {options.consumer}"
+            " (or there is no such stream)"
+        ) from None
+    if not consumer.config.max_deliver or consumer.config.max_deliver < 1:
+        raise refuse(
+            f"consumer {options.consumer} of stream {options.stream} sets no max_deliver:"
+            " it redelivers a failing message for ever and never gives one up"
+        )
+    try:
+        await js.find_stream_name_by_subject(config.parking)
+    except nats.js.errors.NotFoundError:
+        raise refuse(
+            f"no stream keeps the parking subject {config.parking}: parked messages would be lost"
+        ) from None
 
 
 async def ensure_advisory_stream(js: JetStreamContext, options: NatsSourceOptions) -> None:
@@ -310,9 +395,10 @@ class NatsRedrivePublisher:
 
 async def open_source(config: SourceConfig) -> NatsDeadLetterSource:
     options = NatsSourceOptions.of(config)
-    nc = await connect(config)
+    nc = await connect(config, options)
     source = NatsDeadLetterSource(config, nc, options)
     try:
+        await check_source(source._js, config, options)
         await source._open()
     except BaseException:
         await nc.close()
@@ -321,4 +407,4 @@ async def open_source(config: SourceConfig) -> NatsDeadLetterSource:
 
 
 async def open_publisher(config: SourceConfig) -> NatsRedrivePublisher:
-    return NatsRedrivePublisher(config, await connect(config))
+    return NatsRedrivePublisher(config, await connect(config, NatsSourceOptions.of(config)))

@@ -7,13 +7,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 from collections.abc import AsyncIterator
 
 import nats.js.errors
 import pytest
+from nats.js.api import AckPolicy, ConsumerConfig
 
+from server.config import REPO_ROOT
 from server.intake.nats import (
+    OPTIONS,
     PARK_REASON_HEADER,
+    NatsConfigError,
     NatsDeadLetterSource,
     NatsSourceOptions,
     max_deliveries_subject,
@@ -329,20 +334,89 @@ async def test_one_consumer_feeds_one_source(nats_harness: NatsHarness) -> None:
         await source.close()
 
 
-def test_a_source_names_its_consumer() -> None:
-    config = SourceConfig("s", BrokerKind.NATS, "nats://127.0.0.1:4222", "ORDERS", "parked")
-    with pytest.raises(ValueError, match=r"options\.consumer"):
-        NatsSourceOptions.of(config)
-    options = NatsSourceOptions.of(
-        SourceConfig(
-            "my source", BrokerKind.NATS, "nats://x", "ORDERS", "p", {"consumer": "billing"}
-        )
+def nats_config(named: str = "s", **options: object) -> SourceConfig:
+    return SourceConfig(
+        named, BrokerKind.NATS, "nats://127.0.0.1:1", "ORDERS", "orders.parked", options
     )
+
+
+def test_a_source_names_its_consumer_and_defaults_the_rest() -> None:
+    with pytest.raises(NatsConfigError, match=r"needs options\.consumer"):
+        NatsSourceOptions.of(nats_config())
+    options = NatsSourceOptions.of(nats_config("my source", consumer="billing"))
     assert options.advisory_subject == max_deliveries_subject("ORDERS", "billing")
     assert options.advisory_subject == "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.ORDERS.billing"
-    assert options.advisory_stream == "CASEWORK_MAXDELIVER_ORDERS"
-    assert options.intake_consumer == "casework-intake-my_source"
-    assert options.delete_original is True
+    assert options == NatsSourceOptions(
+        stream="ORDERS",
+        consumer="billing",
+        advisory_stream="CASEWORK_MAXDELIVER_ORDERS",
+        intake_consumer="casework-intake-my_source",
+        ack_wait_seconds=300,
+        delete_original=True,
+        poll_seconds=1,
+        credentials=None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"consumer": "c", "consumer_name": "x"}, "unknown NATS options consumer_name"),
+        ({"consumer": "a.b"}, "consumer must be a JetStream name"),
+        ({"consumer": "c", "advisory_stream": "ADV*"}, "advisory_stream must be a JetStream"),
+        ({"consumer": "c", "intake_consumer": ""}, "intake_consumer must be a JetStream"),
+        ({"consumer": "c", "ack_wait_seconds": 0}, "ack_wait_seconds and poll_seconds"),
+        ({"consumer": "c", "poll_seconds": "1"}, "ack_wait_seconds and poll_seconds"),
+        ({"consumer": "c", "ack_wait_seconds": True}, "ack_wait_seconds and poll_seconds"),
+        ({"consumer": "c", "delete_original": "no"}, "delete_original must be true or false"),
+        ({"consumer": "c", "credentials": 1}, "credentials must be the path"),
+    ],
+)
+def test_bad_options_are_refused_with_what_is_wrong(
+    options: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(NatsConfigError, match=f"^source s: {problem}"):
+        NatsSourceOptions.of(nats_config("s", **options))
+
+
+def test_the_stream_and_the_parking_subject_are_checked() -> None:
+    bad_stream = dataclasses.replace(nats_config(consumer="c"), dead_letter="ORDERS.v1")
+    with pytest.raises(NatsConfigError, match="dead_letter must be a JetStream name"):
+        NatsSourceOptions.of(bad_stream)
+    for parking in ("parked.>", "parked.*.x", "", "a..b"):
+        with pytest.raises(NatsConfigError, match="parking must be a subject"):
+            NatsSourceOptions.of(dataclasses.replace(nats_config(consumer="c"), parking=parking))
+
+
+async def test_a_source_is_refused_when_its_letters_could_not_arrive_or_be_parked(
+    nats_harness: NatsHarness,
+) -> None:
+    config = await nats_harness.declare("checked")
+    stream = nats_harness.stream_of("checked")
+    missing = dataclasses.replace(config, options={**config.options, "consumer": "nobody"})
+    with pytest.raises(NatsConfigError, match=f"stream {stream} has no consumer nobody"):
+        await open_source(missing)
+
+    await nats_harness.js.add_consumer(
+        stream, ConsumerConfig(durable_name="forever", ack_policy=AckPolicy.EXPLICIT)
+    )
+    forever = dataclasses.replace(config, options={**config.options, "consumer": "forever"})
+    with pytest.raises(NatsConfigError, match="sets no max_deliver"):
+        await open_source(forever)
+
+    unkept = dataclasses.replace(config, parking="cw.nobody.keeps.this")
+    with pytest.raises(NatsConfigError, match="no stream keeps the parking subject"):
+        await open_source(unkept)
+
+
+def test_the_docs_describe_every_option() -> None:
+    doc = (REPO_ROOT / "docs" / "integrations.md").read_text()
+    section = doc.partition("<!-- section: intake-nats -->")[2]
+    section = section.partition("<!-- /section: intake-nats -->")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    described = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row.split("|")[1])}
+    assert described == set(OPTIONS)
+    assert "nats-server -js" in section
 
 
 async def test_a_server_started_here_carries_the_whole_round_trip() -> None:
