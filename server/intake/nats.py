@@ -23,6 +23,7 @@ the stream, its consumer (with a max_deliver) and a stream for the parking subje
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -91,8 +92,9 @@ class NatsSourceOptions:
         as it is);
     intake_consumer: the durable consumer the intake reads it with (default
         `casework-intake-<source name>`);
-    ack_wait_seconds: how long an advisory taken in a batch stays with the intake before the
-        server offers it again (default 300); set when the intake consumer is created;
+    ack_wait_seconds: how long an advisory an intake took, then died holding (or let go),
+        waits before the server offers it again (default 300); set when the intake consumer
+        is created; while a batch is worked on, its advisories are kept in progress;
     delete_original: false leaves the original in its stream once taken (default true);
     poll_seconds: how long one wait for advisories lasts before the source checks whether it
         was closed (default 1);
@@ -242,6 +244,8 @@ async def ensure_advisory_stream(js: JetStreamContext, options: NatsSourceOption
 @dataclass(frozen=True)
 class _Handle:
     advisory: Msg
+    # The advisory's sequence in the capture stream.
+    position: int
     stream: str
     sequence: int
 
@@ -256,6 +260,11 @@ class NatsDeadLetterSource:
         self._options = options
         self._subscription: JetStreamContext.PullSubscription | None = None
         self._closed = False
+        # Advisories handed out in the current batch and not yet settled, by their sequence
+        # in the capture stream: kept from the server's redelivery while the intake works.
+        self._held: dict[int, Msg] = {}
+        self._keeper: asyncio.Task[None] | None = None
+        self._ack_wait = options.ack_wait_seconds
 
     async def _open(self) -> None:
         options = self._options
@@ -273,9 +282,14 @@ class NatsDeadLetterSource:
                 filter_subject=options.advisory_subject,
             ),
         )
+        # The consumer's own ack wait: it may have been created with another value.
+        info = await self._subscription.consumer_info()
+        self._ack_wait = float(info.config.ack_wait or self._ack_wait)
 
     async def batches(self, size: int) -> AsyncIterator[list[DeadLetter]]:
         assert self._subscription is not None
+        if self._keeper is None:
+            self._keeper = asyncio.create_task(self._keep_held())
         while not self._closed:
             try:
                 advisories = await self._subscription.fetch(
@@ -291,7 +305,24 @@ class NatsDeadLetterSource:
                 letter for msg in advisories if (letter := await self._letter_of(msg)) is not None
             ]
             if letters:
+                self._held.update(
+                    (letter.handle.position, letter.handle.advisory) for letter in letters
+                )
                 yield letters
+                # Asked for the next batch: what the intake left unsettled of this one is let
+                # go, and the server offers it again once its ack wait has passed.
+                for letter in letters:
+                    self._held.pop(letter.handle.position, None)
+
+    async def _keep_held(self) -> None:
+        """Tells the server, every third of the ack wait, that the held advisories are still
+        being worked on, so a batch that takes longer than the ack wait is not handed to
+        another intake meanwhile."""
+        while not self._closed:
+            await asyncio.sleep(self._ack_wait / 3)
+            for advisory in list(self._held.values()):
+                with contextlib.suppress(nats.errors.Error):
+                    await advisory.in_progress()
 
     async def _letter_of(self, advisory: Msg) -> DeadLetter | None:
         """The dead letter an advisory names; None when there is none to hand over (the
@@ -318,7 +349,7 @@ class NatsDeadLetterSource:
             headers=headers,
             failure=failure,
             origin=Origin(BrokerKind.NATS, subject=original.subject, stream=stream),
-            handle=_Handle(advisory, stream, sequence),
+            handle=_Handle(advisory, advisory.metadata.sequence.stream, stream, sequence),
         )
 
     async def _park_advisory(self, advisory: Msg, reason: str) -> None:
@@ -335,6 +366,7 @@ class NatsDeadLetterSource:
 
     async def acknowledge(self, letter: DeadLetter) -> None:
         handle: _Handle = letter.handle
+        self._held.pop(handle.position, None)
         # The advisory first: once it is acknowledged nothing brings the letter back, and a
         # failure before the delete below leaves only an original no consumer delivers again.
         await handle.advisory.ack_sync()
@@ -360,6 +392,10 @@ class NatsDeadLetterSource:
 
     async def close(self) -> None:
         self._closed = True
+        if self._keeper is not None:
+            self._keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keeper
         await self._nc.close()
 
 

@@ -169,6 +169,45 @@ async def test_an_unacknowledged_letter_comes_back_after_a_crash(
     assert await intake_backlog(nats_harness, config) == (0, 0)
 
 
+async def test_a_batch_held_beyond_the_ack_wait_stays_with_its_intake(
+    nats_harness: NatsHarness,
+) -> None:
+    # The ack wait is 1 s; the intake works on its batch for over three times that. Its
+    # source tells the server the advisory is in progress, so another intake gets nothing.
+    config = await nats_harness.declare("held", ack_wait_seconds=1)
+    await nats_harness.fail_to_dead_letter("held", b"{}", {})
+    working, other = await open_source(config), await open_source(config)
+    try:
+        working_batches = working.batches(10)
+        [letter] = await next_batch(working_batches)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(3.5):
+                await anext(other.batches(10))
+        assert await intake_backlog(nats_harness, config) == (0, 1)
+        await working.acknowledge(letter)
+        assert await intake_backlog(nats_harness, config) == (0, 0)
+    finally:
+        await working.close()
+        await other.close()
+
+
+async def test_what_a_batch_left_unsettled_is_let_go(nats_harness: NatsHarness) -> None:
+    # The intake asked for its next batch without settling a letter of the last one: the
+    # source stops holding it, and after the ack wait the server offers it again.
+    config = await nats_harness.declare("let-go", ack_wait_seconds=1)
+    message_id = await nats_harness.fail_to_dead_letter("let-go", b"{}", {})
+    source = await open_source(config)
+    try:
+        batches = source.batches(10)
+        [unsettled] = await next_batch(batches)
+        [again] = await next_batch(batches)
+        assert again.message_id == unsettled.message_id == message_id
+        await source.acknowledge(again)
+    finally:
+        await source.close()
+    assert await intake_backlog(nats_harness, config) == (0, 0)
+
+
 async def test_advisories_wait_while_the_intake_is_down(nats_harness: NatsHarness) -> None:
     config = await nats_harness.declare("down")
     source = await open_source(config)
