@@ -217,28 +217,37 @@ async def check_source(
         ) from None
 
 
-async def ensure_advisory_stream(js: JetStreamContext, options: NatsSourceOptions) -> None:
+async def ensure_advisory_stream(
+    js: JetStreamContext, options: NatsSourceOptions, source_name: str
+) -> None:
     """Creates the stream that keeps the consumer's max-deliveries advisories, unless a
-    stream of that name exists. Advisories published before it exists are not kept."""
+    stream of that name exists; then checks that this stream is the one keeping them.
+    Advisories published before it exists are not kept."""
     try:
         await js.stream_info(options.advisory_stream)
-        return
     except nats.js.errors.NotFoundError:
-        pass
-    try:
-        await js.add_stream(
-            StreamConfig(
-                name=options.advisory_stream,
-                description=f"max-deliveries advisories of {options.stream}, for casework",
-                subjects=[max_deliveries_subject(options.stream, "*")],
-                # An advisory stays until the intake acknowledges it, and no longer.
-                retention=RetentionPolicy.WORK_QUEUE,
+        # Refused when another intake created it meanwhile, or when another stream holds
+        # these subjects: the check below tells the two apart.
+        with contextlib.suppress(nats.js.errors.BadRequestError):
+            await js.add_stream(
+                StreamConfig(
+                    name=options.advisory_stream,
+                    description=f"max-deliveries advisories of {options.stream}, for casework",
+                    subjects=[max_deliveries_subject(options.stream, "*")],
+                    # An advisory stays until the intake acknowledges it, and no longer.
+                    retention=RetentionPolicy.WORK_QUEUE,
+                )
             )
+    try:
+        keeper: str | None = await js.find_stream_name_by_subject(options.advisory_subject)
+    except nats.js.errors.NotFoundError:
+        keeper = None
+    if keeper != options.advisory_stream:
+        raise NatsConfigError(
+            f"source {source_name}: stream {options.advisory_stream} does not keep"
+            f" {options.advisory_subject}"
+            + (f" (stream {keeper} does: name it in advisory_stream)" if keeper else "")
         )
-    except nats.js.errors.BadRequestError:
-        # Two intakes starting together: the other created it (a different stream already
-        # holding these subjects is an operator's setup, named by advisory_stream).
-        await js.stream_info(options.advisory_stream)
 
 
 @dataclass(frozen=True)
@@ -268,7 +277,7 @@ class NatsDeadLetterSource:
 
     async def _open(self) -> None:
         options = self._options
-        await ensure_advisory_stream(self._js, options)
+        await ensure_advisory_stream(self._js, options, self._config.name)
         self._subscription = await self._js.pull_subscribe(
             options.advisory_subject,
             durable=options.intake_consumer,

@@ -171,7 +171,7 @@ class NatsHarness:
             options={"consumer": WORK_CONSUMER, "ack_wait_seconds": ACK_WAIT_SECONDS, **options},
         )
         source_options = NatsSourceOptions.of(config)
-        await ensure_advisory_stream(self.js, source_options)
+        await ensure_advisory_stream(self.js, source_options, name)
         declared = _Declared(
             stream, work_subject, parking_stream, parking_subject, source_options, worker, parked
         )

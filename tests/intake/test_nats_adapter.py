@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import nats.js.errors
 import pytest
-from nats.js.api import AckPolicy, ConsumerConfig
+from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
 from server.config import REPO_ROOT
 from server.intake.nats import (
@@ -446,6 +446,27 @@ async def test_a_source_is_refused_when_its_letters_could_not_arrive_or_be_parke
     unkept = dataclasses.replace(config, parking="cw.nobody.keeps.this")
     with pytest.raises(NatsConfigError, match="no stream keeps the parking subject"):
         await open_source(unkept)
+
+
+async def test_a_stream_that_does_not_keep_the_advisories_is_refused(
+    nats_harness: NatsHarness,
+) -> None:
+    config = await nats_harness.declare("kept-elsewhere")
+    default = NatsSourceOptions.of(config).advisory_stream
+    # A stream of the name given that keeps something else.
+    elsewhere = f"{default}_OTHER"
+    await nats_harness.js.add_stream(StreamConfig(name=elsewhere, subjects=[f"{elsewhere}.x"]))
+    try:
+        named = dataclasses.replace(
+            config, options={**config.options, "advisory_stream": elsewhere}
+        )
+        with pytest.raises(
+            NatsConfigError,
+            match=rf"stream {elsewhere} does not keep .* \(stream {default} does: name it",
+        ):
+            await open_source(named)
+    finally:
+        await nats_harness.js.delete_stream(elsewhere)
 
 
 def test_the_docs_describe_every_option() -> None:
