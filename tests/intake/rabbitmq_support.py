@@ -1,0 +1,202 @@
+"""The machine's RabbitMQ as a BrokerHarness: per name, a work exchange and queue whose
+rejected messages go through a dead-letter exchange to a dead-letter queue, and a parking
+queue. Everything is named after the test's own prefix and deleted at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import aio_pika
+from aio_pika.abc import (
+    AbstractChannel,
+    AbstractConnection,
+    AbstractIncomingMessage,
+    AbstractQueue,
+)
+
+from server.intake.sources import BrokerKind, SourceConfig
+from tests.intake.brokers_support import Received
+
+RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/")
+WORK_ROUTING_KEY = "work"
+# Generous for what takes milliseconds: it turns a lost message into a failure.
+DEADLINE_SECONDS = 30
+POLL_SECONDS = 0.02
+
+
+async def rabbitmq_answers(url: str = RABBITMQ_URL) -> str | None:
+    """None when the broker answers, else why not (for the skip)."""
+    try:
+        connection = await aio_pika.connect(url, timeout=5)
+    except Exception as error:
+        return f"no RabbitMQ at {url} ({error!r}); start rabbitmq-server or set TEST_RABBITMQ_URL"
+    await connection.close()
+    return None
+
+
+@dataclass
+class Declared:
+    work_exchange: str
+    work_queue: str
+    dead_letter_exchange: str
+    dead_letter: str
+    parking: str
+    # How many this harness dead-lettered, to know when the last one arrived.
+    dead_lettered: int = 0
+
+
+@dataclass
+class RabbitMQHarness:
+    connection: AbstractConnection
+    channel: AbstractChannel
+    prefix: str = field(default_factory=lambda: f"cw-test-{uuid.uuid4().hex[:10]}")
+    kind: BrokerKind = BrokerKind.RABBITMQ
+    url: str = RABBITMQ_URL
+    declared: dict[str, Declared] = field(default_factory=dict)
+
+    @classmethod
+    async def connect(cls, url: str = RABBITMQ_URL) -> RabbitMQHarness:
+        connection = await aio_pika.connect(url, timeout=10)
+        channel = await connection.channel(publisher_confirms=True)
+        return cls(connection, channel, url=url)
+
+    async def declare(self, name: str) -> SourceConfig:
+        base = f"{self.prefix}.{name}"
+        names = Declared(
+            work_exchange=f"{base}.work-x",
+            work_queue=f"{base}.work",
+            dead_letter_exchange=f"{base}.dlx",
+            dead_letter=f"{base}.dead",
+            parking=f"{base}.parked",
+        )
+        channel = self.channel
+        dlx = await channel.declare_exchange(
+            names.dead_letter_exchange, aio_pika.ExchangeType.FANOUT, durable=True
+        )
+        dead = await channel.declare_queue(names.dead_letter, durable=True)
+        await dead.bind(dlx)
+        work_x = await channel.declare_exchange(
+            names.work_exchange, aio_pika.ExchangeType.DIRECT, durable=True
+        )
+        work = await channel.declare_queue(
+            names.work_queue,
+            durable=True,
+            arguments={"x-dead-letter-exchange": names.dead_letter_exchange},
+        )
+        await work.bind(work_x, routing_key=WORK_ROUTING_KEY)
+        await channel.declare_queue(names.parking, durable=True)
+        self.declared[name] = names
+        return SourceConfig(
+            name=name,
+            broker=BrokerKind.RABBITMQ,
+            url=self.url,
+            dead_letter=names.dead_letter,
+            parking=names.parking,
+        )
+
+    async def publish_to_work(
+        self, name: str, body: bytes, headers: Mapping[str, str], message_id: str | None
+    ) -> None:
+        names = self.declared[name]
+        exchange = await self.channel.get_exchange(names.work_exchange)
+        await exchange.publish(
+            aio_pika.Message(
+                body,
+                headers=dict(headers),
+                message_id=message_id,
+                content_type="application/json",
+                delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            ),
+            routing_key=WORK_ROUTING_KEY,
+        )
+
+    async def reject_from_work(self, name: str, count: int) -> None:
+        """The work queue's consumer fails `count` messages: rejected without requeue, so
+        the broker dead-letters each with an x-death header."""
+        names = self.declared[name]
+        queue = await self.channel.get_queue(names.work_queue)
+        for _ in range(count):
+            message = await _get(queue, f"a message on {names.work_queue}")
+            await message.reject(requeue=False)
+        names.dead_lettered += count
+
+    async def wait_dead_lettered(self, name: str) -> None:
+        """Until every message this harness failed is on the dead-letter queue (call it
+        while nothing consumes that queue)."""
+        names = self.declared[name]
+        await until_count(self.channel, names.dead_letter, names.dead_lettered)
+
+    async def fail_to_dead_letter(
+        self, name: str, body: bytes, headers: Mapping[str, str], message_id: str | None = None
+    ) -> str:
+        message_id = message_id or f"msg-{uuid.uuid4().hex}"
+        await self.publish_to_work(name, body, headers, message_id)
+        await self.reject_from_work(name, 1)
+        await self.wait_dead_lettered(name)
+        return message_id
+
+    async def take_from_work_queue(self, name: str, count: int) -> list[Received]:
+        return await self._take(self.declared[name].work_queue, count)
+
+    async def take_parked(self, name: str, count: int) -> list[Received]:
+        return await self._take(self.declared[name].parking, count)
+
+    async def ready(self, name: str, which: str = "dead_letter") -> int:
+        """Messages ready on one of `name`'s queues (not counting ones a consumer holds)."""
+        queue_name = getattr(self.declared[name], which)
+        return await ready_count(self.channel, queue_name)
+
+    async def _take(self, queue_name: str, count: int) -> list[Received]:
+        queue = await self.channel.get_queue(queue_name)
+        taken = []
+        for _ in range(count):
+            message = await _get(queue, f"a message on {queue_name}")
+            await message.ack()
+            headers = {k: _text(v) for k, v in (message.headers or {}).items()}
+            taken.append(Received(message.message_id or "", message.body, headers))
+        return taken
+
+    async def close(self) -> None:
+        channel = self.channel
+        for names in self.declared.values():
+            for queue in (names.work_queue, names.dead_letter, names.parking):
+                await channel.queue_delete(queue)
+            for exchange in (names.work_exchange, names.dead_letter_exchange):
+                await channel.exchange_delete(exchange)
+        await self.connection.close()
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode()
+    return value if isinstance(value, str) else repr(value)
+
+
+async def ready_count(channel: AbstractChannel, queue_name: str) -> int:
+    declared = await channel.declare_queue(queue_name, passive=True)
+    count = declared.declaration_result.message_count
+    assert count is not None
+    return count
+
+
+async def until_count(channel: AbstractChannel, queue_name: str, expected: int) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE_SECONDS
+    while (count := await ready_count(channel, queue_name)) < expected:
+        if loop.time() > deadline:
+            raise AssertionError(f"{queue_name}: {count} ready, expected {expected}")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def _get(queue: AbstractQueue, what: str) -> AbstractIncomingMessage:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE_SECONDS
+    while (message := await queue.get(fail=False)) is None:
+        if loop.time() > deadline:
+            raise AssertionError(f"not within {DEADLINE_SECONDS} s: {what}")
+        await asyncio.sleep(POLL_SECONDS)
+    return message
