@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from server.config import Settings
 from server.domain.exceptions.workflows import get_reasons
@@ -53,6 +53,7 @@ TOKEN_VARIABLE = "CASEWORK_INTAKE_TOKEN"
 RETRY_FIRST_SECONDS = 0.5
 RETRY_MAX_SECONDS = 30.0
 
+T = TypeVar("T")
 OpenSource = Callable[[SourceConfig], Awaitable[DeadLetterSource]]
 RedriveLoop = Callable[
     [Database, Mapping[str, RedrivePublisher], asyncio.Event], Coroutine[Any, Any, None]
@@ -208,13 +209,17 @@ class IntakeRunner:
             batch = await self._next(batches)
             if batch is None:
                 return
-            principal = await self._principal()
+            principal = await self._while_unavailable(spec, "the token", self._principal)
+            if principal is None:
+                return
             outcomes: Counter[IntakeOutcome] = Counter()
             for letter in batch:
-                outcome = await self._handle(spec, source, principal, letter)
-                if outcome is None:
+                taken = await self._take(spec, principal, letter)
+                if taken is None:
                     return  # stopping while the database was away: the rest goes back
-                outcomes[outcome] += 1
+                outcome = await self._settle(spec, source, letter, taken)
+                if outcome is not None:
+                    outcomes[outcome] += 1
             log.info(
                 "intake %s: batch of %d: %s",
                 spec.name,
@@ -238,18 +243,27 @@ class IntakeRunner:
             await getting
         return None
 
-    async def _handle(
+    async def _settle(
         self,
         spec: IntakeSource,
         source: DeadLetterSource,
-        principal: Principal,
         letter: DeadLetter,
+        taken: Taken | Unmappable,
     ) -> IntakeOutcome | None:
-        taken = await self._take(spec, principal, letter)
-        if taken is None:
-            return None
+        """Acknowledges (or parks) the message `take` is done with. A broker that fails
+        here brings the message back later (a repeat, or parked then): logged, not fatal."""
         if isinstance(taken, Unmappable):
-            await source.park(letter, taken.reason)
+            try:
+                await source.park(letter, taken.reason)
+            except Exception as error:
+                log.warning(
+                    "intake %s: message %r could not be parked (%r); it stays on the "
+                    "dead-letter queue and comes back",
+                    spec.name,
+                    letter.message_id,
+                    error,
+                )
+                return None
             record_intake(spec.name, IntakeOutcome.PARKED)
             log.warning(
                 "intake %s: parked message %r in %r: %s",
@@ -277,18 +291,29 @@ class IntakeRunner:
         self, spec: IntakeSource, principal: Principal, letter: DeadLetter
     ) -> Taken | Unmappable | None:
         """take(), tried again while the database does not answer; None once stopping."""
+
+        async def taking() -> Taken | Unmappable:
+            return await take(self.db, principal, spec, letter, self._keyring)
+
+        return await self._while_unavailable(spec, f"message {letter.message_id!r}", taking)
+
+    async def _while_unavailable(
+        self, spec: IntakeSource, what: str, call: Callable[[], Awaitable[T]]
+    ) -> T | None:
+        """`call()`, tried again after a growing pause while the database does not answer;
+        None once stopping."""
         delay = RETRY_FIRST_SECONDS
         while True:
             try:
-                return await take(self.db, principal, spec, letter, self._keyring)
+                return await call()
             except Exception as error:
                 if not is_unavailable(error):
                     raise
                 log.warning(
-                    "intake %s: the database is unavailable (%r); message %r waits %.1f s",
+                    "intake %s: the database is unavailable (%r); %s waits %.1f s",
                     spec.name,
                     error,
-                    letter.message_id,
+                    what,
                     delay,
                 )
             with contextlib.suppress(TimeoutError):
