@@ -150,6 +150,14 @@ class RabbitMQHarness:
         queue_name = getattr(self.declared[name], which)
         return await ready_count(self.channel, queue_name)
 
+    async def consumers(self, name: str) -> int:
+        """Consumers of `name`'s dead-letter queue (0 once a killed intake's connection is
+        gone, and with it what it held unacknowledged is back)."""
+        declared = await self.channel.declare_queue(self.declared[name].dead_letter, passive=True)
+        count = declared.declaration_result.consumer_count
+        assert count is not None
+        return count
+
     async def _take(self, queue_name: str, count: int) -> list[Received]:
         queue = await self.channel.get_queue(queue_name)
         taken = []
