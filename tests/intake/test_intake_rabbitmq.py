@@ -3,23 +3,29 @@ twice, a message without one, and queues that do not exist."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
 
+from server.domain.identity.principals import CredentialResolver
+from server.domain.identity.tokens import revoke_tokens
+from server.domain.model import Role
+from server.intake.core import IntakeRefused
 from server.intake.rabbitmq import (
     PARK_REASON_HEADER,
     SourceUnavailable,
     message_id_of,
     open_source,
 )
-from server.intake.runner import IntakeStartError
+from server.intake.runner import IntakeRunner, IntakeStartError, TokenPrincipal
 from server.intake.sources import SourceConfig
 from server.store.database import Database
-from tests.intake.intake_support import rows_reach, running, source_table, sources
-from tests.intake.rabbitmq_support import WORK_ROUTING_KEY, RabbitMQHarness
+from tests.conftest import token_maker
+from tests.intake.intake_support import intake_rows, rows_reach, running, source_table, sources
+from tests.intake.rabbitmq_support import WORK_ROUTING_KEY, RabbitMQHarness, until_count
 
 
 async def test_x_death_gives_the_failure_and_the_origin(
@@ -137,3 +143,33 @@ async def test_queues_that_do_not_exist_stop_the_start(
     assert stopped.value.problems == [
         f"source 'missing': dead_letter queue '{missing.dead_letter}' does not exist on the broker"
     ]
+
+
+async def test_a_revoked_token_stops_the_intake_before_the_next_batch(
+    rabbitmq: RabbitMQHarness,
+    workflow: str,
+    db: Database,
+    owner_db: Database,
+    owner_conn: asyncpg.Connection,
+) -> None:
+    config = await rabbitmq.declare("revoked")
+    token = await token_maker(owner_db)("order-intake", Role.INTEGRATION)
+    principal = TokenPrincipal(CredentialResolver(db, ttl=0), token)
+    runner = IntakeRunner(
+        db, principal, sources(source_table(config, record_id={"path": "order.id"}))
+    )
+    running_task = asyncio.create_task(runner.run())
+    await rabbitmq.fail_to_dead_letter("revoked", json.dumps({"order": {"id": "V-1"}}).encode(), {})
+    await rows_reach(owner_conn, "revoked", 1)
+
+    assert await revoke_tokens(owner_db, "order-intake") == 1
+    await rabbitmq.publish_to_work(
+        "revoked", json.dumps({"order": {"id": "V-2"}}).encode(), {}, "v-2"
+    )
+    await rabbitmq.reject_from_work("revoked", 1)
+
+    with pytest.raises(IntakeRefused, match="no longer"):
+        await asyncio.wait_for(running_task, 30)
+    # Nothing more was taken, and the message waits on its queue for a valid token.
+    assert len(await intake_rows(owner_conn, "revoked")) == 1
+    await until_count(rabbitmq.channel, rabbitmq.declared["revoked"].dead_letter, 1)
