@@ -29,7 +29,7 @@ from server.intake.sources import SourceConfig
 from server.store.database import Database
 from tests.conftest import ADMIN
 from tests.intake.brokers_support import BrokerHarness
-from tests.intake.rabbitmq_support import RabbitMQHarness, rabbitmq_answers
+from tests.intake.rabbitmq_support import RabbitMQHarness
 
 WORKFLOW = "order_sync"
 OWNER_QUEUE = "order-ops"
@@ -45,15 +45,17 @@ WAIT_SECONDS = 30
 POLL_SECONDS = 0.02
 
 
-async def open_rabbitmq() -> BrokerHarness:
-    if why := await rabbitmq_answers():
-        pytest.skip(why)
-    return await RabbitMQHarness.connect()
+async def open_rabbitmq(request: pytest.FixtureRequest) -> BrokerHarness:
+    url: str = request.getfixturevalue("rabbitmq_url")
+    return await RabbitMQHarness.connect(url)
 
 
-# The brokers an end-to-end test runs against. NATS and SQS harnesses (nats_support.py,
-# sqs_support.py) join here by name.
-HARNESSES: dict[str, Callable[[], Awaitable[BrokerHarness]]] = {"rabbitmq": open_rabbitmq}
+# The brokers an end-to-end test runs against, each opened for the test that asks (a
+# factory may ask for session fixtures of its own: a broker it started, say). NATS and SQS
+# harnesses (nats_support.py, sqs_support.py) join here by name.
+HARNESSES: dict[str, Callable[[pytest.FixtureRequest], Awaitable[BrokerHarness]]] = {
+    "rabbitmq": open_rabbitmq
+}
 
 
 async def configure(db: Database, settings: QueueSettings) -> Queue:

@@ -5,10 +5,18 @@ queue. Everything is named after the test's own prefix and deleted at the end.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import aio_pika
 from aio_pika.abc import (
@@ -19,22 +27,96 @@ from aio_pika.abc import (
 )
 
 from server.intake.sources import BrokerKind, SourceConfig
+from tests.api.live_server import free_ports
 from tests.intake.brokers_support import Received
 
-RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/")
+MACHINE_URL = "amqp://guest:guest@127.0.0.1:5672/"
+RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", MACHINE_URL)
+# Where Debian's package keeps the server script that runs as the calling user (the one on
+# PATH switches to the rabbitmq user when run as root).
+SERVER_SCRIPT = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
+OWN_STARTUP_SECONDS = 90
+OWN_STOP_SECONDS = 30
 WORK_ROUTING_KEY = "work"
 # Generous for what takes milliseconds: it turns a lost message into a failure.
 DEADLINE_SECONDS = 30
 POLL_SECONDS = 0.02
 
 
-async def rabbitmq_answers(url: str = RABBITMQ_URL) -> str | None:
-    """None when the broker answers, else why not (for the skip)."""
+def _answers(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
+
+
+def server_binary() -> str | None:
+    if SERVER_SCRIPT.exists():
+        return str(SERVER_SCRIPT)
+    return shutil.which("rabbitmq-server")
+
+
+@contextlib.contextmanager
+def own_rabbitmq(directory: Path) -> Iterator[str]:
+    """A RabbitMQ node of this test session's own (no plugins, its data in `directory`) on
+    free ports, stopped at the end: for a machine whose broker is installed but not running."""
+    binary = server_binary()
+    assert binary is not None
+    amqp_port, dist_port = free_ports(2)
+    (directory / "enabled_plugins").write_text("[].\n")
+    env = {
+        **os.environ,
+        "HOME": str(directory),
+        "RABBITMQ_NODENAME": f"casework-test-{os.getpid()}@localhost",
+        "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+        "RABBITMQ_NODE_PORT": str(amqp_port),
+        "RABBITMQ_DIST_PORT": str(dist_port),
+        "RABBITMQ_MNESIA_BASE": str(directory / "mnesia"),
+        "RABBITMQ_LOG_BASE": str(directory / "log"),
+        "RABBITMQ_ENABLED_PLUGINS_FILE": str(directory / "enabled_plugins"),
+        "RABBITMQ_CONFIG_FILE": str(directory / "none"),
+        "RABBITMQ_ADVANCED_CONFIG_FILE": str(directory / "none-advanced.config"),
+        "RABBITMQ_CONF_ENV_FILE": str(directory / "none-env"),
+    }
+    log = (directory / "server.log").open("wb")
+    process = subprocess.Popen(
+        [binary],
+        env=env,
+        cwd=directory,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
-        connection = await aio_pika.connect(url, timeout=5)
-    except Exception as error:
-        return f"no RabbitMQ at {url} ({error!r}); start rabbitmq-server or set TEST_RABBITMQ_URL"
-    await connection.close()
+        deadline = time.monotonic() + OWN_STARTUP_SECONDS
+        while not _answers(amqp_port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(
+                    "rabbitmq-server did not start:\n" + (directory / "server.log").read_text()
+                )
+            time.sleep(0.2)
+        yield f"amqp://guest:guest@127.0.0.1:{amqp_port}/"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(OWN_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+
+
+def rabbitmq_answers(url: str = RABBITMQ_URL) -> str | None:
+    """None when something listens at the URL's host and port, else why not (for a skip)."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 5672
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except OSError as error:
+        return (
+            f"no RabbitMQ at {host}:{port} ({error}); start rabbitmq-server, install it, or "
+            "set TEST_RABBITMQ_URL"
+        )
     return None
 
 
