@@ -12,10 +12,10 @@ from pathlib import Path
 from server.config import ConfigError, Settings
 from server.runtime import check_schema_current, resolve_databases
 
-# Exit codes: 2 a problem to fix before it can start (the file, the token, a queue); 1 the
-# token stopped working while it ran.
+# Exit codes: 2 a problem to fix before it can start (the file, the token, a queue); 1 it
+# stopped while running: its token stopped working, or a source's broker went for good.
 START_PROBLEM = 2
-REFUSED = 1
+STOPPED = 1
 
 
 def add_intake_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,7 +50,7 @@ def run_intake_command(args: argparse.Namespace, settings: Settings) -> int:
     from server.cli.serve import _serve_worker_metrics, configure_observability, run_event_loop
     from server.intake.config import IntakeConfigError, load_config
     from server.intake.core import IntakeRefused
-    from server.intake.runner import TOKEN_VARIABLE, IntakeStartError, run_intake
+    from server.intake.runner import TOKEN_VARIABLE, IntakeStartError, SourceEnded, run_intake
 
     try:
         config = load_config(args.config)
@@ -86,7 +86,7 @@ def run_intake_command(args: argparse.Namespace, settings: Settings) -> int:
         for problem in error.problems:
             print(f"casework intake: error: {problem}", file=sys.stderr)
         return START_PROBLEM
-    except IntakeRefused as refused:
-        print(f"casework intake: stopped: {refused}", file=sys.stderr)
-        return REFUSED
+    except (IntakeRefused, SourceEnded) as stopped:
+        print(f"casework intake: stopped: {stopped}", file=sys.stderr)
+        return STOPPED
     return 0

@@ -233,9 +233,7 @@ async def open_source(config: SourceConfig) -> DeadLetterSource:
     try:
         connection = await aio_pika.connect_robust(config.url, timeout=CONNECT_TIMEOUT_SECONDS)
     except (OSError, TimeoutError, aio_pika.exceptions.AMQPError) as error:
-        raise SourceUnavailable(
-            f"cannot connect to RabbitMQ for source {config.name!r}: {error}"
-        ) from error
+        raise SourceUnavailable(f"cannot connect to RabbitMQ: {error}") from error
     try:
         await _check_queues(connection, config)
         channel: AbstractRobustChannel = await connection.channel(publisher_confirms=True)
@@ -254,9 +252,7 @@ async def _check_queues(connection: AbstractRobustConnection, config: SourceConf
         try:
             await channel.declare_queue(name, passive=True, robust=False)
         except aio_pika.exceptions.ChannelNotFoundEntity:
-            raise SourceUnavailable(
-                f"source {config.name!r}: {role} queue {name!r} does not exist on the broker"
-            ) from None
+            raise SourceUnavailable(f"{role} queue {name!r} does not exist on the broker") from None
         finally:
             if not channel.is_closed:
                 await channel.close()

@@ -68,6 +68,10 @@ class IntakeStartError(Exception):
         self.problems = problems
 
 
+class SourceEnded(Exception):
+    """A source's batches ended though the intake was not stopping."""
+
+
 def adapter(broker: BrokerKind) -> ModuleType:
     """server/intake/<broker>.py, which provides open_source (and open_publisher)."""
     try:
@@ -176,18 +180,16 @@ class IntakeRunner:
         for spec in self.sources:
             try:
                 self._opened[spec.name] = await self._open_source(spec.broker)
+                if self._open_source is open_adapter_source:
+                    opener = getattr(adapter(spec.broker.broker), "open_publisher", None)
+                    if opener is not None:
+                        self.publishers[spec.name] = await opener(spec.broker)
             except IntakeStartError as error:
                 problems += [f"source {spec.name!r}: {line}" for line in error.problems]
             except Exception as error:
-                problems.append(str(error) or f"source {spec.name!r}: {error!r}")
+                problems.append(f"source {spec.name!r}: {error or repr(error)}")
         if problems:
             raise IntakeStartError(problems)
-        if self._open_source is not open_adapter_source:
-            return
-        for spec in self.sources:
-            open_publisher = getattr(adapter(spec.broker.broker), "open_publisher", None)
-            if open_publisher is not None:
-                self.publishers[spec.name] = await open_publisher(spec.broker)
 
     async def _close_all(self) -> None:
         for name, source in self._opened.items():
@@ -208,7 +210,11 @@ class IntakeRunner:
         while not self.stop.is_set():
             batch = await self._next(batches)
             if batch is None:
-                return
+                if self.stop.is_set():
+                    return
+                # Not asked to stop: a source that ends has lost its broker for good. The
+                # process ends with an error, for its supervisor to start it again.
+                raise SourceEnded(f"source {spec.name!r}: the broker stopped delivering")
             principal = await self._while_unavailable(spec, "the token", self._principal)
             if principal is None:
                 return
