@@ -1,6 +1,6 @@
-"""The `casework` command: serve, worker, mcp, migrate, token create/list/revoke, session
-list/revoke, user revoke, export, auth explain, privacy rotate-keys/replay
-(server/cli/privacy.py)."""
+"""The `casework` command: serve, worker, mcp, intake (server/cli/intake.py), migrate, token
+create/list/revoke, session list/revoke, user revoke, export, auth explain, privacy
+rotate-keys/replay (server/cli/privacy.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from server.cli.arguments import (
 )
 from server.cli.auth import run_auth_explain
 from server.cli.export import run_export_item, run_export_queue
+from server.cli.intake import add_intake_command
 from server.cli.mcp import add_mcp_command
 from server.cli.privacy import add_privacy_commands
 from server.cli.serve import run_migrate, run_serve, run_worker
@@ -172,6 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_session_commands(commands)
     add_privacy_commands(commands)
     add_mcp_command(commands)
+    add_intake_command(commands)
 
     export = commands.add_parser(
         "export", help="write audit packs: everything recorded about items, hashed (JSON)"

@@ -55,6 +55,12 @@ ENDPOINTS_DISABLED = Counter(
     "Webhook endpoints disabled by this process, by why (gone: the receiver answered 410).",
     ("reason",),
 )
+# `casework intake` (server/intake): sources are the [[source]] names of its configuration.
+INTAKE_MESSAGES = Counter(
+    "casework_intake_messages",
+    "Dead letters taken by casework intake, by source and what became of them.",
+    ("source", "outcome"),
+)
 GRAPHQL_OPERATION_SECONDS = Histogram(
     "casework_graphql_operation_seconds",
     "Queries and mutations, from the request to the answer, by operation type and root field.",
@@ -141,6 +147,19 @@ class EventDeliveryOutcome(enum.StrEnum):
     GONE = "gone"
 
 
+class IntakeOutcome(enum.StrEnum):
+    """What became of a dead letter `casework intake` took."""
+
+    # An exception raised (or a recurrence of the open one for its record counted).
+    RAISED = "raised"
+    # A review item enqueued (or the one with its key given the new evidence).
+    ENQUEUED = "enqueued"
+    # Taken before: only its acknowledgement had been lost; acknowledged again.
+    REPEATED = "repeated"
+    # Could not be mapped: moved to the parking queue with the reason.
+    PARKED = "parked"
+
+
 def record_decision(
     queue: str, verdict: str, *, lease_count: int | None, handling_seconds: float | None
 ) -> None:
@@ -173,3 +192,7 @@ def listener_connected(connected: bool) -> None:
 
 def listener_reconnected() -> None:
     LISTENER_RECONNECTS.inc()
+
+
+def record_intake(source: str, outcome: IntakeOutcome) -> None:
+    INTAKE_MESSAGES.labels(source, outcome.value).inc()
