@@ -50,6 +50,7 @@ def run_intake_command(args: argparse.Namespace, settings: Settings) -> int:
     from server.cli.serve import _serve_worker_metrics, configure_observability, run_event_loop
     from server.intake.config import IntakeConfigError, load_config
     from server.intake.core import IntakeRefused
+    from server.intake.redrive import redrive_until_stopped
     from server.intake.runner import TOKEN_VARIABLE, IntakeStartError, SourceEnded, run_intake
 
     try:
@@ -80,6 +81,8 @@ def run_intake_command(args: argparse.Namespace, settings: Settings) -> int:
                 config,
                 token,
                 announce=lambda line: print(line, flush=True),
+                # Approved corrections of broker workflows, published back where they failed.
+                redrive=redrive_until_stopped,
             )
         )
     except IntakeStartError as error:

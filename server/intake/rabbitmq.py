@@ -42,6 +42,8 @@ from aio_pika.abc import (
     AbstractRobustQueue,
 )
 
+# Redrives are published by their own module; the runner finds `open_publisher` here.
+from server.intake.rabbitmq_publisher import open_publisher
 from server.intake.sources import (
     BrokerKind,
     DeadLetter,
@@ -49,6 +51,8 @@ from server.intake.sources import (
     Origin,
     SourceConfig,
 )
+
+__all__ = ["RabbitMQSource", "open_publisher", "open_source"]
 
 log = logging.getLogger("casework.intake.rabbitmq")
 

@@ -9,6 +9,7 @@ import pytest
 from server.store.database import Database
 from tests.intake.brokers_support import BrokerHarness
 from tests.intake.intake_support import HARNESSES, order_workflow
+from tests.intake.nats_support import nats_url
 from tests.intake.rabbitmq_support import (
     MACHINE_URL,
     RABBITMQ_URL,
@@ -17,6 +18,8 @@ from tests.intake.rabbitmq_support import (
     rabbitmq_answers,
     server_binary,
 )
+
+__all__ = ["nats_url"]  # fixtures
 
 
 @pytest.fixture

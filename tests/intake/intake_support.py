@@ -29,7 +29,9 @@ from server.intake.sources import SourceConfig
 from server.store.database import Database
 from tests.conftest import ADMIN
 from tests.intake.brokers_support import BrokerHarness
+from tests.intake.nats_support import NatsHarness
 from tests.intake.rabbitmq_support import RabbitMQHarness
+from tests.intake.sqs_support import SqsHarness
 
 WORKFLOW = "order_sync"
 OWNER_QUEUE = "order-ops"
@@ -50,11 +52,22 @@ async def open_rabbitmq(request: pytest.FixtureRequest) -> BrokerHarness:
     return await RabbitMQHarness.connect(url)
 
 
+async def open_nats(request: pytest.FixtureRequest) -> BrokerHarness:
+    url: str = request.getfixturevalue("nats_url")
+    return await NatsHarness.connect(url)
+
+
+async def open_sqs(request: pytest.FixtureRequest) -> BrokerHarness:
+    # Moto's server mode: the only SQS that runs here (docs/integrations.md says so).
+    return await SqsHarness.start()
+
+
 # The brokers an end-to-end test runs against, each opened for the test that asks (a
-# factory may ask for session fixtures of its own: a broker it started, say). NATS and SQS
-# harnesses (nats_support.py, sqs_support.py) join here by name.
+# factory may ask for session fixtures of its own: a broker it started, say).
 HARNESSES: dict[str, Callable[[pytest.FixtureRequest], Awaitable[BrokerHarness]]] = {
-    "rabbitmq": open_rabbitmq
+    "rabbitmq": open_rabbitmq,
+    "nats": open_nats,
+    "sqs": open_sqs,
 }
 
 

@@ -10,9 +10,12 @@ import contextlib
 import json
 import os
 import shutil
+import socket
+import subprocess
 import tempfile
+import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -92,14 +95,48 @@ async def own_nats_server() -> AsyncIterator[str]:
             await server.wait()
 
 
+def jetstream_answers(url: str) -> bool:
+    """Whether a NATS server with JetStream answers at `url`: the INFO line every server sends
+    on connect says so. Synchronous, so a session fixture can ask before any loop runs."""
+    host, _, port = url.removeprefix("nats://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=1) as sock:
+            line = sock.makefile("rb").readline()
+    except OSError:
+        return False
+    if not line.startswith(b"INFO "):
+        return False
+    return json.loads(line[5:]).get("jetstream") is True
+
+
 @pytest.fixture(scope="session")
-async def nats_url() -> AsyncIterator[str]:
-    """This machine's NATS when it answers with JetStream, else one started here."""
-    if await answers_with_jetstream(MACHINE_NATS_URL):
+def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """This machine's NATS when it answers with JetStream, else one started here (a test may
+    ask for it from inside a running loop, so it is synchronous)."""
+    if jetstream_answers(MACHINE_NATS_URL):
         yield MACHINE_NATS_URL
         return
-    async with own_nats_server() as url:
+    binary = shutil.which("nats-server")
+    if binary is None:
+        pytest.skip(
+            f"no NATS JetStream answers at {MACHINE_NATS_URL} and nats-server is not installed"
+            " (apt-get install nats-server, or set TEST_NATS_URL)"
+        )
+    port = free_port()
+    url = f"nats://127.0.0.1:{port}"
+    store = tmp_path_factory.mktemp("nats")
+    command = [binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(store)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + WITHIN
+        while not jetstream_answers(url):
+            assert server.poll() is None, f"nats-server exited with {server.returncode}"
+            assert time.monotonic() < deadline, f"nats-server on {port} did not answer"
+            time.sleep(0.05)
         yield url
+    finally:
+        server.terminate()
+        server.wait()
 
 
 @dataclass
