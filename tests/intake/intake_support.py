@@ -179,9 +179,10 @@ async def wait_until(check: Callable[[], Awaitable[Any]], *, what: str) -> Any:
 
 
 async def intake_rows(conn: asyncpg.Connection, source: str) -> list[asyncpg.Record]:
-    return await conn.fetch(
+    rows: list[asyncpg.Record] = await conn.fetch(
         "SELECT * FROM intake_messages WHERE source = $1 ORDER BY received_at, message_id", source
     )
+    return rows
 
 
 async def rows_reach(conn: asyncpg.Connection, source: str, count: int) -> list[asyncpg.Record]:

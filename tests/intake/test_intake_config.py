@@ -3,6 +3,7 @@ starts; and `casework intake` refusing to start on what the token cannot do."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ GOOD = {
 }
 
 
-def problems_of(*tables: dict[str, object]) -> list[str]:
+def problems_of(*tables: Mapping[str, object]) -> list[str]:
     with pytest.raises(IntakeConfigError) as refused:
         parse_config({"source": list(tables)}, "intake.toml")
     return refused.value.problems
@@ -56,8 +57,8 @@ def test_a_good_file_reads_back(tmp_path: Path) -> None:
 
     orders, reviewed = load_config(file).sources
 
-    assert orders.target == RaiseTarget(WORKFLOW, REASON, orders.target.consequence)
     assert isinstance(orders.target, RaiseTarget)
+    assert orders.target == RaiseTarget(WORKFLOW, REASON, orders.target.consequence)
     assert orders.target.consequence.value == "high"
     assert orders.record_id.kind is ValueFrom.HEADER
     assert orders.batch_size == 50

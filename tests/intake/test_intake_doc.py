@@ -20,7 +20,9 @@ def intake_text() -> str:
 
 
 def test_the_documented_configuration_is_read_as_documented() -> None:
-    [example] = code_blocks(intake_text(), "toml")
+    [example] = code_blocks(
+        between(DOC, "### The configuration file", "### What a dead letter becomes"), "toml"
+    )
     orders, refunds = parse_config(tomllib.loads(example)).sources
     assert isinstance(orders.target, RaiseTarget)
     assert orders.target.reason_code_header == "x-failure-reason"
@@ -36,3 +38,11 @@ def test_the_documented_names_are_the_code_s() -> None:
     assert "casework_intake_messages_total{source, outcome}" in text
     for outcome in IntakeOutcome:
         assert f"`{outcome.value}`" in text
+
+
+def test_every_documented_file_is_one_the_intake_reads() -> None:
+    """The brokers' own examples (NATS, SQS) are whole files too."""
+    examples = code_blocks(intake_text(), "toml")
+    assert len(examples) >= 3
+    for example in examples:
+        assert parse_config(tomllib.loads(example)).sources, example

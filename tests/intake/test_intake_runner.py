@@ -33,7 +33,8 @@ class Ending:
     closed = False
 
     async def batches(self, size: int) -> AsyncIterator[list[DeadLetter]]:
-        for batch in ():
+        nothing: tuple[list[DeadLetter], ...] = ()
+        for batch in nothing:
             yield batch
 
     async def acknowledge(self, letter: DeadLetter) -> None:

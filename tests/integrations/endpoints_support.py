@@ -23,7 +23,8 @@ from server.domain.integrations import endpoints
 from server.domain.integrations.deliveries import DueEventDelivery
 from server.domain.integrations.endpoints import EndpointInput, WithSecret
 from server.domain.integrations.envelope import EndpointFormat
-from server.event_delivery import Answer, EventDeliveries
+from server.effects.webhook import Answer
+from server.event_delivery import EventDeliveries
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings
 from tests.apply.receiver import OK, Policy, Reply, Request

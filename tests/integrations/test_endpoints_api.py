@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from server.domain.failures import InvalidInput
 from server.domain.integrations import endpoints
 from server.domain.integrations.endpoints import EndpointInput
 from server.domain.model import Role
@@ -363,7 +364,7 @@ async def test_the_host_allow_list_applies_to_endpoints(db: Database, kyc: str) 
     settings = EndpointInput(url=URL, event_types=["decision.effective"], queues=["kyc"])
     allowed = frozenset({"hooks.internal"})
     refused = await endpoints.create_endpoint(db, ADMIN, settings, None, allowed_hosts=allowed)
-    assert isinstance(refused, endpoints.InvalidInput)
+    assert isinstance(refused, InvalidInput)
     assert refused.field == "url"
     assert "CASEWORK_EFFECT_ALLOWED_HOSTS" in refused.message
     inside = EndpointInput(

@@ -226,6 +226,9 @@ async def test_only_the_first_pending_delivery_of_a_subject_is_claimed_and_hands
 ) -> None:
     made = await endpoint(db, "http://127.0.0.1:9/unused")
     first, second, other = await emit(pool, 1), await emit(pool, 1, seq=1), await emit(pool, 2)
+    assert first is not None
+    assert second is not None
+    assert other is not None
     listed = await deliveries.list_deliveries(
         db, ADMIN, made.endpoint.id, state=None, first=10, before=None, now=now()
     )

@@ -85,7 +85,10 @@ class _Handler:
                     authenticated=bool(session.authenticated),
                     # STARTTLS sets session.ssl; implicit TLS shows on the transport.
                     tls=session.ssl is not None
-                    or server.transport.get_extra_info("ssl_object") is not None,
+                    or (
+                        server.transport is not None
+                        and server.transport.get_extra_info("ssl_object") is not None
+                    ),
                 )
             )
             for loop, arrived in self.waiters:
