@@ -38,6 +38,10 @@ METRICS = frozenset(
         "casework_listener_reconnects_total",
         "casework_event_deliveries_total",
         "casework_webhook_endpoints_disabled_total",
+        # Issue 28: casework intake's own metrics, and the notifications the worker sends.
+        "casework_intake_messages_total",
+        "casework_intake_redrives_total",
+        "casework_notifications_total",
     }
 )
 HISTOGRAMS = frozenset(

@@ -80,6 +80,8 @@ def test_the_alerts_cover_what_the_issue_names() -> None:
         "CaseworkListenerDown",
         "CaseworkTargetDown",
         "CaseworkWebhookEndpointDisabled",
+        "CaseworkDeadLettersParked",
+        "CaseworkNotificationsFailing",
     }
     reads = {name: metrics_in(rule["expr"]) for name, rule in alerts.items()}
     assert reads["CaseworkDecisionsUnappliedTooLong"] == {
@@ -89,6 +91,8 @@ def test_the_alerts_cover_what_the_issue_names() -> None:
     assert reads["CaseworkOldestPendingOverLimit"] == {"casework_queue_oldest_pending_age_seconds"}
     assert reads["CaseworkListenerDown"] == {"casework_listener_connected"}
     assert reads["CaseworkWebhookEndpointDisabled"] == {"casework_webhook_endpoints_disabled_total"}
+    assert reads["CaseworkDeadLettersParked"] == {"casework_intake_messages_total"}
+    assert reads["CaseworkNotificationsFailing"] == {"casework_notifications_total"}
     for name, rule in alerts.items():
         assert rule["labels"]["severity"] in ("page", "ticket"), name
         assert {"summary", "description"} <= set(rule["annotations"]), name
