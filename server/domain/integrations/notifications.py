@@ -1,0 +1,572 @@
+"""Notification channels and rules, an admin's, and an item's notifications.
+
+A channel is where messages go (e-mail recipients, a Slack- or Teams-style incoming
+webhook, an Apprise URL), with its rate limit and digest period. It is shared by the
+deployment: every admin may read and change channels, and sees a channel's target redacted
+to its host (a target may hold a token or a password). A rule says which waiting work, of
+which queues or workflows, is told to which channel; rules are scoped as webhook endpoints
+are (every queue named one the token covers, every workflow one it may change), and a rule
+outside the token's scope reads as nonexistent.
+
+Which rule events take which scope (migration 0036 maps them to outbox events):
+OVERDUE queues or workflows; ESCALATED, UNCLAIMED and APPLICATION_FAILED queues;
+NEEDS_APPROVAL workflows.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from server.domain.exceptions.workflows import workflows_in_scope
+from server.domain.failures import InvalidInput, NotFound, NotPermitted
+from server.domain.integrations.notification_kinds import ChannelKind, NotificationEvent
+from server.domain.model import Principal, Role
+from server.domain.review.queues import get_queues, not_covered, target_refusal
+from server.domain.text import check_text
+from server.store import sql
+from server.store.database import Database, Row
+
+MAX_NAME = 100
+MAX_TARGET = 2000
+MAX_SCOPE = 100
+DEFAULT_RATE_PER_MINUTE = 30
+MAX_RATE_PER_MINUTE = 600
+MAX_DIGEST_MINUTES = 1440
+MIN_UNCLAIMED_SECONDS = 60
+MAX_UNCLAIMED_SECONDS = 2_592_000
+
+# The scopes each rule event takes.
+QUEUE_EVENTS = frozenset(
+    {
+        NotificationEvent.OVERDUE,
+        NotificationEvent.ESCALATED,
+        NotificationEvent.UNCLAIMED,
+        NotificationEvent.APPLICATION_FAILED,
+    }
+)
+WORKFLOW_EVENTS = frozenset({NotificationEvent.OVERDUE, NotificationEvent.NEEDS_APPROVAL})
+
+_ADDRESS = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
+
+
+class NotificationState(enum.StrEnum):
+    """notification_deliveries.state: pending (not yet sent, or waiting for the channel's
+    rate or digest), sent, failed (the attempts ran out or the channel refused for good)."""
+
+    PENDING = "pending"
+    SENT = "sent"
+    FAILED = "failed"
+
+
+def redacted_target(kind: ChannelKind, target: str) -> str:
+    """What a reader is shown of a target: the host (a URL's), or the recipients' domains."""
+    if kind is ChannelKind.EMAIL:
+        domains = sorted({a.strip().rsplit("@", 1)[-1] for a in target.split(",") if a.strip()})
+        return ", ".join(f"…@{d}" for d in domains)
+    try:
+        parts = urlsplit(target)
+        host = parts.hostname or ""
+    except ValueError:
+        return "…"
+    return f"{parts.scheme}://{host}/…" if host else f"{parts.scheme}://…"
+
+
+@dataclass(frozen=True)
+class NotificationChannel:
+    id: str
+    name: str
+    kind: ChannelKind
+    target: str
+    rate_per_minute: int
+    digest_minutes: int | None
+    enabled: bool
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    rule_names: tuple[str, ...]
+    pending_notifications: int
+    failed_notifications: int
+
+    @property
+    def redacted_target(self) -> str:
+        return redacted_target(self.kind, self.target)
+
+    @classmethod
+    def from_row(cls, row: Row) -> NotificationChannel:
+        return cls(
+            id=str(row["id"]),
+            name=row["name"],
+            kind=ChannelKind(row["kind"]),
+            target=row["target"],
+            rate_per_minute=row["rate_per_minute"],
+            digest_minutes=row["digest_minutes"],
+            enabled=row["enabled"],
+            created_by=row["created_by"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            rule_names=tuple(row["rule_names"]),
+            pending_notifications=row["pending_notifications"],
+            failed_notifications=row["failed_notifications"],
+        )
+
+
+@dataclass(frozen=True)
+class ChannelInput:
+    """createNotificationChannel's settings; for an update, None leaves one as it is
+    (`clear_digest` turns a digest off)."""
+
+    name: str | None = None
+    kind: ChannelKind | None = None
+    target: str | None = None
+    rate_per_minute: int | None = None
+    digest_minutes: int | None = None
+    clear_digest: bool = False
+    enabled: bool | None = None
+
+
+@dataclass(frozen=True)
+class NotificationRule:
+    id: str
+    name: str
+    event: NotificationEvent
+    queues: tuple[str, ...] | None
+    workflows: tuple[str, ...] | None
+    unclaimed_after_seconds: int | None
+    channel_id: str
+    channel_name: str
+    enabled: bool
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> NotificationRule:
+        return cls(
+            id=str(row["id"]),
+            name=row["name"],
+            event=NotificationEvent(row["event"]),
+            queues=None if row["queues"] is None else tuple(row["queues"]),
+            workflows=None if row["workflows"] is None else tuple(row["workflows"]),
+            unclaimed_after_seconds=row["unclaimed_after_seconds"],
+            channel_id=str(row["channel_id"]),
+            channel_name=row["channel_name"],
+            enabled=row["enabled"],
+            created_by=row["created_by"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+
+@dataclass(frozen=True)
+class RuleInput:
+    """createNotificationRule's settings; for an update, None leaves one as it is (giving
+    `queues` drops `workflows`, and the other way round)."""
+
+    name: str | None = None
+    event: NotificationEvent | None = None
+    queues: Sequence[str] | None = None
+    workflows: Sequence[str] | None = None
+    unclaimed_after_seconds: int | None = None
+    channel_id: str | None = None
+    enabled: bool | None = None
+
+
+@dataclass(frozen=True)
+class ItemNotification:
+    """A notification as an item's reader sees it (and its timeline)."""
+
+    id: int
+    item_id: int
+    rule: str
+    event: NotificationEvent
+    channel: str
+    state: NotificationState
+    attempts: int
+    created_at: datetime
+    sent_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Row) -> ItemNotification:
+        return cls(
+            id=row["id"],
+            item_id=row["item_id"],
+            rule=row["rule_name"],
+            event=NotificationEvent(row["event"]),
+            channel=row["channel_name"],
+            state=NotificationState(row["state"]),
+            attempts=row["attempts"],
+            created_at=row["created_at"],
+            sent_at=row["sent_at"],
+        )
+
+
+def _admin_refusal(principal: Principal, what: str) -> NotPermitted | None:
+    if principal.role is not Role.ADMIN:
+        return NotPermitted(f"only an admin may {what}")
+    return None
+
+
+def _parse_id(text: str | None) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+# Channels.
+
+
+def check_target(
+    kind: ChannelKind, target: str, allowed_hosts: frozenset[str]
+) -> InvalidInput | None:
+    if not 1 <= len(target) <= MAX_TARGET:
+        return InvalidInput(f"a target is 1 to {MAX_TARGET} characters", "target")
+    if kind is ChannelKind.EMAIL:
+        addresses = [a.strip() for a in target.split(",")]
+        if not addresses or not all(_ADDRESS.match(a) for a in addresses):
+            return InvalidInput(
+                "an EMAIL channel's target is e-mail addresses, comma-separated", "target"
+            )
+        return None
+    if kind in (ChannelKind.SLACK, ChannelKind.TEAMS):
+        if refusal := target_refusal(target, allowed_hosts):
+            return InvalidInput(refusal, "target")
+        return None
+    if "://" not in target:
+        return InvalidInput("an APPRISE channel's target is an Apprise URL", "target")
+    return None
+
+
+def _check_channel(settings: ChannelInput, allowed_hosts: frozenset[str]) -> InvalidInput | None:
+    assert settings.name is not None
+    assert settings.kind is not None
+    assert settings.target is not None
+    if problem := check_text(settings.name, "name", required=True, limit=MAX_NAME):
+        return problem
+    if problem := check_target(settings.kind, settings.target, allowed_hosts):
+        return problem
+    rate = settings.rate_per_minute
+    if rate is not None and not 1 <= rate <= MAX_RATE_PER_MINUTE:
+        return InvalidInput(f"ratePerMinute is 1 to {MAX_RATE_PER_MINUTE}", "ratePerMinute")
+    digest = settings.digest_minutes
+    if digest is not None and not 1 <= digest <= MAX_DIGEST_MINUTES:
+        return InvalidInput(f"digestMinutes is 1 to {MAX_DIGEST_MINUTES}", "digestMinutes")
+    return None
+
+
+async def _read_channels(db: Database, ids: list[uuid.UUID] | None) -> list[NotificationChannel]:
+    rows = await db.fetch(sql.notifications.NOTIFICATION_CHANNELS_GET, ids=ids)
+    return [NotificationChannel.from_row(row) for row in rows]
+
+
+async def list_channels(
+    db: Database, principal: Principal
+) -> list[NotificationChannel] | NotPermitted:
+    if refusal := _admin_refusal(principal, "read notification channels"):
+        return refusal
+    return await _read_channels(db, None)
+
+
+async def get_channel(
+    db: Database, principal: Principal, channel_id: str, *, what: str = "read notification channels"
+) -> NotificationChannel | NotPermitted | NotFound:
+    if refusal := _admin_refusal(principal, what):
+        return refusal
+    parsed = _parse_id(channel_id)
+    found = await _read_channels(db, [parsed]) if parsed else []
+    return found[0] if found else NotFound("notification channel", channel_id)
+
+
+def _taken(name: str) -> InvalidInput:
+    return InvalidInput(f"the name {name[:100]!r} is taken", "name")
+
+
+async def create_channel(
+    db: Database,
+    principal: Principal,
+    settings: ChannelInput,
+    *,
+    allowed_hosts: frozenset[str] = frozenset(),
+) -> NotificationChannel | NotPermitted | InvalidInput:
+    if refusal := _admin_refusal(principal, "create notification channels"):
+        return refusal
+    if settings.name is None or settings.kind is None or settings.target is None:
+        return InvalidInput("a channel needs its name, kind and target", "name")
+    if problem := _check_channel(settings, allowed_hosts):
+        return problem
+    channel_id = uuid.uuid4()
+    row = await db.fetchrow(
+        sql.notifications.NOTIFICATION_CHANNEL_INSERT,
+        id=channel_id,
+        name=settings.name,
+        kind=settings.kind.value,
+        target=settings.target,
+        rate_per_minute=settings.rate_per_minute or DEFAULT_RATE_PER_MINUTE,
+        digest_minutes=settings.digest_minutes,
+        enabled=True if settings.enabled is None else settings.enabled,
+        created_by=principal.user,
+    )
+    if row is None:
+        return _taken(settings.name)
+    (channel,) = await _read_channels(db, [channel_id])
+    return channel
+
+
+async def update_channel(
+    db: Database,
+    principal: Principal,
+    channel_id: str,
+    changes: ChannelInput,
+    *,
+    allowed_hosts: frozenset[str] = frozenset(),
+) -> NotificationChannel | NotPermitted | InvalidInput | NotFound:
+    """Changes what it is given (not its kind: a new kind is a new channel). The target,
+    rate and digest apply to pending notifications too."""
+    current = await get_channel(db, principal, channel_id, what="change notification channels")
+    if isinstance(current, NotPermitted | NotFound):
+        return current
+    if changes.kind is not None and changes.kind is not current.kind:
+        return InvalidInput("a channel's kind does not change: create another channel", "kind")
+    merged = ChannelInput(
+        name=changes.name if changes.name is not None else current.name,
+        kind=current.kind,
+        target=changes.target if changes.target is not None else current.target,
+        rate_per_minute=changes.rate_per_minute or current.rate_per_minute,
+        digest_minutes=None
+        if changes.clear_digest
+        else (changes.digest_minutes or current.digest_minutes),
+        enabled=current.enabled if changes.enabled is None else changes.enabled,
+    )
+    if problem := _check_channel(merged, allowed_hosts):
+        return problem
+    assert merged.name is not None
+    row = await db.fetchrow(
+        sql.notifications.NOTIFICATION_CHANNEL_UPDATE,
+        id=uuid.UUID(current.id),
+        name=merged.name,
+        target=merged.target,
+        rate_per_minute=merged.rate_per_minute,
+        digest_minutes=merged.digest_minutes,
+        enabled=merged.enabled,
+    )
+    if row is None:
+        again = await _read_channels(db, [uuid.UUID(current.id)])
+        return _taken(merged.name) if again else NotFound("notification channel", channel_id)
+    (channel,) = await _read_channels(db, [uuid.UUID(current.id)])
+    return channel
+
+
+async def delete_channel(
+    db: Database, principal: Principal, channel_id: str
+) -> NotificationChannel | NotPermitted | InvalidInput | NotFound:
+    """Refused while a rule sends to it. Answers it as it was."""
+    current = await get_channel(db, principal, channel_id, what="delete notification channels")
+    if isinstance(current, NotPermitted | NotFound):
+        return current
+    row = await db.fetchrow(sql.notifications.NOTIFICATION_CHANNEL_DELETE, id=uuid.UUID(current.id))
+    if row is None:
+        again = await _read_channels(db, [uuid.UUID(current.id)])
+        if not again:
+            return NotFound("notification channel", channel_id)
+        names = ", ".join(repr(n) for n in again[0].rule_names[:5])
+        return InvalidInput(
+            f"rules send to this channel ({names}): delete them or point them elsewhere first",
+            "id",
+        )
+    return current
+
+
+# Rules.
+
+
+async def _check_rule(
+    db: Database, principal: Principal, settings: RuleInput
+) -> NotPermitted | InvalidInput | uuid.UUID:
+    """The whole of a rule's settings, merged already; answers its channel's id."""
+    assert settings.name is not None
+    assert settings.event is not None
+    if problem := check_text(settings.name, "name", required=True, limit=MAX_NAME):
+        return problem
+    event = settings.event
+    if (settings.queues is None) == (settings.workflows is None):
+        return InvalidInput("a rule names queues or workflows, one of the two", "queues")
+    by_queue = settings.queues is not None
+    if by_queue and event not in QUEUE_EVENTS:
+        return InvalidInput(f"{event.value} rules name workflows", "queues")
+    if not by_queue and event not in WORKFLOW_EVENTS:
+        return InvalidInput(f"{event.value} rules name queues", "workflows")
+    bound = settings.unclaimed_after_seconds
+    if event is NotificationEvent.UNCLAIMED:
+        if bound is None or not MIN_UNCLAIMED_SECONDS <= bound <= MAX_UNCLAIMED_SECONDS:
+            return InvalidInput(
+                f"an UNCLAIMED rule takes unclaimedAfterSeconds, {MIN_UNCLAIMED_SECONDS} to "
+                f"{MAX_UNCLAIMED_SECONDS}",
+                "unclaimedAfterSeconds",
+            )
+    elif bound is not None:
+        return InvalidInput(
+            "only an UNCLAIMED rule takes unclaimedAfterSeconds", "unclaimedAfterSeconds"
+        )
+    names = list(settings.queues or settings.workflows or ())
+    field = "queues" if by_queue else "workflows"
+    if not names or len(names) > MAX_SCOPE:
+        return InvalidInput(f"name 1 to {MAX_SCOPE} {field}", field)
+    if by_queue:
+        for queue in names:
+            if not principal.works_in(queue):
+                return not_covered(queue)
+        known = await get_queues(db, names)
+        if missing := [name for name in names if name not in known]:
+            return InvalidInput(f"unknown queue {missing[0][:100]!r}", field)
+    else:
+        changeable = await workflows_in_scope(db, principal, names)
+        if missing := [name for name in names if name not in changeable]:
+            return InvalidInput(f"unknown workflow {missing[0][:100]!r}", field)
+    channel_id = _parse_id(settings.channel_id)
+    if channel_id is None or not await _read_channels(db, [channel_id]):
+        return InvalidInput(f"unknown channel {str(settings.channel_id)[:100]!r}", "channelId")
+    return channel_id
+
+
+async def _visible_rules(
+    db: Database, principal: Principal, rules: list[NotificationRule]
+) -> list[NotificationRule]:
+    named = sorted({name for r in rules for name in r.workflows or ()})
+    changeable = await workflows_in_scope(db, principal, named) if named else {}
+    return [
+        r
+        for r in rules
+        if all(map(principal.works_in, r.queues or ()))
+        and all(name in changeable for name in r.workflows or ())
+    ]
+
+
+async def _read_rules(db: Database, ids: list[uuid.UUID] | None) -> list[NotificationRule]:
+    rows = await db.fetch(sql.notifications.NOTIFICATION_RULES_GET, ids=ids)
+    return [NotificationRule.from_row(row) for row in rows]
+
+
+async def list_rules(db: Database, principal: Principal) -> list[NotificationRule] | NotPermitted:
+    if refusal := _admin_refusal(principal, "read notification rules"):
+        return refusal
+    return await _visible_rules(db, principal, await _read_rules(db, None))
+
+
+async def get_rule(
+    db: Database, principal: Principal, rule_id: str, *, what: str = "read notification rules"
+) -> NotificationRule | NotPermitted | NotFound:
+    if refusal := _admin_refusal(principal, what):
+        return refusal
+    parsed = _parse_id(rule_id)
+    found = await _visible_rules(db, principal, await _read_rules(db, [parsed])) if parsed else []
+    return found[0] if found else NotFound("notification rule", rule_id)
+
+
+async def create_rule(
+    db: Database, principal: Principal, settings: RuleInput
+) -> NotificationRule | NotPermitted | InvalidInput:
+    """Applies to events from now on: what became due before it is not told."""
+    if refusal := _admin_refusal(principal, "create notification rules"):
+        return refusal
+    if settings.name is None or settings.event is None or settings.channel_id is None:
+        return InvalidInput("a rule needs its name, event and channel", "name")
+    checked = await _check_rule(db, principal, settings)
+    if isinstance(checked, NotPermitted | InvalidInput):
+        return checked
+    rule_id = uuid.uuid4()
+    row = await db.fetchrow(
+        sql.notifications.NOTIFICATION_RULE_INSERT,
+        id=rule_id,
+        name=settings.name,
+        event=settings.event.value,
+        queues=None if settings.queues is None else list(dict.fromkeys(settings.queues)),
+        workflows=None if settings.workflows is None else list(dict.fromkeys(settings.workflows)),
+        unclaimed_after_seconds=settings.unclaimed_after_seconds,
+        channel_id=checked,
+        enabled=True if settings.enabled is None else settings.enabled,
+        created_by=principal.user,
+    )
+    if row is None:
+        return _taken(settings.name)
+    (rule,) = await _read_rules(db, [rule_id])
+    return rule
+
+
+async def update_rule(
+    db: Database, principal: Principal, rule_id: str, changes: RuleInput
+) -> NotificationRule | NotPermitted | InvalidInput | NotFound:
+    current = await get_rule(db, principal, rule_id, what="change notification rules")
+    if isinstance(current, NotPermitted | NotFound):
+        return current
+    if changes.queues is not None and changes.workflows is not None:
+        return InvalidInput("a rule names queues or workflows, one of the two", "queues")
+    event = changes.event or current.event
+    merged = RuleInput(
+        name=changes.name if changes.name is not None else current.name,
+        event=event,
+        queues=changes.queues
+        if changes.queues is not None
+        else (current.queues if changes.workflows is None else None),
+        workflows=changes.workflows
+        if changes.workflows is not None
+        else (current.workflows if changes.queues is None else None),
+        unclaimed_after_seconds=(changes.unclaimed_after_seconds or current.unclaimed_after_seconds)
+        if event is NotificationEvent.UNCLAIMED
+        else changes.unclaimed_after_seconds,
+        channel_id=changes.channel_id or current.channel_id,
+        enabled=current.enabled if changes.enabled is None else changes.enabled,
+    )
+    checked = await _check_rule(db, principal, merged)
+    if isinstance(checked, NotPermitted | InvalidInput):
+        return checked
+    assert merged.name is not None
+    assert merged.event is not None
+    row = await db.fetchrow(
+        sql.notifications.NOTIFICATION_RULE_UPDATE,
+        id=uuid.UUID(current.id),
+        name=merged.name,
+        event=merged.event.value,
+        queues=None if merged.queues is None else list(dict.fromkeys(merged.queues)),
+        workflows=None if merged.workflows is None else list(dict.fromkeys(merged.workflows)),
+        unclaimed_after_seconds=merged.unclaimed_after_seconds,
+        channel_id=checked,
+        enabled=merged.enabled,
+    )
+    found = await _read_rules(db, [uuid.UUID(current.id)])
+    if not found:
+        return NotFound("notification rule", rule_id)
+    if row is None:
+        return _taken(merged.name)
+    return found[0]
+
+
+async def delete_rule(
+    db: Database, principal: Principal, rule_id: str
+) -> NotificationRule | NotPermitted | NotFound:
+    """Deletes it with its notifications, sent or not. Answers it as it was."""
+    current = await get_rule(db, principal, rule_id, what="delete notification rules")
+    if isinstance(current, NotPermitted | NotFound):
+        return current
+    row = await db.fetchrow(sql.notifications.NOTIFICATION_RULE_DELETE, id=uuid.UUID(current.id))
+    return current if row is not None else NotFound("notification rule", rule_id)
+
+
+# An item's notifications.
+
+
+async def item_notifications(
+    db: Database, item_ids: list[int]
+) -> dict[int, list[ItemNotification]]:
+    """Every notification of each item, oldest first. The caller has checked that the reader
+    may read the items."""
+    found: dict[int, list[ItemNotification]] = {item_id: [] for item_id in item_ids}
+    rows = await db.fetch(sql.notifications.NOTIFICATIONS_FOR_ITEMS, item_ids=item_ids)
+    for row in rows:
+        found[row["item_id"]].append(ItemNotification.from_row(row))
+    return found
