@@ -114,7 +114,8 @@ BEGIN
       AND r.event = casework_notification_event(casework_outbox_emit.event_type)
       AND (casework_outbox_emit.queue = ANY (r.queues)
            OR casework_outbox_emit.workflow = ANY (r.workflows))
-    ON CONFLICT (rule_id, event_id) DO NOTHING;
+    -- By the constraint's name: `(event_id)` would be ambiguous with the variable.
+    ON CONFLICT ON CONSTRAINT notification_deliveries_rule_id_event_id_key DO NOTHING;
     RETURN event_id;
 END;
 $$;

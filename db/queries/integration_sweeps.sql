@@ -14,7 +14,7 @@
 
 -- name: outbox_sweep_marks_start
 -- The (event type, queue) pairs an enabled endpoint subscribes to now, or an enabled
--- OVERDUE notification rule watches (migration 0036); a pair seen for the first time gets
+-- OVERDUE rule (notification_rules) watches (migration 0036); a pair seen for the first time gets
 -- its mark at now(). `subscribed` 0: nothing to sweep (one probe of webhook_endpoints and
 -- of notification_rules, what an idle deployment pays a round).
 WITH subscribed AS (

@@ -84,7 +84,7 @@ ORDER BY d.item_id, d.id;
 -- name: notification_unclaimed_sweep
 -- item.unclaimed, for rules only: per enabled UNCLAIMED rule of an enabled channel, at most
 -- :batch_size pending items of its queues nobody holds that have waited longer than its
--- bound since casework_unclaimed_since (0036). The event and the rule's notification are
+-- bound since casework_unclaimed_since (0036). The event and the rule's delivery row are
 -- written together; the key (rule, item, since) makes a second sweep, or a second worker,
 -- write nothing. Items a claim or a decision is changing are skipped (SKIP LOCKED) for
 -- the next round. `written`: notifications written.
@@ -145,7 +145,7 @@ SELECT pg_try_advisory_xact_lock(hashtext('casework.notification_sweep')) AS loc
 SELECT EXISTS (SELECT 1 FROM notification_rules AS r WHERE r.enabled) AS any_enabled;
 
 -- name: notification_channels_due
--- Channels with a notification due now (pending, its time come, not in flight), each
+-- Channels with a delivery row due now (pending, its time come, not in flight), each
 -- locked by one claimer at a time (SKIP LOCKED: another worker takes other channels), with
 -- what its rate limit and its digest need: messages sent in the last minute (a digest's
 -- rows share their sent_at: one message), messages in flight, and the last digest's time.

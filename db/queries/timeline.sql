@@ -16,7 +16,7 @@
 --     was held in.
 --   - A decision sampled for QA is `qa_sampled`, read from its copy (`qa_of`); `qa_checked`
 --     is stored, naming the decision in its detail.
---   - A notification to the owners (migration 0034) is `notified`, read from
+--   - A message to the owners (notification_deliveries, 0034) is `notified`, read from
 --     notification_deliveries, at the moment it became due (actor casework, role system),
 --     with its rule, channel, state and the time it was sent.
 -- Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the

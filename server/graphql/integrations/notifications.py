@@ -12,6 +12,7 @@ from strawberry.types import Info
 
 from server.domain import failures
 from server.domain.failures import is_failure
+from server.domain.integrations import notification_channels as channels
 from server.domain.integrations import notifications
 from server.domain.integrations.notification_kinds import ChannelKind, NotificationEvent
 from server.graphql.context import Context
@@ -66,7 +67,7 @@ class NotificationChannel:
     updated_at: datetime
 
     @classmethod
-    def from_domain(cls, channel: notifications.NotificationChannel) -> NotificationChannel:
+    def from_domain(cls, channel: channels.NotificationChannel) -> NotificationChannel:
         return cls(
             id=strawberry.ID(channel.id),
             name=channel.name,
@@ -168,7 +169,7 @@ class CreateNotificationChannelInput:
         "URL (to a host CASEWORK_EFFECT_ALLOWED_HOSTS allows, when set). APPRISE: an Apprise URL."
     )
     rate_per_minute: int = strawberry.field(
-        default=notifications.DEFAULT_RATE_PER_MINUTE, description="1 to 600."
+        default=channels.DEFAULT_RATE_PER_MINUTE, description="1 to 600."
     )
     digest_minutes: int | None = strawberry.field(
         default=None, description="1 to 1440; null: one message per notification."
@@ -230,7 +231,7 @@ def _rule_input(
 
 
 def _channel(
-    result: notifications.NotificationChannel
+    result: channels.NotificationChannel
     | failures.NotPermitted
     | failures.InvalidInput
     | failures.NotFound,
@@ -252,7 +253,7 @@ class NotificationQuery:
     @strawberry.field(description="Every notification channel. Admins.")
     async def notification_channels(self, info: Info[Context, None]) -> NotificationChannelsResult:
         ctx = info.context
-        result = await notifications.list_channels(ctx.db, ctx.principal)
+        result = await channels.list_channels(ctx.db, ctx.principal)
         if is_failure(result):
             return from_failure(result)
         return NotificationChannelList(
@@ -275,10 +276,10 @@ class NotificationMutation:
         self, info: Info[Context, None], input: CreateNotificationChannelInput
     ) -> CreateNotificationChannelResult:
         ctx = info.context
-        result = await notifications.create_channel(
+        result = await channels.create_channel(
             ctx.db,
             ctx.principal,
-            notifications.ChannelInput(
+            channels.ChannelInput(
                 name=input.name,
                 kind=input.kind,
                 target=input.target,
@@ -300,11 +301,11 @@ class NotificationMutation:
         self, info: Info[Context, None], id: strawberry.ID, input: UpdateNotificationChannelInput
     ) -> NotificationChannelResult:
         ctx = info.context
-        result = await notifications.update_channel(
+        result = await channels.update_channel(
             ctx.db,
             ctx.principal,
             id,
-            notifications.ChannelInput(
+            channels.ChannelInput(
                 name=input.name,
                 target=input.target,
                 rate_per_minute=input.rate_per_minute,
@@ -324,7 +325,7 @@ class NotificationMutation:
         self, info: Info[Context, None], id: strawberry.ID
     ) -> NotificationChannelResult:
         ctx = info.context
-        return _channel(await notifications.delete_channel(ctx.db, ctx.principal, id))
+        return _channel(await channels.delete_channel(ctx.db, ctx.principal, id))
 
     @strawberry.mutation(
         description="Creates a notification rule; it applies to events from now on. Admins, "

@@ -10,7 +10,7 @@ from server.store.queries import Query
 # db/queries/integration_sweeps.sql:15
 OUTBOX_SWEEP_MARKS_START = Query("outbox_sweep_marks_start", lambda: None)
 """The (event type, queue) pairs an enabled endpoint subscribes to now, or an enabled
-OVERDUE notification rule watches (migration 0036); a pair seen for the first time gets
+OVERDUE rule (notification_rules) watches (migration 0036); a pair seen for the first time gets
 its mark at now(). `subscribed` 0: nothing to sweep (one probe of webhook_endpoints and
 of notification_rules, what an idle deployment pays a round).
 """

@@ -46,7 +46,7 @@ NOTIFICATIONS_FOR_ITEMS = Query("notifications_for_items", lambda *, item_ids: N
 NOTIFICATION_UNCLAIMED_SWEEP = Query("notification_unclaimed_sweep", lambda *, batch_size: None)
 """item.unclaimed, for rules only: per enabled UNCLAIMED rule of an enabled channel, at most
 :batch_size pending items of its queues nobody holds that have waited longer than its
-bound since casework_unclaimed_since (0036). The event and the rule's notification are
+bound since casework_unclaimed_since (0036). The event and the rule's delivery row are
 written together; the key (rule, item, since) makes a second sweep, or a second worker,
 write nothing. Items a claim or a decision is changing are skipped (SKIP LOCKED) for
 the next round. `written`: notifications written.
@@ -61,7 +61,7 @@ NOTIFICATION_RULES_ANY_ENABLED = Query("notification_rules_any_enabled", lambda:
 
 # db/queries/notifications.sql:147
 NOTIFICATION_CHANNELS_DUE = Query("notification_channels_due", lambda *, channel_limit: None)
-"""Channels with a notification due now (pending, its time come, not in flight), each
+"""Channels with a delivery row due now (pending, its time come, not in flight), each
 locked by one claimer at a time (SKIP LOCKED: another worker takes other channels), with
 what its rate limit and its digest need: messages sent in the last minute (a digest's
 rows share their sent_at: one message), messages in flight, and the last digest's time.
