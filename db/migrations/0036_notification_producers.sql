@@ -192,7 +192,8 @@ END
 $$;
 
 -- decision.failed: a decision's effect failed for good (its attempts ran out, or the
--- target refused for good). A redrive of the decision that fails again is a new occurrence
+-- target refused for good). The data is decision.effective's with `attempts` and
+-- `failedAt`; not the last error, which quotes the target's answer. A redrive of the decision that fails again is a new occurrence
 -- (the key names the attempts made).
 CREATE FUNCTION casework_emit_decision_failed() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -204,7 +205,6 @@ BEGIN
         'decision.failed', d.item_id, NULL, NEW.queue, NULL,
         casework_decision_event_data(d.id) || jsonb_build_object(
             'attempts', NEW.attempts,
-            'lastError', NEW.last_error,
             'failedAt', casework_event_time(NEW.updated_at)),
         'decision.failed:' || d.id || ':' || NEW.attempts)
     FROM review_decisions AS d
