@@ -137,6 +137,7 @@ async def minute_passes(owner: asyncpg.Connection, minutes: float = 1.0) -> None
     """As if `minutes` had passed for the channel's rate and digest: what was sent, was sent
     that much earlier."""
     await owner.execute(
-        "UPDATE notification_deliveries SET sent_at = sent_at - $1::interval WHERE sent_at IS NOT NULL",
+        "UPDATE notification_deliveries SET sent_at = sent_at - $1::interval"
+        " WHERE sent_at IS NOT NULL",
         timedelta(minutes=minutes, seconds=1),
     )
