@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import asyncpg
 import pytest
 
+from server.store.database import Database
 from tests.api import conftest as api_fixtures
 from tests.api.conftest import GraphQL, Tokens
+from tests.conftest import reviewer
+from tests.integration.helpers import claim, decide, enqueue_one
 
 client = api_fixtures.client
 gql = api_fixtures.gql
@@ -179,3 +183,69 @@ async def test_only_an_admin_may(gql: GraphQL, tokens: Tokens, kyc: str) -> None
             input={"name": "x", "kind": "SLACK", "target": SLACK_URL},
         )
         assert refused["__typename"] == "NotPermitted"
+
+
+ITEM = """
+query($id: ID!) {
+  item(id: $id) {
+    notifications { rule event channel state attempts sentAt }
+    events { edges { node { kind actor notificationRule notificationEvent
+                            notificationChannel notificationState notificationSentAt } } }
+  }
+}"""
+
+
+async def test_an_items_reader_sees_its_notifications(
+    gql: GraphQL, tokens: Tokens, kyc: str, db: Database, owner_conn: asyncpg.Connection
+) -> None:
+    made = await result(
+        gql,
+        tokens.admin,
+        CREATE_CHANNEL,
+        input={"name": "risk-team", "kind": "TEAMS", "target": SLACK_URL},
+    )
+    await result(
+        gql,
+        tokens.admin,
+        CREATE_RULE,
+        input={
+            "name": "up",
+            "event": "APPLICATION_FAILED",
+            "queues": [kyc],
+            "channelId": made["id"],
+        },
+    )
+    item = await enqueue_one(db, kyc, "app-1")
+    rita = reviewer("rita", "kyc", "kyc-senior")
+    decided = await decide(db, rita, await claim(db, rita))
+    # Its effect fails for good.
+    await owner_conn.execute(
+        "UPDATE decision_applications SET state = 'failed', attempts = 8 WHERE decision_id = $1",
+        decided.id,
+    )
+
+    body = await gql(tokens.reviewer, ITEM, id=str(item.id))
+    assert "errors" not in body, body
+    found = body["data"]["item"]
+    assert found["notifications"] == [
+        {
+            "rule": "up",
+            "event": "APPLICATION_FAILED",
+            "channel": "risk-team",
+            "state": "PENDING",
+            "attempts": 0,
+            "sentAt": None,
+        }
+    ]
+    notified = [e["node"] for e in found["events"]["edges"] if e["node"]["kind"] == "NOTIFIED"]
+    assert notified == [
+        {
+            "kind": "NOTIFIED",
+            "actor": "casework",
+            "notificationRule": "up",
+            "notificationEvent": "APPLICATION_FAILED",
+            "notificationChannel": "risk-team",
+            "notificationState": "PENDING",
+            "notificationSentAt": None,
+        }
+    ]
