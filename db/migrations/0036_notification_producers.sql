@@ -280,8 +280,9 @@ END;
 $$;
 
 -- The unclaimed sweep (db/queries/notifications.sql) finds, per enabled UNCLAIMED rule,
--- pending items of its queues that nobody holds and that have waited since their enqueue,
--- or since their last lease ended or they last moved, longer than the rule's bound. The
+-- pending items of its queues that nobody holds (no live lease, no hold) and that have
+-- waited since their enqueue, or since their last lease or hold ended or they last moved,
+-- longer than the rule's bound. The
 -- moment they wait since is part of the occurrence's key, so one wait is told once per
 -- rule, and a new wait (claimed, then released) again.
 CREATE FUNCTION casework_unclaimed_since(item_id bigint) RETURNS timestamptz
@@ -289,6 +290,7 @@ LANGUAGE sql STABLE AS $$
     SELECT greatest(
                i.created_at,
                CASE WHEN i.lease_expires_at <= now() THEN i.lease_expires_at END,
+               CASE WHEN i.held_until <= now() THEN i.held_until END,
                (SELECT max(e.at) FROM item_events AS e
                 WHERE e.item_id = i.id
                   AND e.kind IN ('released', 'lapsed', 'revoked', 'escalated', 'moved',

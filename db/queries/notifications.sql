@@ -70,21 +70,10 @@ RETURNING r.id;
 -- Its notifications, sent or not, go with it.
 DELETE FROM notification_rules AS r WHERE r.id = :id RETURNING r.id;
 
--- name: notifications_for_items
--- The notifications of items (Item.notifications), oldest first.
-SELECT d.id, d.item_id, d.state, d.attempts, d.sent_at, d.created_at, d.last_error,
-       r.name AS rule_name, r.event, c.name AS channel_name, o.event_type
-FROM notification_deliveries AS d
-JOIN notification_rules AS r ON r.id = d.rule_id
-JOIN notification_channels AS c ON c.id = d.channel_id
-JOIN outbox_events AS o ON o.id = d.event_id
-WHERE d.item_id = ANY (:item_ids::bigint[])
-ORDER BY d.item_id, d.id;
-
 -- name: notification_unclaimed_sweep
 -- item.unclaimed, for rules only: per enabled UNCLAIMED rule of an enabled channel, at most
--- :batch_size pending items of its queues nobody holds that have waited longer than its
--- bound since casework_unclaimed_since (0036). The event and the rule's delivery row are
+-- :batch_size pending items of its queues nobody holds (no live lease, no hold) that have
+-- waited longer than its bound since casework_unclaimed_since (0036). The event and the rule's delivery row are
 -- written together; the key (rule, item, since) makes a second sweep, or a second worker,
 -- write nothing. Items a claim or a decision is changing are skipped (SKIP LOCKED) for
 -- the next round. `written`: notifications written.
@@ -104,6 +93,9 @@ found AS (
         WHERE i.queue = ANY (r.queues)
           AND i.state = 'pending'
           AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+          AND (i.held_until IS NULL OR i.held_until <= now())
+          -- What waited since before the bound was enqueued before it: the cheap filter.
+          AND i.created_at <= now() - make_interval(secs => r.unclaimed_after_seconds)
           AND s.since <= now() - make_interval(secs => r.unclaimed_after_seconds)
           AND NOT EXISTS (
               SELECT 1 FROM outbox_events AS o

@@ -17,13 +17,16 @@ from server.domain.integrations.notification_kinds import ChannelKind, Notificat
 from server.domain.integrations.sweeps import sweep_time_events
 from server.domain.model import Verdict
 from server.domain.timeline.events import PageKey, TimelineKind, events_pages
+from server.observability.notification_metrics import NOTIFICATIONS
 from server.store.database import Database
 from tests.apply.helpers import wait_until
 from tests.apply.receiver import Reply, always, webhook_receiver
 from tests.conftest import reviewer
 from tests.integration.helpers import claim, decide, enqueue_one
+from tests.integrations.events_support import WORKFLOW, correct, raise_one, supplier_workflow
 from tests.notifications.notify_support import (
     CHANNEL_KINDS,
+    PUBLIC_URL,
     SWEEP,
     channel,
     linked_items,
@@ -224,3 +227,24 @@ async def _count(owner: asyncpg.Connection, state: str, count: int) -> bool:
 async def _now(owner: asyncpg.Connection) -> datetime:
     now: datetime = await owner.fetchval("SELECT now()")
     return now
+
+
+async def test_a_correction_waiting_for_approval_is_told_with_the_exceptions_link(
+    db: Database, owner_conn: asyncpg.Connection
+) -> None:
+    await supplier_workflow(db)
+    async with webhook_receiver(SECRET) as receiver:
+        sink = await channel(db, receiver.url)
+        await rule(db, sink.id, NotificationEvent.NEEDS_APPROVAL, workflows=[WORKFLOW])
+        raised = await raise_one(db, "SUP-1042")
+        assert await rows(owner_conn) == []
+        await correct(db, raised.exception.id)
+        (row,) = await rows(owner_conn)
+        assert row["item_id"] == raised.exception.item_id
+
+        sent_before = NOTIFICATIONS.labels("sent")._value.get()
+        async with sending(db):
+            await wait_until(lambda: _count(owner_conn, "sent", 1), within=10, what="sent")
+        assert NOTIFICATIONS.labels("sent")._value.get() - sent_before == 1
+    (request,) = receiver.requests
+    assert f"{PUBLIC_URL}/console/#/exceptions/{raised.exception.id}" in request.body.decode()

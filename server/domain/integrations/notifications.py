@@ -1,4 +1,4 @@
-"""Notification rules, an admin's, and an item's notifications.
+"""Notification rules, an admin's.
 
 A rule says which waiting work, of which queues or workflows, is told to which channel
 (notification_channels.py). Rules are scoped as webhook endpoints are (every queue named one
@@ -104,35 +104,6 @@ class RuleInput:
     unclaimed_after_seconds: int | None = None
     channel_id: str | None = None
     enabled: bool | None = None
-
-
-@dataclass(frozen=True)
-class ItemNotification:
-    """A notification as an item's reader sees it (and its timeline)."""
-
-    id: int
-    item_id: int
-    rule: str
-    event: NotificationEvent
-    channel: str
-    state: NotificationState
-    attempts: int
-    created_at: datetime
-    sent_at: datetime | None
-
-    @classmethod
-    def from_row(cls, row: Row) -> ItemNotification:
-        return cls(
-            id=row["id"],
-            item_id=row["item_id"],
-            rule=row["rule_name"],
-            event=NotificationEvent(row["event"]),
-            channel=row["channel_name"],
-            state=NotificationState(row["state"]),
-            attempts=row["attempts"],
-            created_at=row["created_at"],
-            sent_at=row["sent_at"],
-        )
 
 
 # Rules.
@@ -308,18 +279,3 @@ async def delete_rule(
         return current
     row = await db.fetchrow(sql.notifications.NOTIFICATION_RULE_DELETE, id=uuid.UUID(current.id))
     return current if row is not None else NotFound("notification rule", rule_id)
-
-
-# An item's notifications.
-
-
-async def item_notifications(
-    db: Database, item_ids: list[int]
-) -> dict[int, list[ItemNotification]]:
-    """Every notification of each item, oldest first. The caller has checked that the reader
-    may read the items."""
-    found: dict[int, list[ItemNotification]] = {item_id: [] for item_id in item_ids}
-    rows = await db.fetch(sql.notifications.NOTIFICATIONS_FOR_ITEMS, item_ids=item_ids)
-    for row in rows:
-        found[row["item_id"]].append(ItemNotification.from_row(row))
-    return found

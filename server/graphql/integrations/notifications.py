@@ -122,35 +122,6 @@ class NotificationRule:
         )
 
 
-@strawberry.type(description="A notification about an item: which rule told which channel.")
-class ItemNotification:
-    rule: str
-    event: NotificationEvent
-    channel: str
-    state: NotificationState
-    attempts: int
-    created_at: datetime = strawberry.field(description="When it became due.")
-    sent_at: datetime | None
-
-    @classmethod
-    def from_domain(cls, found: notifications.ItemNotification) -> ItemNotification:
-        return cls(
-            rule=found.rule,
-            event=found.event,
-            channel=found.channel,
-            state=found.state,
-            attempts=found.attempts,
-            created_at=found.created_at,
-            sent_at=found.sent_at,
-        )
-
-
-async def item_notifications(info: Info[Context, None], item_id: int) -> list[ItemNotification]:
-    """Item.notifications: the caller read the item, so its reader may read them."""
-    found = await notifications.item_notifications(info.context.db, [item_id])
-    return [ItemNotification.from_domain(n) for n in found[item_id]]
-
-
 @strawberry.type
 class NotificationChannelList:
     channels: list[NotificationChannel]

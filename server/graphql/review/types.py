@@ -26,7 +26,6 @@ from server.graphql.review.applications import Application, ApplicationState
 
 if TYPE_CHECKING:
     from server.graphql.exceptions.types import ExceptionNode
-    from server.graphql.integrations.notifications import ItemNotification
     from server.graphql.timeline.types import ItemEventConnection
 
 # strawberry.enum marks the domain enum itself as the GraphQL enum and returns that class.
@@ -386,19 +385,6 @@ class ReviewItem:
         from server.graphql.timeline.types import item_events
 
         return await item_events(info, self._item.id, first, after)
-
-    @strawberry.field(
-        description="The notifications rules sent (or will send) about the item, oldest "
-        "first: rule, channel, state. Its timeline shows them as NOTIFIED too."
-    )
-    async def notifications(
-        self, info: Info[Context, None]
-    ) -> list[
-        Annotated[ItemNotification, strawberry.lazy("server.graphql.integrations.notifications")]
-    ]:
-        from server.graphql.integrations.notifications import item_notifications
-
-        return await item_notifications(info, self._item.id)
 
     @strawberry.field(
         description="Everything recorded about the item, as one self-describing document "
