@@ -12,6 +12,7 @@ from datetime import datetime
 import asyncpg
 import pytest
 
+from server.domain.exceptions.overdue import escalate_overdue_exceptions
 from server.domain.integrations import notification_deliveries
 from server.domain.integrations.notification_kinds import ChannelKind, NotificationEvent
 from server.domain.integrations.sweeps import sweep_time_events
@@ -23,7 +24,13 @@ from tests.apply.helpers import wait_until
 from tests.apply.receiver import Reply, always, webhook_receiver
 from tests.conftest import reviewer
 from tests.integration.helpers import claim, decide, enqueue_one
-from tests.integrations.events_support import WORKFLOW, correct, raise_one, supplier_workflow
+from tests.integrations.events_support import (
+    OWNER_QUEUE,
+    WORKFLOW,
+    correct,
+    raise_one,
+    supplier_workflow,
+)
 from tests.notifications.notify_support import (
     CHANNEL_KINDS,
     PUBLIC_URL,
@@ -248,3 +255,28 @@ async def test_a_correction_waiting_for_approval_is_told_with_the_exceptions_lin
         assert NOTIFICATIONS.labels("sent")._value.get() - sent_before == 1
     (request,) = receiver.requests
     assert f"{PUBLIC_URL}/console/#/exceptions/{raised.exception.id}" in request.body.decode()
+
+
+async def test_an_exception_past_its_due_time_is_told_when_it_moves_to_its_escalation_owner(
+    db: Database, owner_conn: asyncpg.Connection
+) -> None:
+    await supplier_workflow(db)
+    sink = await channel(db, "https://hooks.example.com/services/T0/B0/secret-token")
+    await rule(db, sink.id, NotificationEvent.OVERDUE, workflows=[WORKFLOW])
+    raised = await raise_one(db, "SUP-1042")
+    await owner_conn.execute(
+        "UPDATE exceptions SET due_at = now() - interval '1 minute' WHERE id = $1",
+        raised.exception.id,
+    )
+
+    assert await escalate_overdue_exceptions(db, OWNER_QUEUE) == 1
+    assert await escalate_overdue_exceptions(db, OWNER_QUEUE) == 0
+
+    (row,) = await rows(owner_conn)
+    assert row["item_id"] == raised.exception.item_id
+    event = await owner_conn.fetchrow("SELECT * FROM outbox_events WHERE id = $1", row["event_id"])
+    assert event is not None
+    assert (event["event_type"], event["exception_id"]) == (
+        "exception.overdue",
+        raised.exception.id,
+    )

@@ -155,7 +155,7 @@ UpdateNotificationRuleResult = Annotated[
     strawberry.union("UpdateNotificationRuleResult"),
 ]
 DeleteNotificationRuleResult = Annotated[
-    NotificationRule | NotPermitted | NotFound,
+    NotificationRule | NotPermitted | InvalidInput | NotFound,
     strawberry.union("DeleteNotificationRuleResult"),
 ]
 
