@@ -24,8 +24,10 @@ import httpx
 from server.domain.integrations import notification_deliveries as deliveries
 from server.domain.integrations.events import EventType
 from server.domain.integrations.notification_deliveries import DueMessage, DueNotification
+from server.domain.integrations.notification_kinds import ChannelKind
 from server.domain.integrations.notifications import NotificationState
 from server.domain.review import apply
+from server.domain.review.queues import target_refusal
 from server.effects.errors import PermanentEffectError, TransientEffectError
 from server.effects.notify import (
     ChannelTarget,
@@ -101,6 +103,9 @@ class NotificationSettings:
     sweep_interval_seconds: float = 5.0
     # CASEWORK_PUBLIC_URL: the console links' base; None: notices carry no link.
     public_url: str | None = None
+    # CASEWORK_EFFECT_ALLOWED_HOSTS, checked again before each incoming-webhook POST (the
+    # list may have changed since the channel was made); empty: any host.
+    allowed_hosts: frozenset[str] = frozenset()
 
 
 class NotificationSender:
@@ -139,6 +144,10 @@ class NotificationSender:
             notice = render_notice(entries)
             target = ChannelTarget(kind=message.kind, target=message.target)
             try:
+                if message.kind in (ChannelKind.SLACK, ChannelKind.TEAMS) and (
+                    refusal := target_refusal(message.target, self._settings.allowed_hosts)
+                ):
+                    raise PermanentEffectError(f"not sent: {refusal}")
                 await send_notice(client, target, notice)
             except PermanentEffectError as error:
                 await self._failed(message, str(error), permanent=True, retry_after=None)

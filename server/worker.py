@@ -145,6 +145,7 @@ class ApplyWorker:
             poll_seconds=settings.poll_seconds,
             backoff_seconds=settings.backoff_seconds,
             public_url=settings.public_url,
+            allowed_hosts=settings.allowed_hosts,
         )
         self.notifications = NotificationSender(db, self._notification_settings, worker=self.name)
 

@@ -299,9 +299,6 @@ LANGUAGE sql STABLE AS $$
     WHERE i.id = $1
 $$;
 
-CREATE INDEX notification_rules_unclaimed ON notification_rules (id)
-    WHERE event = 'UNCLAIMED' AND enabled;
-
 GRANT EXECUTE ON FUNCTION casework_notification_event(text),
     casework_notification_wanted(text[], text, text),
     casework_unclaimed_since(bigint)

@@ -133,9 +133,6 @@ SELECT count(*) AS written FROM written;
 -- One unclaimed sweeper at a time across workers (the others skip the round).
 SELECT pg_try_advisory_xact_lock(hashtext('casework.notification_sweep')) AS locked;
 
--- name: notification_rules_any_enabled
-SELECT EXISTS (SELECT 1 FROM notification_rules AS r WHERE r.enabled) AS any_enabled;
-
 -- name: notification_channels_due
 -- Channels with a delivery row due now (pending, its time come, not in flight), each
 -- locked by one claimer at a time (SKIP LOCKED: another worker takes other channels), with

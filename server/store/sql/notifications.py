@@ -53,9 +53,6 @@ NOTIFICATION_SWEEP_LOCK = Query("notification_sweep_lock", lambda: None)
 """One unclaimed sweeper at a time across workers (the others skip the round)."""
 
 # db/queries/notifications.sql:136
-NOTIFICATION_RULES_ANY_ENABLED = Query("notification_rules_any_enabled", lambda: None)
-
-# db/queries/notifications.sql:139
 NOTIFICATION_CHANNELS_DUE = Query("notification_channels_due", lambda *, channel_limit: None)
 """Channels with a delivery row due now (pending, its time come, not in flight), each
 locked by one claimer at a time (SKIP LOCKED: another worker takes other channels), with
@@ -63,20 +60,20 @@ what its rate limit and its digest need: messages sent in the last minute (a dig
 rows share their sent_at: one message), messages in flight, and the last digest's time.
 """
 
-# db/queries/notifications.sql:167
+# db/queries/notifications.sql:164
 NOTIFICATION_DELIVERIES_CLAIM = Query("notification_deliveries_claim", lambda *, channel_id, batch_size, lock_seconds: None)
 """Up to :batch_size due notifications of one channel, oldest first, locked for
 :lock_seconds (one lock time for all: a digest's rows are one message). Each with what
 its notice is built from: the event's data and the rule, never the item's payload.
 """
 
-# db/queries/notifications.sql:196
+# db/queries/notifications.sql:193
 NOTIFICATION_DELIVERIES_RECORD_SENT = Query("notification_deliveries_record_sent", lambda *, ids, attempts: None)
 """Sent, for the attempts made by this claim only (the fence: (id, attempts) pairs); one
 statement, so a digest's rows share their sent_at.
 """
 
-# db/queries/notifications.sql:205
+# db/queries/notifications.sql:202
 NOTIFICATION_DELIVERIES_RECORD_FAILURE = Query("notification_deliveries_record_failure", lambda *, permanent, max_attempts, next_attempt_at, error, ids, attempts: None)
 """A failed attempt: tried again at :next_attempt_at, or failed for good when :permanent or
 when :max_attempts are spent.
