@@ -42,6 +42,8 @@ from server.events.listener import PostgresListener
 from server.events.outage import OutageLog, Retrying, quiet_outage_tracebacks
 from server.events.reconnecting import ReconnectingTransport
 from server.events.redis import RedisTransport
+from server.notification_delivery import NotificationSender, NotificationSettings
+from server.notification_delivery import sweep_until_stopped as sweep_unclaimed_until_stopped
 from server.observability import metrics, tracing
 from server.observability.context import DECISION_ID
 from server.observability.metrics import ApplyOutcome
@@ -74,6 +76,8 @@ class WorkerSettings:
     allowed_hosts: frozenset[str] = frozenset()
     # How long delivered events are kept (CASEWORK_EVENT_RETENTION_DAYS).
     event_retention_seconds: float = 30 * 86400.0
+    # The console links' base in notifications (CASEWORK_PUBLIC_URL).
+    public_url: str | None = None
 
 
 def worker_settings(settings: Settings) -> WorkerSettings:
@@ -83,6 +87,7 @@ def worker_settings(settings: Settings) -> WorkerSettings:
         lease_seconds=settings.worker_lease_seconds,
         allowed_hosts=settings.effect_allowed_hosts,
         event_retention_seconds=settings.event_retention_days * 86400.0,
+        public_url=settings.auth.public_url,
     )
 
 
@@ -107,6 +112,7 @@ class ApplyWorker:
         perform_effect: Callable[[httpx.AsyncClient, apply.DueApplication], Awaitable[str]]
         | None = None,
         time_events: sweeps.SweepSettings | None = None,
+        notifications: NotificationSettings | None = None,
     ) -> None:
         self._db = db
         self._settings = settings
@@ -134,6 +140,14 @@ class ApplyWorker:
             allowed_hosts=settings.allowed_hosts,
             retention_seconds=settings.event_retention_seconds,
         )
+        # Notifications to owners' channels (server/notification_delivery.py).
+        self._notification_settings = notifications or NotificationSettings(
+            poll_seconds=settings.poll_seconds,
+            backoff_seconds=settings.backoff_seconds,
+            public_url=settings.public_url,
+            allowed_hosts=settings.allowed_hosts,
+        )
+        self.notifications = NotificationSender(db, self._notification_settings, worker=self.name)
 
     def hint(self, event: Event) -> None:
         if event.kind == EventKind.EXCEPTION:
@@ -164,11 +178,17 @@ class ApplyWorker:
                 sweeps.sweep_until_stopped(self._db, self._time_events, self._stopping),
                 name="casework-time-event-sweep",
             )
+            unclaimed = asyncio.create_task(
+                sweep_unclaimed_until_stopped(
+                    self._db, self._notification_settings, self._stopping
+                ),
+                name="casework-unclaimed-sweep",
+            )
             try:
                 await self._claim_until_stopped(client)
             finally:
                 await self._drain()
-                for task in (renewing, sweeping):
+                for task in (renewing, sweeping, unclaimed):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
@@ -224,6 +244,8 @@ class ApplyWorker:
             self._look_for_redrives = started == free
         # Then events for webhook endpoints, when some may be due.
         started += await self.events.start(client, free - started, self._spawn)
+        # Then notifications to owners' channels.
+        started += await self.notifications.start(client, free - started, self._spawn)
         return started
 
     def _redrives_may_be_due(self) -> bool:

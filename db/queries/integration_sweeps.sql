@@ -13,9 +13,10 @@
 -- mark is written only when it falls 2 x :settle_seconds behind.
 
 -- name: outbox_sweep_marks_start
--- The (event type, queue) pairs an enabled endpoint subscribes to now; a pair seen for the
--- first time gets its mark at now(). `subscribed` 0: nothing to sweep (one probe of
--- webhook_endpoints, what an idle deployment pays a round).
+-- The (event type, queue) pairs an enabled endpoint subscribes to now, or an enabled
+-- OVERDUE rule (notification_rules) watches (migration 0036); a pair seen for the first time gets
+-- its mark at now(). `subscribed` 0: nothing to sweep (one probe of webhook_endpoints and
+-- of notification_rules, what an idle deployment pays a round).
 WITH subscribed AS (
     SELECT DISTINCT t.event_type, q.queue
     FROM webhook_endpoints AS e,
@@ -24,6 +25,12 @@ WITH subscribed AS (
     WHERE e.enabled
       AND e.queues IS NOT NULL
       AND t.event_type IN ('item.overdue', 'lease.lapsed')
+    UNION
+    SELECT 'item.overdue', q.queue
+    FROM notification_rules AS r
+    JOIN notification_channels AS c ON c.id = r.channel_id,
+         unnest(r.queues) AS q (queue)
+    WHERE r.enabled AND c.enabled AND r.event = 'OVERDUE' AND r.queues IS NOT NULL
 ),
 started AS (
     INSERT INTO outbox_sweep_marks (event_type, queue, swept_until)

@@ -16,6 +16,9 @@
 --     was held in.
 --   - A decision sampled for QA is `qa_sampled`, read from its copy (`qa_of`); `qa_checked`
 --     is stored, naming the decision in its detail.
+--   - A message to the owners (notification_deliveries, 0034) is `notified`, read from
+--     notification_deliveries, at the moment it became due (actor casework, role system),
+--     with its rule, channel, state and the time it was sent.
 -- Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
 -- order it must have happened: an arrival, a lease's end, a claim, whatever was done under
 -- it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
@@ -135,6 +138,19 @@ story AS (
            NULL, jsonb_build_object('to_queue', c.queue), NULL, NULL, NULL, d.id, NULL, NULL
     FROM decisions AS d
     JOIN review_items AS c ON c.qa_of = d.id
+    UNION ALL
+    -- Last at its instant: the change that made it due comes first.
+    SELECT n.item_id, 'notified', n.created_at, 70, n.id,
+           coalesce(o.queue, (SELECT i.queue FROM items AS i WHERE i.id = n.item_id)),
+           'casework', 'system', NULL,
+           jsonb_build_object('rule', r.name, 'channel', c.name, 'state', n.state,
+                              'event', r.event, 'sent_at', n.sent_at),
+           NULL, NULL, NULL, NULL, NULL, NULL
+    FROM notification_deliveries AS n
+    JOIN notification_rules AS r ON r.id = n.rule_id
+    JOIN notification_channels AS c ON c.id = n.channel_id
+    JOIN outbox_events AS o ON o.id = n.event_id
+    WHERE n.item_id = ANY (:item_ids::bigint[])
 ),
 ordered AS (
     SELECT s.*,
@@ -166,7 +182,13 @@ SELECT p.item_id, p.kind, p.at, p.rank, p.ref, p.queue, p.actor, p.actor_role, p
             ELSE p.detail ->> 'to_queue' END AS to_queue,
        (p.detail ->> 'until')::timestamptz AS until,
        p.detail ->> 'reason' AS hold_reason,
-       p.detail ->> 'reviewer' AS assignee
+       p.detail ->> 'reviewer' AS assignee,
+       CASE WHEN p.kind = 'notified' THEN p.detail ->> 'rule' END AS notification_rule,
+       CASE WHEN p.kind = 'notified' THEN p.detail ->> 'channel' END AS notification_channel,
+       CASE WHEN p.kind = 'notified' THEN p.detail ->> 'state' END AS notification_state,
+       CASE WHEN p.kind = 'notified' THEN p.detail ->> 'event' END AS notification_event,
+       CASE WHEN p.kind = 'notified' THEN (p.detail ->> 'sent_at')::timestamptz END
+           AS notification_sent_at
 FROM page AS p
 JOIN items AS i ON i.id = p.item_id
 WHERE p.n <= :page_size

@@ -24,6 +24,7 @@ from server.graphql.exceptions.subscriptions import ExceptionSubscription
 from server.graphql.identity.mutations import IdentityMutation
 from server.graphql.input_strings import guard_root_fields
 from server.graphql.integrations.mutations import IntegrationMutation
+from server.graphql.integrations.notifications import NotificationMutation, NotificationQuery
 from server.graphql.integrations.queries import IntegrationQuery
 from server.graphql.lean_resolvers import lean_resolvers
 from server.graphql.leaves import LeafExecutionContext
@@ -107,7 +108,10 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     if tracing.enabled():
         extensions.append(_tracing_extension())
     schema = CaseworkSchema(
-        query=merge_types("Query", (Query, ExceptionQuery, PrivacyPolicyQuery, IntegrationQuery)),
+        query=merge_types(
+            "Query",
+            (Query, ExceptionQuery, PrivacyPolicyQuery, IntegrationQuery, NotificationQuery),
+        ),
         mutation=merge_types(
             "Mutation",
             (
@@ -122,6 +126,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
                 ErasureMutation,
                 RevealMutation,
                 IntegrationMutation,
+                NotificationMutation,
             ),
         ),
         subscription=merge_types("Subscription", (Subscription, ExceptionSubscription)),

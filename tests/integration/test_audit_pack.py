@@ -89,6 +89,11 @@ def event(
         "hold_reason": None,
         "assignee": None,
         "authentication_id": None,
+        "notification_rule": None,
+        "notification_channel": None,
+        "notification_state": None,
+        "notification_event": None,
+        "notification_sent_at": None,
         "authentication": None,
     }
 

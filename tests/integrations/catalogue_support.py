@@ -27,6 +27,7 @@ FRESH = frozenset(
         "leaseStartedAt",
         "lapsedAt",
         "requestedAt",
+        "failedAt",
         "at",
     }
 )

@@ -54,6 +54,12 @@ async def cause_every_event(db: Database, owner: asyncpg.Connection) -> None:
         db, APPROVER, OverturnInput(str(approved.id), "name_mismatch", None)
     )
     assert isinstance(overturn, Decision), overturn
+    # Its effect fails for good: decision.failed.
+    await owner.execute(
+        "UPDATE decision_applications SET state = 'failed', attempts = 8,"
+        " last_error = 'HTTP 400: refused', updated_at = now() WHERE decision_id = $1",
+        approved.id,
+    )
     await enqueue_one(db, "kyc", "app-7732")
     await decide(db, RITA, await claim(db, RITA), Verdict.ESCALATE, "needs_senior")
 

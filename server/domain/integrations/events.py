@@ -12,6 +12,8 @@ class EventType(enum.StrEnum):
     ITEM_OVERDUE = "item.overdue"
     ITEM_ESCALATED = "item.escalated"
     LEASE_LAPSED = "lease.lapsed"
+    # A decision's effect failed for good (migration 0036).
+    DECISION_FAILED = "decision.failed"
     # Exception events: an endpoint scopes them by workflow.
     EXCEPTION_RAISED = "exception.raised"
     EXCEPTION_NEEDS_APPROVAL = "exception.needs_approval"
@@ -30,5 +32,6 @@ REVIEW_EVENTS = frozenset(
         EventType.ITEM_OVERDUE,
         EventType.ITEM_ESCALATED,
         EventType.LEASE_LAPSED,
+        EventType.DECISION_FAILED,
     }
 )

@@ -47,6 +47,9 @@ class TimelineKind(enum.StrEnum):
     # (stored, the note as body).
     QA_SAMPLED = "qa_sampled"
     QA_CHECKED = "qa_checked"
+    # A notification to the owners of waiting work (issue 28), read from
+    # notification_deliveries: its rule, channel, state and sent time.
+    NOTIFIED = "notified"
 
 
 # The kinds `item_events` stores; the others are derived when the timeline is read.
@@ -58,6 +61,7 @@ STORED_KINDS = frozenset(TimelineKind) - {
     TimelineKind.CONFIRMED,
     TimelineKind.OVERRIDDEN,
     TimelineKind.QA_SAMPLED,
+    TimelineKind.NOTIFIED,
 }
 
 
@@ -113,6 +117,11 @@ _KIND_COLUMNS = (
     "hold_reason",
     "assignee",
     "authentication_id",
+    "notification_rule",
+    "notification_channel",
+    "notification_state",
+    "notification_event",
+    "notification_sent_at",
 )
 
 
@@ -144,6 +153,13 @@ class TimelineEvent:
     # How the actor authenticated (migration 0023): its row in `authentications`; None on
     # what Casework does itself, on claims, and on rows older than it.
     authentication_id: int | None = None
+    # NOTIFIED: the rule, the channel's name, the state (pending, sent, failed), what the
+    # rule tells of, and when it was sent.
+    notification_rule: str | None = None
+    notification_channel: str | None = None
+    notification_state: str | None = None
+    notification_event: str | None = None
+    notification_sent_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> TimelineEvent:

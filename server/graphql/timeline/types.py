@@ -7,6 +7,8 @@ from datetime import datetime
 import strawberry
 from strawberry.types import Info
 
+from server.domain.integrations.notification_kinds import NotificationEvent
+from server.domain.integrations.notifications import NotificationState
 from server.domain.privacy import notes
 from server.domain.timeline import events as timeline
 from server.graphql.codes import ClientError
@@ -26,7 +28,9 @@ strawberry.enum(
     "LAPSED is recorded by the claim that notices it. "
     "QA_SAMPLED: the decision was copied to the QA queue (actor casework, role system; read "
     "from the copy); "
-    "QA_CHECKED: a QA reviewer recorded agree or disagree (Decision.qaResult).",
+    "QA_CHECKED: a QA reviewer recorded agree or disagree (Decision.qaResult); "
+    "NOTIFIED: the owners were notified by a rule (actor casework, role system; at when "
+    "it became due; see notificationRule, notificationChannel, notificationState).",
 )
 TimelineKind = timeline.TimelineKind
 
@@ -87,6 +91,17 @@ class ItemEvent:
     assignee: str | None = strawberry.field(
         description="ASSIGNED, UNASSIGNED: the reviewer the item was reserved for."
     )
+    notification_rule: str | None = strawberry.field(description="NOTIFIED: the rule's name.")
+    notification_event: NotificationEvent | None = strawberry.field(
+        description="NOTIFIED: what the rule told of."
+    )
+    notification_channel: str | None = strawberry.field(description="NOTIFIED: the channel's name.")
+    notification_state: NotificationState | None = strawberry.field(
+        description="NOTIFIED: pending, sent or failed, as it is now."
+    )
+    notification_sent_at: datetime | None = strawberry.field(
+        description="NOTIFIED: when it was sent (a digest's entries share it)."
+    )
 
     @classmethod
     def from_domain(cls, event: timeline.TimelineEvent) -> ItemEvent:
@@ -112,6 +127,15 @@ class ItemEvent:
             until=event.until,
             hold_reason=event.hold_reason,
             assignee=event.assignee,
+            notification_rule=event.notification_rule,
+            notification_event=None
+            if event.notification_event is None
+            else NotificationEvent(event.notification_event),
+            notification_channel=event.notification_channel,
+            notification_state=None
+            if event.notification_state is None
+            else NotificationState(event.notification_state),
+            notification_sent_at=event.notification_sent_at,
         )
 
     @strawberry.field(

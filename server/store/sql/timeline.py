@@ -26,6 +26,9 @@ lease like a decision does), and an override `overridden`, in the queue its leas
 was held in.
 - A decision sampled for QA is `qa_sampled`, read from its copy (`qa_of`); `qa_checked`
 is stored, naming the decision in its detail.
+- A message to the owners (notification_deliveries, 0034) is `notified`, read from
+notification_deliveries, at the moment it became due (actor casework, role system),
+with its rule, channel, state and the time it was sent.
 Order: (at, rank, ref), a total order. `rank` puts what happened at one instant in the
 order it must have happened: an arrival, a lease's end, a claim, whatever was done under
 it, a decision. `ref` is the row's id in its table, or for a claim a number made from its
@@ -37,7 +40,7 @@ write; NULL on older rows, on what Casework does itself and on claims.
 Reads only each item's rows: item_events_item, review_decisions_item, the item's key.
 """
 
-# db/queries/timeline.sql:175
+# db/queries/timeline.sql:197
 ITEM_NOTE_ADD = Query("item_note_add", lambda *, item_id, queue_scope, actor, actor_role, body, authentication_id: None)
 """Adds a note to an item's timeline (`item_events`, kind `noted`) and hints `noted`, so
 that open consoles re-read. No lease is needed: whoever may see the item may note it.
@@ -47,7 +50,7 @@ QA copy of one: their notes are sealed (sealed_note_add, db/queries/privacy_reco
 and this statement never stores their text.
 """
 
-# db/queries/timeline.sql:205
+# db/queries/timeline.sql:227
 ITEM_EVENTS_GET_LATEST_ID = Query("item_events_get_latest_id", lambda *, item_id: None)
 """The newest row of the item's stored timeline (NULL: none): itemUpdates compares it before
 and after it starts listening, as it compares the item's row, so that a note (which
