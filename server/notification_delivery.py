@@ -21,6 +21,7 @@ from datetime import datetime
 
 import httpx
 
+from server.config_mail import MailSettings
 from server.domain.integrations import notification_deliveries as deliveries
 from server.domain.integrations.events import EventType
 from server.domain.integrations.notification_deliveries import DueMessage, DueNotification
@@ -106,6 +107,8 @@ class NotificationSettings:
     # CASEWORK_EFFECT_ALLOWED_HOSTS, checked again before each incoming-webhook POST (the
     # list may have changed since the channel was made); empty: any host.
     allowed_hosts: frozenset[str] = frozenset()
+    # CASEWORK_SMTP_URL and CASEWORK_NOTIFY_FROM: how e-mail channels send.
+    mail: MailSettings | None = None
 
 
 class NotificationSender:
@@ -142,7 +145,9 @@ class NotificationSender:
                 notice_entry(due, self._settings.public_url) for due in message.notifications
             )
             notice = render_notice(entries)
-            target = ChannelTarget(kind=message.kind, target=message.target)
+            target = ChannelTarget(
+                kind=message.kind, target=message.target, mail=self._settings.mail
+            )
             try:
                 if message.kind in (ChannelKind.SLACK, ChannelKind.TEAMS) and (
                     refusal := target_refusal(message.target, self._settings.allowed_hosts)

@@ -27,6 +27,7 @@ from datetime import datetime
 import httpx
 
 from server.config import Settings
+from server.config_mail import MailSettings
 from server.domain.exceptions import redrive_delivery
 from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.integrations import sweeps
@@ -78,6 +79,8 @@ class WorkerSettings:
     event_retention_seconds: float = 30 * 86400.0
     # The console links' base in notifications (CASEWORK_PUBLIC_URL).
     public_url: str | None = None
+    # How e-mail channels send (CASEWORK_SMTP_URL, CASEWORK_NOTIFY_FROM); None: they cannot.
+    mail: MailSettings | None = None
 
 
 def worker_settings(settings: Settings) -> WorkerSettings:
@@ -88,6 +91,7 @@ def worker_settings(settings: Settings) -> WorkerSettings:
         allowed_hosts=settings.effect_allowed_hosts,
         event_retention_seconds=settings.event_retention_days * 86400.0,
         public_url=settings.auth.public_url,
+        mail=settings.mail,
     )
 
 
@@ -146,6 +150,7 @@ class ApplyWorker:
             backoff_seconds=settings.backoff_seconds,
             public_url=settings.public_url,
             allowed_hosts=settings.allowed_hosts,
+            mail=settings.mail,
         )
         self.notifications = NotificationSender(db, self._notification_settings, worker=self.name)
 

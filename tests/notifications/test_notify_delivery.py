@@ -34,6 +34,7 @@ from tests.integrations.events_support import (
 from tests.notifications.notify_support import (
     CHANNEL_KINDS,
     PUBLIC_URL,
+    SECRET,
     SWEEP,
     channel,
     linked_items,
@@ -42,10 +43,10 @@ from tests.notifications.notify_support import (
     rows,
     rule,
     sending,
+    sink,
     start_overdue_sweep,
 )
 
-SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 RITA = reviewer("rita-reviewer", "kyc")
 
 
@@ -53,13 +54,13 @@ RITA = reviewer("rita-reviewer", "kyc")
 async def test_each_rule_fires_once_and_the_timeline_shows_it(
     db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, kind: ChannelKind
 ) -> None:
-    async with webhook_receiver(SECRET) as receiver:
-        sink = await channel(db, receiver.url, kind=kind)
-        await rule(db, sink.id, NotificationEvent.ESCALATED, name="escalations")
-        await rule(db, sink.id, NotificationEvent.ESCALATED, name="escalations-too")
+    async with sink(kind) as received:
+        made = await channel(db, received.target, kind=kind)
+        await rule(db, made.id, NotificationEvent.ESCALATED, name="escalations")
+        await rule(db, made.id, NotificationEvent.ESCALATED, name="escalations-too")
         # A rule of another event and one of another queue hear nothing of it.
-        await rule(db, sink.id, NotificationEvent.APPLICATION_FAILED, name="failures")
-        await rule(db, sink.id, NotificationEvent.ESCALATED, name="senior", queues=["kyc-senior"])
+        await rule(db, made.id, NotificationEvent.APPLICATION_FAILED, name="failures")
+        await rule(db, made.id, NotificationEvent.ESCALATED, name="senior", queues=["kyc-senior"])
 
         item = await enqueue_one(db, "kyc", "app-1")
         await decide(db, RITA, await claim(db, RITA), Verdict.ESCALATE, "needs_senior")
@@ -67,12 +68,12 @@ async def test_each_rule_fires_once_and_the_timeline_shows_it(
         assert len(written) == 2
         assert {r["item_id"] for r in written} == {item.id}
 
-        async with sending(db):
+        async with sending(db, mail=received.mail):
             await wait_until(
                 lambda: _all_sent(owner_conn, 2), within=10, what="both notifications sent"
             )
-        assert linked_items(receiver) == [item.id, item.id]
-        assert len(receiver.requests) == 2
+        assert received.linked_items() == [item.id, item.id]
+        assert len(received.bodies()) == 2
 
     pages = await events_pages(db, [PageKey(item.id, None, 50)])
     notified = [e for e in pages[PageKey(item.id, None, 50)] if e.kind is TimelineKind.NOTIFIED]

@@ -17,18 +17,17 @@ from server.domain.privacy.keys import Keyring, LocalKeyFile
 from server.domain.review.items import NewItem, enqueue_items
 from server.store.database import Database
 from tests.apply.helpers import wait_until
-from tests.apply.receiver import webhook_receiver
-from tests.conftest import reviewer
-from tests.integration.helpers import INTEGRATION, claim, decide
+from tests.conftest import INTEGRATION, reviewer
+from tests.integration.helpers import claim, decide
 from tests.notifications.notify_support import (
     CHANNEL_KINDS,
     SWEEP,
     channel,
-    linked_items,
     make_overdue,
     rows,
     rule,
     sending,
+    sink,
     start_overdue_sweep,
 )
 from tests.privacy.canaries import ALL_CANARIES, applicant
@@ -53,10 +52,10 @@ async def test_no_personal_value_reaches_a_channel(
 ) -> None:
     await attach_policy(db, "kyc")
     keyring = Keyring(LocalKeyFile.load(LocalKeyFile.create(tmp_path / "keys.json").path))
-    async with webhook_receiver(SECRET) as receiver:
-        sink = await channel(db, receiver.url, kind=kind)
-        await rule(db, sink.id, NotificationEvent.ESCALATED)
-        await rule(db, sink.id, NotificationEvent.OVERDUE)
+    async with sink(kind) as received:
+        made = await channel(db, received.target, kind=kind)
+        await rule(db, made.id, NotificationEvent.ESCALATED)
+        await rule(db, made.id, NotificationEvent.OVERDUE)
         await start_overdue_sweep(db, owner_conn)
 
         enqueued = await enqueue_items(
@@ -75,11 +74,10 @@ async def test_no_personal_value_reaches_a_channel(
         await make_overdue(owner_conn, [late])
         await sweep_time_events(db, SWEEP)
 
-        async with sending(db):
+        async with sending(db, mail=received.mail):
             await wait_until(lambda: _all_sent(owner_conn, 2), within=10, what="both sent")
-
-    assert sorted(linked_items(receiver)) == sorted([escalated, late])
-    bodies = [r.body.decode() for r in receiver.requests]
+        bodies = received.bodies()
+        assert sorted(received.linked_items()) == sorted([escalated, late])
     leaked = [(canary, body) for body in bodies for canary in ALL_CANARIES if canary in body]
     assert leaked == []
     # Nor the events they were built from.

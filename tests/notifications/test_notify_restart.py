@@ -5,25 +5,24 @@ worker) is SIGKILLed before it sends, and the next process sends it, once."""
 from __future__ import annotations
 
 import asyncpg
+import pytest
 
-from server.domain.integrations.notification_kinds import NotificationEvent
+from server.domain.integrations.notification_kinds import ChannelKind, NotificationEvent
 from server.domain.model import Verdict
 from server.store.database import Database
 from tests.api.live_server import casework_serve_process
 from tests.apply.helpers import wait_until, worker_env
-from tests.apply.receiver import webhook_receiver
 from tests.conftest import TestDatabase, reviewer
 from tests.integration.helpers import claim, decide, enqueue_one
 from tests.notifications.notify_support import (
     PUBLIC_URL,
     channel,
-    linked_items,
     minute_passes,
     rows,
     rule,
+    sink,
 )
 
-SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 RITA = reviewer("rita-reviewer", "kyc")
 
 
@@ -34,14 +33,19 @@ async def _state_of(owner: asyncpg.Connection, item_id: int) -> str | None:
     return state
 
 
+@pytest.mark.parametrize("kind", [ChannelKind.SLACK, ChannelKind.EMAIL], ids=str)
 async def test_a_notification_due_before_a_kill_is_sent_once_after_the_restart(
-    db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, test_database: TestDatabase
+    db: Database,
+    kyc_queue: str,
+    owner_conn: asyncpg.Connection,
+    test_database: TestDatabase,
+    kind: ChannelKind,
 ) -> None:
-    env = worker_env(test_database, CASEWORK_PUBLIC_URL=PUBLIC_URL)
-    async with webhook_receiver(SECRET) as receiver:
+    async with sink(kind) as received:
+        env = worker_env(test_database, CASEWORK_PUBLIC_URL=PUBLIC_URL, **received.env)
         # One message a minute: the second notification cannot go out before the kill.
-        sink = await channel(db, receiver.url, rate_per_minute=1)
-        await rule(db, sink.id, NotificationEvent.ESCALATED)
+        made = await channel(db, received.target, kind=kind, rate_per_minute=1)
+        await rule(db, made.id, NotificationEvent.ESCALATED)
 
         async with casework_serve_process(env) as served:
             first = await enqueue_one(db, "kyc", "app-1")
@@ -57,14 +61,14 @@ async def test_a_notification_due_before_a_kill_is_sent_once_after_the_restart(
 
         (due,) = [r for r in await rows(owner_conn) if r["item_id"] == second.id]
         assert (due["state"], due["attempts"], due["sent_at"]) == ("pending", 0, None)
-        assert linked_items(receiver) == [first.id]
+        assert received.linked_items() == [first.id]
 
         await minute_passes(owner_conn)
         async with casework_serve_process(env):
             await wait_until(
                 lambda: _is_sent(owner_conn, second.id), within=20, what="the second sent"
             )
-        assert linked_items(receiver) == [first.id, second.id]
+        assert received.linked_items() == [first.id, second.id]
 
 
 async def _is_sent(owner: asyncpg.Connection, item_id: int) -> bool:
