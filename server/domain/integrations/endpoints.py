@@ -18,15 +18,15 @@ from server.domain.exceptions.workflows import workflows_in_scope
 from server.domain.failures import InvalidInput, NotFound, NotPermitted
 from server.domain.integrations.envelope import EndpointFormat
 from server.domain.integrations.events import REVIEW_EVENTS, EventType
+from server.domain.integrations.scopes import scope_refusal
 from server.domain.model import Principal, Role
-from server.domain.review.queues import get_queues, not_covered, target_refusal
+from server.domain.review.queues import target_refusal
 from server.domain.review.webhook_secrets import DEFAULT_OVERLAP_HOURS, checked_rotation
 from server.domain.text import check_text
 from server.signatures import new_secret, secret_refusal
 from server.store import sql
 from server.store.database import Database, Row
 
-MAX_SCOPE = 100
 MAX_DESCRIPTION = 500
 # Attempts before a delivery fails for good (replayable), and how long one POST may take.
 DEFAULT_MAX_ATTEMPTS = 8
@@ -184,21 +184,8 @@ async def _check(
                 "eventTypes",
             )
     names = list(settings.queues or settings.workflows or ())
-    field = "queues" if scoped_by_queue else "workflows"
-    if not names or len(names) > MAX_SCOPE:
-        return InvalidInput(f"name 1 to {MAX_SCOPE} {field}", field)
-    if scoped_by_queue:
-        for queue in names:
-            if not principal.works_in(queue):
-                return not_covered(queue)
-        known = await get_queues(db, names)
-        if missing := [name for name in names if name not in known]:
-            return InvalidInput(f"unknown queue {missing[0][:100]!r}", field)
-    else:
-        changeable = await workflows_in_scope(db, principal, names)
-        if missing := [name for name in names if name not in changeable]:
-            # Another team's workflow answers as a missing one (workflows.unknown_workflow).
-            return InvalidInput(f"unknown workflow {missing[0][:100]!r}", field)
+    if refused := await scope_refusal(db, principal, names, by_queue=scoped_by_queue):
+        return refused
     return types
 
 

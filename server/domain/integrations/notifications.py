@@ -28,13 +28,12 @@ from server.domain.integrations.notification_channels import (
     taken,
 )
 from server.domain.integrations.notification_kinds import NotificationEvent
+from server.domain.integrations.scopes import scope_refusal
 from server.domain.model import Principal
-from server.domain.review.queues import get_queues, not_covered
 from server.domain.text import check_text
 from server.store import sql
 from server.store.database import Database, Row
 
-MAX_SCOPE = 100
 MIN_UNCLAIMED_SECONDS = 60
 MAX_UNCLAIMED_SECONDS = 2_592_000
 
@@ -138,20 +137,8 @@ async def _check_rule(
             "only an UNCLAIMED rule takes unclaimedAfterSeconds", "unclaimedAfterSeconds"
         )
     names = list(settings.queues or settings.workflows or ())
-    field = "queues" if by_queue else "workflows"
-    if not names or len(names) > MAX_SCOPE:
-        return InvalidInput(f"name 1 to {MAX_SCOPE} {field}", field)
-    if by_queue:
-        for queue in names:
-            if not principal.works_in(queue):
-                return not_covered(queue)
-        known = await get_queues(db, names)
-        if missing := [name for name in names if name not in known]:
-            return InvalidInput(f"unknown queue {missing[0][:100]!r}", field)
-    else:
-        changeable = await workflows_in_scope(db, principal, names)
-        if missing := [name for name in names if name not in changeable]:
-            return InvalidInput(f"unknown workflow {missing[0][:100]!r}", field)
+    if refusal := await scope_refusal(db, principal, names, by_queue=by_queue):
+        return refusal
     channel_id = parse_id(settings.channel_id)
     if channel_id is None or not await read_channels(db, [channel_id]):
         return InvalidInput(f"unknown channel {str(settings.channel_id)[:100]!r}", "channelId")
