@@ -91,7 +91,7 @@ class DeadLetterSource(Protocol):
 
 class RedrivePublisher(Protocol):
     """Publishes a corrected message to its origin, with the redrive key as its message id,
-    so a consumer that de-duplicates by message id sees one however often it is sent."""
+    so a consumer that drops repeats by message id sees one however often it is sent."""
 
     async def publish(
         self, origin: Origin, body: bytes, *, message_id: str, headers: Mapping[str, str]
