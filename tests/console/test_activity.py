@@ -9,7 +9,11 @@ from typing import Any
 import asyncpg
 from playwright.async_api import Browser, Locator, Page, expect
 
+from tests.api.helpers import DECIDE, decision_input
+from tests.apply.helpers import wait_until
+from tests.apply.receiver import webhook_receiver
 from tests.console.helpers import (
+    ESCALATE_TO_SENIORS,
     ITEM_DECISIONS,
     SHOWN_WITHIN_MS,
     ConsoleTokens,
@@ -39,6 +43,23 @@ mutation($code: String!, $label: String!, $requiresNote: Boolean) {
 }
 """
 ITEM_LEASE = "query($id: ID!) { item(id: $id) { state lease { owner } } }"
+CREATE_CHANNEL = """
+mutation($target: String!) {
+  createNotificationChannel(input: {name: "kyc-leads", kind: SLACK, target: $target}) {
+    __typename ... on NotificationChannel { id } ... on Error { message }
+  }
+}
+"""
+CREATE_RULE = """
+mutation($channel: ID!) {
+  createNotificationRule(input: {name: "kyc escalations", event: ESCALATED,
+                                 channelId: $channel, queues: ["kyc"]}) {
+    __typename ... on Error { message }
+  }
+}
+"""
+NOTIFICATION_SENT = "SELECT state = 'sent' FROM notification_deliveries WHERE item_id = $1"
+RECEIVER_SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 # Ends a lease now, as if its TTL had run out, without waiting for it: after its start, so
 # that the lapse takes its place in the story between that claim and the next.
 EXPIRE_LEASE_NOW = "UPDATE review_items SET lease_expires_at = now() WHERE id = $1"
@@ -319,3 +340,41 @@ async def test_show_more_reads_the_next_page_of_a_long_story(
         await expect(entries(page).nth(50)).to_be_focused()
         await expect(entries(page).nth(50)).to_contain_text("Note 50 of 55")
         await expect(entries(page).last).to_contain_text("Note 55 of 55")
+
+
+async def test_a_notification_to_the_owners_is_part_of_the_story(
+    browser: Browser, casework: Casework, tokens: ConsoleTokens, owner_conn: asyncpg.Connection
+) -> None:
+    """An escalation the queue's rule tells a channel of: the served worker sends it, and the
+    item's Activity says who was told of what, by which rule, and that it went out."""
+    api = casework.api
+    item_id = await one_item(api, tokens)
+    escalation = await api.call(tokens.admin, ESCALATE_TO_SENIORS)
+    assert escalation["kyc"]["__typename"] == "QueueConfigured", escalation
+    async with webhook_receiver(RECEIVER_SECRET) as receiver:
+        made = await api.call(tokens.admin, CREATE_CHANNEL, target=receiver.url)
+        channel = made["createNotificationChannel"]
+        assert channel["__typename"] == "NotificationChannel", made
+        ruled = await api.call(tokens.admin, CREATE_RULE, channel=channel["id"])
+        assert ruled["createNotificationRule"]["__typename"] == "NotificationRule", ruled
+        claim = await api.claim(tokens.rob, "kyc")
+        entry = decision_input(claim, "ESCALATE", "needs_senior")
+        decided = (await api.call(tokens.rob, DECIDE, input=entry))["submitDecision"]
+        assert decided["__typename"] == "DecisionRecorded", decided
+
+        async def sent() -> bool:
+            return bool(await owner_conn.fetchval(NOTIFICATION_SENT, int(item_id)))
+
+        await wait_until(sent, within=20, what="the escalation's notification sent")
+        assert len(receiver.requests) == 1
+
+    async with console_context(browser, casework.url) as (context, _):
+        page = await sign_in(context, casework.url, tokens.manager)
+        await open_item(page, casework.url, item_id)
+        told = entries(page).and_(page.locator("[data-kind=NOTIFIED]"))
+        await expect(told).to_have_count(1, timeout=SHOWN_WITHIN_MS)
+        await expect(told).to_contain_text(
+            "casework told kyc-leads that it was escalated (rule kyc escalations): sent"
+        )
+        await told.scroll_into_view_if_needed()
+        await screenshot(page, "activity-notified")

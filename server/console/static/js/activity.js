@@ -20,6 +20,16 @@ const NOTE_MAX_LENGTH = 4000;
 // The entries that record a decision, beside which its status and QA result are shown.
 const DECISION_KINDS = new Set(["DECIDED", "OVERTURNED", "ESCALATED", "SECOND_REVIEW", "OVERRIDDEN"]);
 
+// A notification to the owners (NOTIFIED): what it told of, and how its sending went.
+const NOTICE_WORDS = {
+  OVERDUE: "is overdue",
+  ESCALATED: "was escalated",
+  UNCLAIMED: "waits unclaimed",
+  NEEDS_APPROVAL: "needs an approval",
+  APPLICATION_FAILED: "could not be carried out",
+};
+const NOTICE_STATE_WORDS = { PENDING: "not sent yet", SENT: "sent", FAILED: "could not be sent" };
+
 /** What happened, as a sentence whose subject is the actor (a strong element). */
 function sentence(event) {
   const who = h("strong", { class: "activity-actor", text: event.actor });
@@ -72,6 +82,8 @@ function sentence(event) {
       if (!qa) return [who, " checked the decision for QA"];
       return [who, ` checked the decision for QA: ${qa.agrees ? "agrees" : "disagrees"} — `, h("code", { class: "activity-code", text: qa.reasonCode })];
     }
+    case "NOTIFIED":
+      return [who, ` told ${event.notificationChannel} that it ${NOTICE_WORDS[event.notificationEvent] ?? "waits"} (rule ${event.notificationRule}): ${NOTICE_STATE_WORDS[event.notificationState] ?? words(event.notificationState ?? "").toLowerCase()}`, event.notificationSentAt ? ` ${when(event.notificationSentAt)}` : ""];
     default:
       return [who, `: ${words(event.kind).toLowerCase()}`];
   }

@@ -234,6 +234,7 @@ query ItemEvents($id: ID!, $after: String) {
         cursor
         node {
           kind at queue actor actorRole body until fromQueue toQueue recordedAt holdReason assignee
+          notificationRule notificationEvent notificationChannel notificationState notificationSentAt
           lease { id owner startedAt }
           decision { id verdict isOverturn reasonCode reviewer status confirmedBy qaResult { agrees reasonCode reviewer } }
         }
