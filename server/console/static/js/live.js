@@ -89,7 +89,10 @@ export function connect() {
 export function disconnect() {
   const old = client;
   client = null;
-  if (old) old.dispose();
+  // dispose() waits for a connection still being made; when that attempt fails (the server
+  // closed it: a sign-out, a role switch) it rejects with the socket's CloseEvent, which is
+  // no error here: the client is gone either way.
+  if (old) old.dispose().catch(() => {});
   setState("offline");
 }
 
