@@ -102,6 +102,10 @@ def _serve_processes(
     return 0
 
 
+# Well inside the usual 30 s an orchestrator gives a stopping process.
+GRACEFUL_SHUTDOWN_SECONDS = 10
+
+
 def _uvicorn_config(args: argparse.Namespace, app: Any, *, workers: int = 1) -> uvicorn.Config:
     import uvicorn
 
@@ -124,6 +128,10 @@ def _uvicorn_config(args: argparse.Namespace, app: Any, *, workers: int = 1) -> 
         # access line.
         log_config=None,
         access_log=False,
+        # SIGTERM waits this long for requests and sockets in hand, then cancels them: a
+        # connection stuck mid-handshake must not keep a stopping process alive past its
+        # orchestrator's grace period (seen once with every backend just terminated).
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
 
 
