@@ -4,7 +4,8 @@ JSON with the approved correction merged in, with the redrive key as its message
 Casework-Redrive-Key. Delivered is not done: the owning system still reports the result.
 
 Against a real PostgreSQL, the real GraphQL app (in-process) for the people and the owning
-system, and the real RabbitMQ (127.0.0.1:5672, or CASEWORK_TEST_RABBITMQ_URL). Each test
+system, and the real RabbitMQ (the intake tests' `rabbitmq_url`: this machine's, or one they
+start). Each test
 sets the exception up as the intake would: raised through the API, with the intake's record
 of the dead letter (origin, body, headers) beside it."""
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -74,7 +74,6 @@ supplier_workflow = exception_fixtures.supplier_workflow
 
 pytestmark = pytest.mark.usefixtures("supplier_workflow")
 
-RABBITMQ_URL = os.environ.get("CASEWORK_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/")
 SOURCE = "supplier-dlq"
 ROUTING_KEY = "supplier.onboard"
 # Retries fall due at once; loops look again often: a test never waits on the backstop.
@@ -103,6 +102,7 @@ class Rabbit:
     """A fresh direct exchange with one work queue bound to ROUTING_KEY: where the supplier
     messages go, and where a redrive must land."""
 
+    url: str
     connection: AbstractRobustConnection
     channel: AbstractChannel
     exchange: AbstractExchange
@@ -122,11 +122,8 @@ class Rabbit:
 
 
 @pytest.fixture
-async def rabbit() -> AsyncIterator[Rabbit]:
-    try:
-        connection = await aio_pika.connect_robust(RABBITMQ_URL, timeout=5)
-    except (OSError, aio_pika.exceptions.AMQPError) as error:
-        pytest.skip(f"RabbitMQ is not answering at {RABBITMQ_URL} ({error})")
+async def rabbit(rabbitmq_url: str) -> AsyncIterator[Rabbit]:
+    connection = await aio_pika.connect_robust(rabbitmq_url, timeout=5)
     name = f"casework-redrive-{uuid.uuid4().hex[:12]}"
     async with connection:
         channel = await connection.channel()
@@ -134,26 +131,26 @@ async def rabbit() -> AsyncIterator[Rabbit]:
         queue = await channel.declare_queue(f"{name}-work", durable=True)
         await queue.bind(exchange, ROUTING_KEY)
         try:
-            yield Rabbit(connection, channel, exchange, queue)
+            yield Rabbit(rabbitmq_url, connection, channel, exchange, queue)
         finally:
             await queue.delete(if_unused=False, if_empty=False)
             await exchange.delete()
 
 
-def source_config(name: str = SOURCE) -> SourceConfig:
+def source_config(url: str, name: str = SOURCE) -> SourceConfig:
     return SourceConfig(
         name=name,
         broker=BrokerKind.RABBITMQ,
-        url=RABBITMQ_URL,
+        url=url,
         dead_letter="supplier-dlq",
         parking="supplier-parked",
     )
 
 
 @pytest.fixture
-async def publishers() -> AsyncIterator[dict[str, RedrivePublisher]]:
+async def publishers(rabbit: Rabbit) -> AsyncIterator[dict[str, RedrivePublisher]]:
     """The intake's publishers by source name, as its runner holds them."""
-    publisher = await open_publisher(source_config())
+    publisher = await open_publisher(source_config(rabbit.url))
     try:
         yield {SOURCE: publisher}
     finally:
@@ -337,7 +334,8 @@ async def test_two_intakes_racing_publish_each_redrive_once(
     count = 6
     stop = asyncio.Event()
     wake = [asyncio.Event(), asyncio.Event()]
-    first, second = await open_publisher(source_config()), await open_publisher(source_config())
+    first = await open_publisher(source_config(rabbit.url))
+    second = await open_publisher(source_config(rabbit.url))
     async with own_connections(test_database, queries, 2) as (db_a, db_b):
         loops = [
             asyncio.create_task(
@@ -550,7 +548,7 @@ async def test_a_broker_redrive_is_taken_only_by_an_intake_with_the_message_s_so
     exception_id, key = await redrive_requested(
         gql, people, owner_conn, rabbit.origin, source="retired-dlq"
     )
-    other_publisher = await open_publisher(source_config("retired-dlq"))
+    other_publisher = await open_publisher(source_config(rabbit.url, "retired-dlq"))
     try:
         others = {"retired-dlq": other_publisher}
         await record_intake_message(
