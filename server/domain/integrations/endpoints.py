@@ -14,13 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from server.domain.exceptions.workflows import workflows_in_scope
 from server.domain.failures import InvalidInput, NotFound, NotPermitted
 from server.domain.integrations.envelope import EndpointFormat
 from server.domain.integrations.events import REVIEW_EVENTS, EventType
-from server.domain.integrations.scopes import scope_refusal
-from server.domain.model import Principal, Role
-from server.domain.review.queues import target_refusal
+from server.domain.integrations.scopes import parse_uuid, scope_refusal, visible
+from server.domain.model import Principal
+from server.domain.review.queues import admin_refusal, target_refusal
 from server.domain.review.webhook_secrets import DEFAULT_OVERLAP_HOURS, checked_rotation
 from server.domain.text import check_text
 from server.signatures import new_secret, secret_refusal
@@ -120,12 +119,6 @@ class WithSecret:
     secret: str
 
 
-def _admin_refusal(principal: Principal, what: str) -> NotPermitted | None:
-    if principal.role is not Role.ADMIN:
-        return NotPermitted(f"only an admin may {what}")
-    return None
-
-
 def check_secret(secret: str, field: str) -> InvalidInput | None:
     if problem := secret_refusal(secret):
         return InvalidInput(f"{problem}; leave it out to have one made", field)
@@ -189,32 +182,6 @@ async def _check(
     return types
 
 
-def _in_scope(principal: Principal, endpoint: WebhookEndpoint) -> bool:
-    """Queues: the token covers each. Workflows: checked against the workflows' queues by
-    `_visible` (it reads them)."""
-    return all(map(principal.works_in, endpoint.queues or ()))
-
-
-async def _visible(
-    db: Database, principal: Principal, endpoints: list[WebhookEndpoint]
-) -> list[WebhookEndpoint]:
-    """The endpoints the principal may see and change: the others read as nonexistent."""
-    named = sorted({name for e in endpoints for name in e.workflows or ()})
-    changeable = await workflows_in_scope(db, principal, named) if named else {}
-    return [
-        e
-        for e in endpoints
-        if _in_scope(principal, e) and all(name in changeable for name in e.workflows or ())
-    ]
-
-
-def _parse_id(endpoint_id: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(endpoint_id)
-    except ValueError:
-        return None
-
-
 async def _read(db: Database, ids: list[uuid.UUID] | None) -> list[WebhookEndpoint]:
     rows = await db.fetch(sql.integrations.WEBHOOK_ENDPOINTS_GET, ids=ids)
     return [WebhookEndpoint.from_row(row) for row in rows]
@@ -223,19 +190,19 @@ async def _read(db: Database, ids: list[uuid.UUID] | None) -> list[WebhookEndpoi
 async def get_endpoint(
     db: Database, principal: Principal, endpoint_id: str, *, what: str = "read webhook endpoints"
 ) -> WebhookEndpoint | NotPermitted | NotFound:
-    if refusal := _admin_refusal(principal, what):
+    if refusal := admin_refusal(principal, what):
         return refusal
-    parsed = _parse_id(endpoint_id)
-    found = await _visible(db, principal, await _read(db, [parsed])) if parsed else []
+    parsed = parse_uuid(endpoint_id)
+    found = await visible(db, principal, await _read(db, [parsed])) if parsed else []
     return found[0] if found else NotFound("webhook endpoint", endpoint_id)
 
 
 async def list_endpoints(
     db: Database, principal: Principal
 ) -> list[WebhookEndpoint] | NotPermitted:
-    if refusal := _admin_refusal(principal, "read webhook endpoints"):
+    if refusal := admin_refusal(principal, "read webhook endpoints"):
         return refusal
-    return await _visible(db, principal, await _read(db, None))
+    return await visible(db, principal, await _read(db, None))
 
 
 async def create_endpoint(
@@ -246,7 +213,7 @@ async def create_endpoint(
     *,
     allowed_hosts: frozenset[str] = frozenset(),
 ) -> WithSecret | NotPermitted | InvalidInput:
-    if refusal := _admin_refusal(principal, "register webhook endpoints"):
+    if refusal := admin_refusal(principal, "register webhook endpoints"):
         return refusal
     if settings.url is None or settings.event_types is None:
         return InvalidInput("an endpoint needs its url and event types", "url")

@@ -16,8 +16,9 @@ from urllib.parse import urlsplit
 
 from server.domain.failures import InvalidInput, NotFound, NotPermitted
 from server.domain.integrations.notification_kinds import ChannelKind
-from server.domain.model import Principal, Role
-from server.domain.review.queues import target_refusal
+from server.domain.integrations.scopes import parse_uuid
+from server.domain.model import Principal
+from server.domain.review.queues import admin_refusal, target_refusal
 from server.domain.text import check_text
 from server.store import sql
 from server.store.database import Database, Row
@@ -97,19 +98,6 @@ class ChannelInput:
     enabled: bool | None = None
 
 
-def admin_refusal(principal: Principal, what: str) -> NotPermitted | None:
-    if principal.role is not Role.ADMIN:
-        return NotPermitted(f"only an admin may {what}")
-    return None
-
-
-def parse_id(text: str | None) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(text) if text is not None else None
-    except ValueError:
-        return None
-
-
 def check_target(
     kind: ChannelKind, target: str, allowed_hosts: frozenset[str]
 ) -> InvalidInput | None:
@@ -166,7 +154,7 @@ async def get_channel(
 ) -> NotificationChannel | NotPermitted | NotFound:
     if refusal := admin_refusal(principal, what):
         return refusal
-    parsed = parse_id(channel_id)
+    parsed = parse_uuid(channel_id)
     found = await read_channels(db, [parsed]) if parsed else []
     return found[0] if found else NotFound("notification channel", channel_id)
 

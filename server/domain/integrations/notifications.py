@@ -18,18 +18,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from server.domain.exceptions.workflows import workflows_in_scope
 from server.domain.failures import InvalidInput, NotFound, NotPermitted
 from server.domain.integrations.notification_channels import (
     MAX_NAME,
-    admin_refusal,
-    parse_id,
     read_channels,
     taken,
 )
 from server.domain.integrations.notification_kinds import NotificationEvent
-from server.domain.integrations.scopes import scope_refusal
+from server.domain.integrations.scopes import parse_uuid, scope_refusal, visible
 from server.domain.model import Principal
+from server.domain.review.queues import admin_refusal
 from server.domain.text import check_text
 from server.store import sql
 from server.store.database import Database, Row
@@ -139,23 +137,10 @@ async def _check_rule(
     names = list(settings.queues or settings.workflows or ())
     if refusal := await scope_refusal(db, principal, names, by_queue=by_queue):
         return refusal
-    channel_id = parse_id(settings.channel_id)
+    channel_id = parse_uuid(settings.channel_id)
     if channel_id is None or not await read_channels(db, [channel_id]):
         return InvalidInput(f"unknown channel {str(settings.channel_id)[:100]!r}", "channelId")
     return channel_id
-
-
-async def _visible_rules(
-    db: Database, principal: Principal, rules: list[NotificationRule]
-) -> list[NotificationRule]:
-    named = sorted({name for r in rules for name in r.workflows or ()})
-    changeable = await workflows_in_scope(db, principal, named) if named else {}
-    return [
-        r
-        for r in rules
-        if all(map(principal.works_in, r.queues or ()))
-        and all(name in changeable for name in r.workflows or ())
-    ]
 
 
 async def _read_rules(db: Database, ids: list[uuid.UUID] | None) -> list[NotificationRule]:
@@ -166,7 +151,7 @@ async def _read_rules(db: Database, ids: list[uuid.UUID] | None) -> list[Notific
 async def list_rules(db: Database, principal: Principal) -> list[NotificationRule] | NotPermitted:
     if refusal := admin_refusal(principal, "read notification rules"):
         return refusal
-    return await _visible_rules(db, principal, await _read_rules(db, None))
+    return await visible(db, principal, await _read_rules(db, None))
 
 
 async def get_rule(
@@ -174,8 +159,8 @@ async def get_rule(
 ) -> NotificationRule | NotPermitted | NotFound:
     if refusal := admin_refusal(principal, what):
         return refusal
-    parsed = parse_id(rule_id)
-    found = await _visible_rules(db, principal, await _read_rules(db, [parsed])) if parsed else []
+    parsed = parse_uuid(rule_id)
+    found = await visible(db, principal, await _read_rules(db, [parsed])) if parsed else []
     return found[0] if found else NotFound("notification rule", rule_id)
 
 

@@ -1,9 +1,12 @@
 """What an event endpoint or a notification rule is scoped to (queues, or workflows), checked
-one way: names the caller may change, that exist, and not too many."""
+one way: names the caller may change, that exist, and not too many; and which of them a
+principal may see."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from server.domain.exceptions.workflows import workflows_in_scope
 from server.domain.failures import InvalidInput, NotPermitted
@@ -34,3 +37,37 @@ async def scope_refusal(
         # Another team's workflow answers as a missing one (workflows.unknown_workflow).
         return InvalidInput(f"unknown workflow {missing[0][:100]!r}", field)
     return None
+
+
+class Scoped(Protocol):
+    """An endpoint or a rule: scoped to queues or to workflows."""
+
+    @property
+    def queues(self) -> tuple[str, ...] | None: ...
+
+    @property
+    def workflows(self) -> tuple[str, ...] | None: ...
+
+
+ScopedT = TypeVar("ScopedT", bound=Scoped)
+
+
+async def visible(db: Database, principal: Principal, found: list[ScopedT]) -> list[ScopedT]:
+    """What the principal may see and change: the token covers each queue, and may change
+    each workflow (its queues, read here); the others read as nonexistent."""
+    named = sorted({name for each in found for name in each.workflows or ()})
+    changeable = await workflows_in_scope(db, principal, named) if named else {}
+    return [
+        each
+        for each in found
+        if all(map(principal.works_in, each.queues or ()))
+        and all(name in changeable for name in each.workflows or ())
+    ]
+
+
+def parse_uuid(text: str | None) -> uuid.UUID | None:
+    """An endpoint's, channel's or rule's id; None for anything that is not a UUID."""
+    try:
+        return uuid.UUID(text) if text is not None else None
+    except ValueError:
+        return None
