@@ -159,7 +159,12 @@ async def test_a_revoked_token_stops_the_intake_before_the_next_batch(
         db, principal, sources(source_table(config, record_id={"path": "order.id"}))
     )
     running_task = asyncio.create_task(runner.run())
-    await rabbitmq.fail_to_dead_letter("revoked", json.dumps({"order": {"id": "V-1"}}).encode(), {})
+    # Not fail_to_dead_letter: it waits to see the message ready on the dead-letter queue,
+    # which the running intake may already have taken. The intake's row is the signal.
+    await rabbitmq.publish_to_work(
+        "revoked", json.dumps({"order": {"id": "V-1"}}).encode(), {}, "v-1"
+    )
+    await rabbitmq.reject_from_work("revoked", 1)
     await rows_reach(owner_conn, "revoked", 1)
 
     assert await revoke_tokens(owner_db, "order-intake") == 1

@@ -95,6 +95,50 @@ async def test_a_revoked_lease_reaches_its_console_as_lease_lost(
     casework.assert_no_traceback()
 
 
+ITEM_UPDATES_HELD = """
+subscription($itemId: ID!, $leaseExpiresAt: DateTime) {
+  itemUpdates(itemId: $itemId, leaseExpiresAt: $leaseExpiresAt) {
+    kind item { id state lease { owner expiresAt } }
+  }
+}
+"""
+
+
+async def test_a_lease_revoked_before_its_console_subscribed_is_news_at_once(
+    test_database: TestDatabase, owner_db: Database
+) -> None:
+    """The console passes the lease its claim gave it: a revocation that came between the
+    claim and the subscription's first read is a RESYNC first, not silence; the same lease
+    still held is no news."""
+    manager = await token_maker(owner_db)("max", Role.MANAGER)
+    async with serve_kyc(test_database, owner_db) as (casework, tokens):
+        api = casework.api
+        item_id = await due_soon(api, tokens.integration)
+        claim = await api.claim(tokens.rita, "kyc")
+        async with graphql_socket(casework.url, tokens.rita) as socket:
+            held = await socket.subscribe(
+                ITEM_UPDATES_HELD, itemId=item_id, leaseExpiresAt=claim["leaseExpiresAt"]
+            )
+            # Still the claim's lease: the first news is the item falling due.
+            first_held = (await socket.next(held))["itemUpdates"]
+        revoked = await api.call(manager, REVOKE, input={"itemId": item_id, "reason": "Shift."})
+        assert revoked["revokeLease"]["__typename"] == "LeaseRevoked", revoked
+        async with graphql_socket(casework.url, tokens.rita) as socket:
+            late = await socket.subscribe(
+                ITEM_UPDATES_HELD, itemId=item_id, leaseExpiresAt=claim["leaseExpiresAt"]
+            )
+            first_late = (await socket.next(late))["itemUpdates"]
+
+        assert first_held["kind"] == "OVERDUE"
+        assert first_held["item"]["lease"] == {
+            "owner": "rita",
+            "expiresAt": claim["leaseExpiresAt"],
+        }
+        assert first_late["kind"] == "RESYNC"
+        assert (first_late["item"]["state"], first_late["item"]["lease"]) == ("PENDING", None)
+    casework.assert_no_traceback()
+
+
 async def due_soon(api: Api, integration: str) -> str:
     """Enqueues one item due DUE_IN_SECONDS from now; its id."""
     due = datetime.now(UTC) + timedelta(seconds=DUE_IN_SECONDS)

@@ -9,6 +9,7 @@ import enum
 import functools
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
+from typing import Annotated
 
 import strawberry
 from strawberry.types import Info
@@ -252,7 +253,17 @@ class Subscription:
         "fell due (OVERDUE)."
     )
     async def item_updates(
-        self, info: Info[Context, None], item_id: strawberry.ID
+        self,
+        info: Info[Context, None],
+        item_id: strawberry.ID,
+        lease_expires_at: Annotated[
+            datetime | None,
+            strawberry.argument(
+                description="The end of the lease this console holds, as its claim or last "
+                "renewal gave it: when the item's lease is not that one as the subscription "
+                "starts (it was revoked or taken in between), RESYNC comes first."
+            ),
+        ] = None,
     ) -> AsyncGenerator[ItemUpdate, None]:
         ctx = info.context
         parsed = parse_id(item_id, "itemId")
@@ -285,6 +296,12 @@ class Subscription:
                 await timeline.latest_stored_event_id(ctx.db, parsed) != first_event
             ):
                 inbox.offer(Resync("the item changed while the subscription started"))
+            elif lease_expires_at is not None and (
+                first.lease_owner,
+                first.lease_expires_at,
+            ) != (ctx.principal.user, lease_expires_at):
+                # The change came between the console's claim and this subscription's start.
+                inbox.offer(Resync("the lease is not the one the console holds"))
             while True:
                 message = await inbox.next()
                 if not await ctx.still_authorized():

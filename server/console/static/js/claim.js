@@ -77,6 +77,8 @@ export class Claim {
     this.token = result.leaseToken;
     this.evidenceHash = result.evidenceHash;
     this.expiresAt = Date.parse(result.leaseExpiresAt);
+    // As the server wrote it (to the microsecond), for the subscription to compare.
+    this.claimedUntil = result.leaseExpiresAt;
     // The queue's TTL when known; otherwise what this lease was given.
     this.ttlMs = ttlSeconds ? ttlSeconds * 1000 : Math.max(1000, this.expiresAt - serverNow());
     this.state = "held";
@@ -113,7 +115,8 @@ export class Claim {
     setActive(this);
     this.scope.subscribe(
       ops.ITEM_UPDATES,
-      { itemId: this.itemId },
+      // Our lease as the claim gave it: a revocation before the subscription starts is news.
+      { itemId: this.itemId, leaseExpiresAt: this.claimedUntil },
       (data) => this.update(data.itemUpdates),
       () => this.recheck(),
     );

@@ -260,8 +260,8 @@ subscription QueueBacklog($queue: String!) {
 }`;
 
 export const ITEM_UPDATES = `
-subscription ItemUpdates($itemId: ID!) {
-  itemUpdates(itemId: $itemId) {
+subscription ItemUpdates($itemId: ID!, $leaseExpiresAt: DateTime) {
+  itemUpdates(itemId: $itemId, leaseExpiresAt: $leaseExpiresAt) {
     kind
     item {
       id queue state evidenceHash dueAt overdue lease { owner expiresAt } decisions { reviewer verdict status confirmedBy }
