@@ -170,6 +170,15 @@ class PrivacySettings:
         )
 
 
+class DocumentMode(enum.StrEnum):
+    """CASEWORK_DOCUMENTS: which GraphQL documents a request may send."""
+
+    # Any document text, and trusted documents by id (development, GraphiQL, --dev).
+    ANY = "any"
+    # Only the manifests' documents, by id or by their exact text (production).
+    TRUSTED = "trusted"
+
+
 @dataclass(frozen=True)
 class Settings:
     # The owner connection: runs migrations and the CLI. None means the embedded server.
@@ -243,6 +252,15 @@ class Settings:
     # casework_decisions_unapplied_older_than_threshold counts decisions older than this.
     metrics_unapplied_threshold_seconds: float = 300.0
 
+    # --- trusted documents and the lean path (docs/security.md, "Trusted documents") ---
+    # CASEWORK_DOCUMENTS: "any" document text, or only the "trusted" ones (production).
+    documents: DocumentMode = DocumentMode.ANY
+    # CASEWORK_TRUSTED_DOCUMENTS=path[,path]: an operator's manifests, beside the built-in
+    # ones (the console's and the clients').
+    trusted_documents: tuple[Path, ...] = ()
+    # CASEWORK_LEAN_PATH=0: every request takes the general path (the kill switch).
+    lean_path: bool = True
+
     # --- sign-in (docs/authentication.md) ---
     auth: AuthSettings = AuthSettings()
 
@@ -315,6 +333,19 @@ class Settings:
                 DATABASE_POOLERS,
             ),
             **_observability_settings(env),
+            documents=DocumentMode(
+                _one_of(
+                    "CASEWORK_DOCUMENTS",
+                    (env.get("CASEWORK_DOCUMENTS") or "any").lower(),
+                    tuple(DocumentMode),
+                )
+            ),
+            trusted_documents=tuple(
+                Path(part.strip()).resolve()
+                for part in (env.get("CASEWORK_TRUSTED_DOCUMENTS") or "").split(",")
+                if part.strip()
+            ),
+            lean_path=_flag("CASEWORK_LEAN_PATH", env.get("CASEWORK_LEAN_PATH") or "1"),
             auth=AuthSettings.from_env(env),
             privacy=PrivacySettings.from_env(env, home),
             mail=_mail_settings(env),

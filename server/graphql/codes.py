@@ -29,6 +29,11 @@ class ErrorCode(enum.StrEnum):
     BAD_REQUEST = "BAD_REQUEST"
     # Too large, too deep or too costly: send a smaller request.
     LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
+    # A `documentId` (or Apollo's persisted query hash) the server does not know: send the
+    # document's text where the server accepts any document, or register it.
+    PERSISTED_DOCUMENT_NOT_FOUND = "PERSISTED_DOCUMENT_NOT_FOUND"
+    # CASEWORK_DOCUMENTS=trusted and the text sent is not a trusted document.
+    DOCUMENT_NOT_TRUSTED = "DOCUMENT_NOT_TRUSTED"
     # The database cannot be reached: retry after `Retry-After` seconds.
     UNAVAILABLE = "UNAVAILABLE"
     # The server's fault. The client sees "Unexpected error."; the operator's log has it all.
