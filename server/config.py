@@ -5,11 +5,12 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from server.config_documents import DocumentSettings
 from server.config_mail import MailSettings
 from server.observability.logs import LogFormat
 
@@ -170,15 +171,6 @@ class PrivacySettings:
         )
 
 
-class DocumentMode(enum.StrEnum):
-    """CASEWORK_DOCUMENTS: which GraphQL documents a request may send."""
-
-    # Any document text, and trusted documents by id (development, GraphiQL, --dev).
-    ANY = "any"
-    # Only the manifests' documents, by id or by their exact text (production).
-    TRUSTED = "trusted"
-
-
 @dataclass(frozen=True)
 class Settings:
     # The owner connection: runs migrations and the CLI. None means the embedded server.
@@ -253,13 +245,7 @@ class Settings:
     metrics_unapplied_threshold_seconds: float = 300.0
 
     # --- trusted documents and the lean path (docs/security.md, "Trusted documents") ---
-    # CASEWORK_DOCUMENTS: "any" document text, or only the "trusted" ones (production).
-    documents: DocumentMode = DocumentMode.ANY
-    # CASEWORK_TRUSTED_DOCUMENTS=path[,path]: an operator's manifests, beside the built-in
-    # ones (the console's and the clients').
-    trusted_documents: tuple[Path, ...] = ()
-    # CASEWORK_LEAN_PATH=0: every request takes the general path (the kill switch).
-    lean_path: bool = True
+    documents: DocumentSettings = field(default_factory=DocumentSettings)
 
     # --- sign-in (docs/authentication.md) ---
     auth: AuthSettings = AuthSettings()
@@ -333,19 +319,7 @@ class Settings:
                 DATABASE_POOLERS,
             ),
             **_observability_settings(env),
-            documents=DocumentMode(
-                _one_of(
-                    "CASEWORK_DOCUMENTS",
-                    (env.get("CASEWORK_DOCUMENTS") or "any").lower(),
-                    tuple(DocumentMode),
-                )
-            ),
-            trusted_documents=tuple(
-                Path(part.strip()).resolve()
-                for part in (env.get("CASEWORK_TRUSTED_DOCUMENTS") or "").split(",")
-                if part.strip()
-            ),
-            lean_path=_flag("CASEWORK_LEAN_PATH", env.get("CASEWORK_LEAN_PATH") or "1"),
+            documents=_document_settings(env),
             auth=AuthSettings.from_env(env),
             privacy=PrivacySettings.from_env(env, home),
             mail=_mail_settings(env),
@@ -483,6 +457,13 @@ def _observability_settings(env: Mapping[str, str]) -> dict[str, Any]:
             env, "CASEWORK_METRICS_UNAPPLIED_THRESHOLD_SECONDS", 300.0
         ),
     }
+
+
+def _document_settings(env: Mapping[str, str]) -> DocumentSettings:
+    try:
+        return DocumentSettings.from_env(env)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _mail_settings(env: Mapping[str, str]) -> MailSettings | None:
