@@ -63,7 +63,6 @@ from busy_day_load import (
     Recorder,
     Reviewer,
 )
-from http1 import KeepAliveConnection
 
 from server.domain.identity.tokens import create_token
 from server.domain.model import EffectKind, Role
@@ -119,6 +118,7 @@ class Step:
     delivery: list[float] = field(default_factory=list)
     cores: dict[str, float] = field(default_factory=dict)
     load: float = 0.0
+    replaced: int = 0
     why_not: str = ""
 
     def ms(self, operation: str, fraction: float) -> float:
@@ -351,6 +351,12 @@ async def delivery_lags(
         await asyncio.sleep(0.2)
 
 
+def replaced_processes(server: benchlib.Server) -> int:
+    """Serving processes uvicorn's supervisor found dead (or not answering its health check
+    within 5 s) and replaced, so far: their connections and sockets were dropped."""
+    return server.log_tail(10**8).count("Child process [")
+
+
 def judge(config: Config, step: Step) -> str:
     reasons = [
         f"{operation} p99 {step.ms(operation, 0.99):.0f} ms"
@@ -359,6 +365,8 @@ def judge(config: Config, step: Step) -> str:
     ]
     if step.delivery and max(step.delivery) > config.lag_limit:
         reasons.append(f"a delivery lagged {max(step.delivery):.1f} s")
+    if step.replaced:
+        reasons.append(f"{step.replaced} serving process(es) replaced")
     if not step.samples.get("claim") or not step.samples.get("decide"):
         reasons.append("no claims or decisions measured")
     return "; ".join(reasons)
@@ -375,73 +383,73 @@ async def run_steps(
     recorder = Recorder()
     rng = random.Random(config.seed)
     host, port = server.base_url.removeprefix("http://").split(":")
+    address = (host, int(port))
     tasks: list[asyncio.Task[None]] = []
     steps: list[Step] = []
-    async with contextlib.AsyncExitStack() as stack:
 
-        async def connection() -> KeepAliveConnection:
-            return await stack.enter_async_context(KeepAliveConnection(host, int(port)))
+    def stopped(task: asyncio.Task[None]) -> None:
+        # A person whose task ended by an error is counted and named, not lost.
+        if not task.cancelled() and task.exception() is not None:
+            recorder.count("people stopped", repr(task.exception()))
 
-        def stopped(task: asyncio.Task[None]) -> None:
-            # A person whose task ended by an error is counted and named, not lost.
-            if not task.cancelled() and task.exception() is not None:
-                recorder.count("people stopped", repr(task.exception()))
+    def spawn(work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        task.add_done_callback(stopped)
+        tasks.append(task)
 
-        def spawn(work: Any) -> None:
-            task = asyncio.get_running_loop().create_task(work)
-            task.add_done_callback(stopped)
-            tasks.append(task)
-
-        integration = Integration(tokens.integration, await connection(), recorder, rng)
+    integration = Integration(tokens.integration, address, recorder, rng)
+    managers = [
+        Manager(token, address, recorder, random.Random(rng.random())) for token in tokens.managers
+    ]
+    reviewers: list[Reviewer] = []
+    try:
         await integration.follow(server.ws_url)
         spawn(integration.run())
-        for token in tokens.managers:
-            manager = Manager(token, await connection(), recorder, random.Random(rng.random()))
+        for manager in managers:
             spawn(manager.run(config.pace))
-        reviewers: list[Reviewer] = []
-        try:
-            for size in range(config.start, config.most + 1, config.step):
-                while len(reviewers) < size:
-                    reviewer = Reviewer(
-                        tokens.reviewers[len(reviewers)],
-                        await connection(),
-                        recorder,
-                        random.Random(rng.random()),
-                    )
-                    reviewers.append(reviewer)
-                    spawn(reviewer.run(server.ws_url, config.pace))
-                integration.rate = config.decisions_per_second(size)
-                await asyncio.sleep(config.warmup)
-                step = Step(size)
-                recorder.reset()
-                decided = sum(r.decided for r in reviewers)
-                since = await owner.fetchval("SELECT clock_timestamp()")
-                await cores.start()
-                started = time.perf_counter()
-                await asyncio.sleep(config.measure_seconds)
-                step.cores = await cores.stop()
-                step.seconds = time.perf_counter() - started
-                until = await owner.fetchval("SELECT clock_timestamp()")
-                step.decisions = sum(r.decided for r in reviewers) - decided
-                # Copies: the lists go on growing until the next window's reset.
-                step.samples = {name: list(values) for name, values in recorder.samples.items()}
-                step.counts = dict(recorder.counts)
-                step.load = load_average()
-                step.delivery = await delivery_lags(owner, since, until, config.lag_limit)
-                step.why_not = judge(config, step)
-                steps.append(step)
-                print("| " + " | ".join(row(step, serving)) + " |", flush=True)
-                if step.counts:
-                    print(f"  counts: {step.counts}", flush=True)
-                if step.why_not:
-                    break
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            for sockets in [r.socket for r in reviewers] + [integration.socket]:
-                if sockets is not None:
-                    await sockets.close()
+        for size in range(config.start, config.most + 1, config.step):
+            while len(reviewers) < size:
+                reviewer = Reviewer(
+                    tokens.reviewers[len(reviewers)], address, recorder, random.Random(rng.random())
+                )
+                reviewers.append(reviewer)
+                spawn(reviewer.run(server.ws_url, config.pace))
+            integration.rate = config.decisions_per_second(size)
+            await asyncio.sleep(config.warmup)
+            step = Step(size)
+            recorder.reset()
+            decided = sum(r.decided for r in reviewers)
+            died = replaced_processes(server)
+            since = await owner.fetchval("SELECT clock_timestamp()")
+            await cores.start()
+            started = time.perf_counter()
+            await asyncio.sleep(config.measure_seconds)
+            step.cores = await cores.stop()
+            step.seconds = time.perf_counter() - started
+            until = await owner.fetchval("SELECT clock_timestamp()")
+            step.decisions = sum(r.decided for r in reviewers) - decided
+            # Copies: the lists go on growing until the next window's reset.
+            step.samples = {name: list(values) for name, values in recorder.samples.items()}
+            step.counts = dict(recorder.counts)
+            step.load = load_average()
+            step.delivery = await delivery_lags(owner, since, until, config.lag_limit)
+            step.replaced = replaced_processes(server) - died
+            step.why_not = judge(config, step)
+            steps.append(step)
+            print("| " + " | ".join(row(step, serving)) + " |", flush=True)
+            if step.counts:
+                print(f"  counts: {step.counts}", flush=True)
+            if step.why_not:
+                break
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for person in [integration, *managers, *reviewers]:
+            await person.hang_up()
+        for socket in [r.socket for r in reviewers] + [integration.socket]:
+            if socket is not None:
+                await socket.close()
     return steps
 
 

@@ -9,6 +9,7 @@ which keeps what completed since the step's window opened.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import random
@@ -197,12 +198,33 @@ class LiveSocket:
 
 @dataclass
 class Person:
-    """What every simulated person holds: a keep-alive connection and a token."""
+    """What every simulated person holds: a token and a keep-alive connection, opened
+    again after a failed request (as a browser would: a replaced serving process drops
+    its connections)."""
 
     token: str
-    connection: KeepAliveConnection
+    address: tuple[str, int]
     recorder: Recorder
     rng: random.Random
+    connection: KeepAliveConnection | None = None
+
+    async def call(
+        self, operation: str, document: str, variables: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        if self.connection is None:
+            self.connection = await KeepAliveConnection(*self.address).__aenter__()
+        data = await self.recorder.timed(
+            operation, self.connection, self.token, document, variables
+        )
+        if data is None:
+            await self.hang_up()
+        return data
+
+    async def hang_up(self) -> None:
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            with contextlib.suppress(OSError, RuntimeError):
+                await connection.__aexit__(None, None, None)
 
 
 @dataclass
@@ -215,19 +237,26 @@ class Reviewer(Person):
     decided: int = 0
 
     async def run(self, url: str, pace: Pace) -> None:
-        self.socket = await LiveSocket.open(url, self.token)
-        await self.socket.subscribe(DOCUMENTS["QUEUE_BACKLOG"], {"queue": benchlib.QUEUE})
         # Staggered, so that reviewers added at once do not act in step.
         await asyncio.sleep(self.rng.uniform(0, pace.think_high / pace.scale))
         while True:
-            await self.one_item(pace)
+            await self.one_item(url, pace)
 
-    async def one_item(self, pace: Pace) -> None:
-        assert self.socket is not None
-        data = await self.recorder.timed(
+    async def console(self, url: str) -> LiveSocket:
+        """The console's socket, opened again (as the console does) if it was closed."""
+        if self.socket is not None and self.socket.problem is not None:
+            self.recorder.count("console sockets reopened")
+            await self.socket.close()
+            self.socket = None
+        if self.socket is None:
+            self.socket = await LiveSocket.open(url, self.token)
+            await self.socket.subscribe(DOCUMENTS["QUEUE_BACKLOG"], {"queue": benchlib.QUEUE})
+        return self.socket
+
+    async def one_item(self, url: str, pace: Pace) -> None:
+        socket = await self.console(url)
+        data = await self.call(
             "claim",
-            self.connection,
-            self.token,
             DOCUMENTS["CLAIM_NEXT"],
             {"queue": benchlib.QUEUE},
         )
@@ -238,7 +267,7 @@ class Reviewer(Person):
             await asyncio.sleep(pace.mean_think)
             return
         lease = {"itemId": claim["item"]["id"], "leaseToken": claim["leaseToken"]}
-        follow = await self.socket.subscribe(
+        follow = await socket.subscribe(
             DOCUMENTS["ITEM_UPDATES"],
             {"itemId": lease["itemId"], "leaseExpiresAt": claim["leaseExpiresAt"]},
         )
@@ -247,19 +276,13 @@ class Reviewer(Person):
         if self.rng.random() < pace.note_share:
             await sleep_until(started + 0.3 * think)
             note = {"input": {"itemId": lease["itemId"], "body": "Checked the documents."}}
-            await self.recorder.timed(
-                "note", self.connection, self.token, DOCUMENTS["ADD_NOTE"], note
-            )
+            await self.call("note", DOCUMENTS["ADD_NOTE"], note)
         if self.rng.random() < pace.renew_share:
             await sleep_until(started + 0.6 * think)
-            await self.recorder.timed(
-                "renew", self.connection, self.token, DOCUMENTS["RENEW_LEASE"], lease
-            )
+            await self.call("renew", DOCUMENTS["RENEW_LEASE"], lease)
         await sleep_until(started + think)
         if self.rng.random() < pace.release_share:
-            await self.recorder.timed(
-                "release", self.connection, self.token, DOCUMENTS["RELEASE_LEASE"], lease
-            )
+            await self.call("release", DOCUMENTS["RELEASE_LEASE"], lease)
         else:
             decision = {
                 "itemId": lease["itemId"],
@@ -268,10 +291,8 @@ class Reviewer(Person):
                 "reasonCode": benchlib.REASON_CODE,
                 "evidenceHash": claim["evidenceHash"],
             }
-            answer = await self.recorder.timed(
+            answer = await self.call(
                 "decide",
-                self.connection,
-                self.token,
                 DOCUMENTS["SUBMIT_DECISION"],
                 {"input": decision},
             )
@@ -282,7 +303,8 @@ class Reviewer(Person):
                 self.decided += 1
             elif answer:
                 self.recorder.count(f"decide {result['__typename']}", str(result))
-        await self.socket.complete(follow)
+        with contextlib.suppress(websockets.ConnectionClosed):
+            await socket.complete(follow)
 
 
 @dataclass
@@ -296,13 +318,9 @@ class Manager(Person):
         variables = {"name": benchlib.QUEUE}
         while True:
             started = time.perf_counter()
-            stats = await self.recorder.timed(
-                "dashboard stats", self.connection, self.token, DOCUMENTS["QUEUE_STATS"], variables
-            )
-            measures = await self.recorder.timed(
+            stats = await self.call("dashboard stats", DOCUMENTS["QUEUE_STATS"], variables)
+            measures = await self.call(
                 "dashboard measures",
-                self.connection,
-                self.token,
                 DOCUMENTS["QUEUE_MEASURES"],
                 variables,
             )
@@ -346,10 +364,8 @@ class Integration(Person):
                     }
                     for _ in range(count)
                 ]
-                await self.recorder.timed(
+                await self.call(
                     "enqueue",
-                    self.connection,
-                    self.token,
                     ENQUEUE,
                     {"queue": benchlib.QUEUE, "items": items},
                 )
