@@ -17,9 +17,11 @@ process, on one event loop (bench/busy_day_load.py):
   following the decisionEvents stream;
 - --idle-consoles sockets, each following queueBacklog and leaseEvents of the queue.
 
-Human pace is slow: --time-scale divides every think time and interval (a scale of 10 makes
-a reviewer's 20-60 s 2-6 s), so R reviewers at scale s send the requests of s x R people
-at a human pace (but hold R sockets, not s x R). The scale is printed with the figures.
+Human pace is slow: --time-scale divides the reviewers' think times (a scale of 10 makes
+a reviewer's 20-60 s 2-6 s), so R reviewers at scale s send the requests of s x R reviewers
+at a human pace (but hold R sockets, not s x R: the idle consoles dwarf them). The managers,
+the idle consoles and the integration's pace (what the reviewers decide) are not scaled.
+The scale, and R x scale, are printed with the figures.
 
 R starts at --start and grows by --step (reviewers already working go on working). Each
 step warms up for --warmup seconds, then measures for long enough that an average reviewer
@@ -290,6 +292,7 @@ class Cores:
 
 HEADERS = [
     "R",
+    "R x scale",
     "decisions/s",
     *(f"{operation} p50 / p99 ms" for operation in OPERATIONS),
     "decision stream p50 / p99 ms",
@@ -306,7 +309,7 @@ HEADERS = [
 ]
 
 
-def row(step: Step, serving: list[str]) -> list[str]:
+def row(step: Step, serving: list[str], scale: float) -> list[str]:
     delivery = sorted(step.delivery)
     lag = (
         " / ".join(
@@ -322,6 +325,7 @@ def row(step: Step, serving: list[str]) -> list[str]:
     )
     return [
         str(step.reviewers),
+        f"{step.reviewers * scale:g}",
         f"{step.decisions / step.seconds:.1f}",
         *(step.cell(operation) for operation in OPERATIONS),
         step.cell("decision stream"),
@@ -436,7 +440,7 @@ async def run_steps(
             step.replaced = replaced_processes(server) - died
             step.why_not = judge(config, step)
             steps.append(step)
-            print("| " + " | ".join(row(step, serving)) + " |", flush=True)
+            print("| " + " | ".join(row(step, serving, config.pace.scale)) + " |", flush=True)
             if step.counts:
                 print(f"  counts: {step.counts}", flush=True)
             if step.why_not:
@@ -461,17 +465,17 @@ def report(config: Config, steps: list[Step], serving: list[str]) -> None:
     print()
     benchlib.print_table(
         HEADERS,
-        [row(step, serving) for step in steps],
+        [row(step, serving, config.pace.scale) for step in steps],
         title=f"time scale {config.pace.scale:g} (think times {config.pace.think_low:g}-"
         f"{config.pace.think_high:g} s / {config.pace.scale:g}; managers every "
-        f"{config.pace.manager_interval:g} s / {config.pace.scale:g}); {config.idle} idle "
+        f"{config.pace.manager_interval:g} s); {config.idle} idle "
         f"consoles, {config.managers} managers; cores: CPU seconds over the window's seconds "
         "(supervisor: serve's parent and its resource tracker)",
     )
     largest = held[-1].reviewers if held else 0
     print(
-        f"\nlargest R that held: {largest} reviewers at time scale {config.pace.scale:g} "
-        f"(the requests of {largest * config.pace.scale:g} reviewers at a human pace; "
+        f"\nlargest R that held: {largest} reviewers at time scale {config.pace.scale:g}, "
+        f"R x scale = {largest * config.pace.scale:g} reviewers' requests at a human pace ("
         f"{held[-1].decisions / held[-1].seconds if held else 0:.1f} decisions/s)"
     )
     last = steps[-1] if steps else None
@@ -520,7 +524,10 @@ def write_png(config: Config, steps: list[Step], path: Path) -> None:
     axes.axhline(config.latency_limit_ms, color="grey", linestyle=":", label="claim/decide limit")
     axes.axhline(1000 * config.lag_limit, color="tab:red", linestyle=":", label="lag limit")
     axes.set_yscale("log")
-    axes.set_xlabel(f"reviewers R (time scale {config.pace.scale:g})")
+    axes.set_xlabel(
+        f"reviewers R at time scale {config.pace.scale:g} (x {config.pace.scale:g}: "
+        "reviewers at a human pace)"
+    )
     axes.set_ylabel("ms")
     axes.set_title(
         f"A busy day: serve --workers 2, {config.idle} idle consoles, {config.managers} managers",

@@ -32,6 +32,9 @@ from server.config import REPO_ROOT
 OPERATIONS_JS = REPO_ROOT / "server" / "console" / "static" / "js" / "operations.js"
 PROTOCOL = Subprotocol("graphql-transport-ws")
 OPEN_SECONDS = 60.0
+# Under uvicorn's timeout_keep_alive (5 s), so a request never meets a connection the server
+# is closing.
+KEEP_ALIVE_SECONDS = 4.0
 # The console has no leaseEvents document of its own (its pages follow queueBacklog and
 # itemUpdates); an idle console of the issue's busy day follows both, as multiplex_bench's do.
 LEASE_EVENTS = """
@@ -110,7 +113,8 @@ class Recorder:
 
 @dataclass(frozen=True)
 class Pace:
-    """Think times in seconds at human pace, divided by the time scale."""
+    """Reviewers' think times in seconds at human pace, divided by the time scale; the
+    managers' interval, not divided."""
 
     think_low: float
     think_high: float
@@ -207,15 +211,21 @@ class Person:
     recorder: Recorder
     rng: random.Random
     connection: KeepAliveConnection | None = None
+    last_used: float = 0.0
 
     async def call(
         self, operation: str, document: str, variables: dict[str, Any]
     ) -> dict[str, Any] | None:
+        # uvicorn closes a keep-alive connection idle for 5 s; a browser's pool opens a
+        # new one, and so does this, before the clock starts.
+        if time.perf_counter() - self.last_used > KEEP_ALIVE_SECONDS:
+            await self.hang_up()
         if self.connection is None:
             self.connection = await KeepAliveConnection(*self.address).__aenter__()
         data = await self.recorder.timed(
             operation, self.connection, self.token, document, variables
         )
+        self.last_used = time.perf_counter()
         if data is None:
             await self.hang_up()
         return data
@@ -313,7 +323,9 @@ class Manager(Person):
     live change reruns (QUEUE_STATS, QUEUE_MEASURES), timed together as one refresh."""
 
     async def run(self, pace: Pace) -> None:
-        interval = pace.manager_interval / pace.scale
+        # Not divided by the time scale: the managers' load is the issue's fixed 50 every
+        # 10 s whatever R stands for.
+        interval = pace.manager_interval
         await asyncio.sleep(self.rng.uniform(0, interval))
         variables = {"name": benchlib.QUEUE}
         while True:
