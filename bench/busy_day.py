@@ -101,6 +101,7 @@ class Config:
     lag_limit: float
     png: str | None
     seed: int
+    keep_going: bool = False
 
     @property
     def measure_seconds(self) -> float:
@@ -443,7 +444,7 @@ async def run_steps(
             print("| " + " | ".join(row(step, serving, config.pace.scale)) + " |", flush=True)
             if step.counts:
                 print(f"  counts: {step.counts}", flush=True)
-            if step.why_not:
+            if step.why_not and not config.keep_going:
                 break
     finally:
         for task in tasks:
@@ -461,7 +462,8 @@ async def run_steps(
 
 
 def report(config: Config, steps: list[Step], serving: list[str]) -> None:
-    held = [step for step in steps if not step.why_not]
+    failed = next((n for n, step in enumerate(steps) if step.why_not), len(steps))
+    held = steps[:failed]
     print()
     benchlib.print_table(
         HEADERS,
@@ -478,7 +480,7 @@ def report(config: Config, steps: list[Step], serving: list[str]) -> None:
         f"R x scale = {largest * config.pace.scale:g} reviewers' requests at a human pace ("
         f"{held[-1].decisions / held[-1].seconds if held else 0:.1f} decisions/s)"
     )
-    last = steps[-1] if steps else None
+    last = steps[min(failed, len(steps) - 1)] if steps else None
     if last is not None:
         busiest = sorted(
             (
@@ -634,6 +636,12 @@ def parse_args(argv: list[str] | None = None) -> Config:
     parser.add_argument("--lag-limit", type=float, default=5.0, help="seconds")
     parser.add_argument("--png", default=None, help="write the plot here (docs/busy-day.png)")
     parser.add_argument("--seed", type=int, default=20261206)
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="measure every step up to --max, past the first that failed (the largest R "
+        "that held is still the one before it)",
+    )
     args = parser.parse_args(argv)
     if min(args.start, args.step, args.max, args.workers) < 1 or args.time_scale <= 0:
         parser.error("--start, --step, --max, --workers and --time-scale must be positive")
@@ -655,6 +663,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         lag_limit=args.lag_limit,
         png=args.png,
         seed=args.seed,
+        keep_going=args.keep_going,
     )
 
 
