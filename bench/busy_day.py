@@ -256,6 +256,15 @@ def serve_processes(pid: int) -> dict[str, int]:
 # --- CPU per process -----------------------------------------------------------------------
 
 
+def run_queue_wait(pid: int) -> float:
+    """Seconds the process's main thread (a serving process's event loop) has waited,
+    runnable, for a core (schedstat(5)'s second field): what it wanted and did not get."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class Cores:
     """CPU seconds of each process over a window, as cores (seconds over the window)."""
 
@@ -270,7 +279,8 @@ class Cores:
 
     def _own(self) -> dict[str, float]:
         values = {name: benchlib.process_cpu(pid) for name, pid in self._named.items()}
-        return values | {"bench": benchlib.self_cpu()}
+        waits = {f"wait {name}": run_queue_wait(pid) for name, pid in self._named.items()}
+        return values | waits | {"bench": benchlib.self_cpu()}
 
     async def start(self) -> None:
         pids = await benchlib.backend_pids(self._owner, self._database)
@@ -300,6 +310,7 @@ HEADERS = [
     "delivery lag p50 / p99 / max ms",
     "serving processes' cores",
     "supervisor cores",
+    "serving processes' run-queue wait s/s",
     "postgres cores",
     "bench cores",
     "idle consoles cores",
@@ -333,6 +344,9 @@ def row(step: Step, serving: list[str], scale: float) -> list[str]:
         lag,
         " + ".join(f"{step.cores[name]:.2f}" for name in serving if name.startswith("serving")),
         f"{sum(step.cores[name] for name in serving if not name.startswith('serving')):.2f}",
+        " + ".join(
+            f"{step.cores[f'wait {name}']:.2f}" for name in serving if name.startswith("serving")
+        ),
         f"{step.cores['postgres']:.2f}",
         f"{step.cores['bench']:.2f}",
         f"{step.cores['idle']:.2f}",
@@ -486,13 +500,20 @@ def report(config: Config, steps: list[Step], serving: list[str]) -> None:
             (
                 (name, value)
                 for name, value in last.cores.items()
-                if name not in ("machine", "steal")
+                if name not in ("machine", "steal") and not name.startswith("wait")
             ),
             key=lambda pair: -pair[1],
         )
         print(
             f"at R = {last.reviewers}: {last.why_not or 'held'}; busiest: "
             + ", ".join(f"{name} {value:.2f}" for name, value in busiest[:4])
+            + "; serving processes waited "
+            + " + ".join(
+                f"{value:.2f}"
+                for name, value in last.cores.items()
+                if name.startswith("wait serving")
+            )
+            + " s/s for a core"
             + f"; machine {last.cores['machine']:.2f} of {os.cpu_count()} cores busy, "
             f"steal {last.cores['steal']:.2f}"
         )
