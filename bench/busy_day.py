@@ -552,8 +552,10 @@ def write_png(config: Config, steps: list[Step], path: Path) -> None:
         "reviewers at a human pace)"
     )
     axes.set_ylabel("ms")
+    loads = [step.load for step in steps]
     axes.set_title(
-        f"A busy day: serve --workers 2, {config.idle} idle consoles, {config.managers} managers",
+        f"A busy day: serve --workers 2, {config.idle} idle consoles, {config.managers} "
+        f"managers\n2 shared cores, load average {min(loads):.1f} to {max(loads):.1f}",
         fontsize=10,
     )
     axes.legend(fontsize=7, ncol=2)
