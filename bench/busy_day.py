@@ -423,9 +423,10 @@ async def run_steps(
     reviewers: list[Reviewer] = []
     try:
         await integration.follow(server.ws_url)
-        spawn(integration.run())
+        spawn(integration.run(server.ws_url))
         for manager in managers:
             spawn(manager.run(config.pace))
+        replaced = replaced_processes(server)
         for size in range(config.start, config.most + 1, config.step):
             while len(reviewers) < size:
                 reviewer = Reviewer(
@@ -438,7 +439,6 @@ async def run_steps(
             step = Step(size)
             recorder.reset()
             decided = sum(r.decided for r in reviewers)
-            died = replaced_processes(server)
             since = await owner.fetchval("SELECT clock_timestamp()")
             await cores.start()
             started = time.perf_counter()
@@ -452,7 +452,11 @@ async def run_steps(
             step.counts = dict(recorder.counts)
             step.load = load_average()
             step.delivery = await delivery_lags(owner, since, until, config.lag_limit)
-            step.replaced = replaced_processes(server) - died
+            # Since the last step's end: a process replaced during a warm-up counts too.
+            step.replaced, replaced = (
+                replaced_processes(server) - replaced,
+                replaced_processes(server),
+            )
             step.why_not = judge(config, step)
             steps.append(step)
             print("| " + " | ".join(row(step, serving, config.pace.scale)) + " |", flush=True)

@@ -361,10 +361,16 @@ class Integration(Person):
         self.socket = await LiveSocket.open(url, self.token)
         await self.socket.subscribe(DECISION_EVENTS, {"queue": benchlib.QUEUE}, self.on_decision)
 
-    async def run(self) -> None:
+    async def run(self, url: str) -> None:
         owed = 0.0
         while True:
             started = time.perf_counter()
+            if self.socket is not None and self.socket.problem is not None:
+                # Its serving process went: follow again (from now; a real integration
+                # would pass the last decision's id as `after`).
+                self.recorder.count("decision stream reopened", self.socket.problem)
+                await self.socket.close()
+                await self.follow(url)
             owed += self.rate
             count, owed = int(owed), owed - int(owed)
             if count:
