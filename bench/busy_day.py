@@ -4,8 +4,9 @@
 Real processes: a local PostgreSQL (a scratch database), `casework serve --no-migrate
 --workers 2` (both serving processes also carry decisions out, as a plain `serve` does), a
 no-op webhook receiver (bench/apply_bench.py's, its own process) that the queue's effect
-posts every decision to, and a process of idle consoles (bench/busy_day_idle.py). In this
-process, on one event loop (bench/busy_day_load.py):
+posts every decision to, and a process of idle consoles (bench/busy_day_idle.py; the set-up
+and the CPU readings are in bench/busy_day_setup.py, the table and the plot in
+bench/busy_day_figures.py). In this process, on one event loop (bench/busy_day_load.py):
 
 - R reviewers, each with a keep-alive HTTP connection and the console's socket
   (queueBacklog, and itemUpdates of the open item): claim, read for 20-60 s (a note now
@@ -41,38 +42,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
 import os
 import random
-import sys
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import benchlib
-from apply_bench import SIGNING_SECRET, receiver_process
-from busy_day_load import (
-    DOCUMENTS,
-    LEASE_EVENTS,
-    Integration,
-    Manager,
-    Pace,
-    Recorder,
-    Reviewer,
-)
+from apply_bench import receiver_process
+from busy_day_figures import HEADERS, Config, Step, judge, load_average, report, row, write_png
+from busy_day_load import Integration, Manager, Pace, Recorder, Reviewer
+from busy_day_setup import Cores, Tokens, idle_consoles, prepare, serve_processes
 
-from server.domain.identity.tokens import create_token
-from server.domain.model import EffectKind, Role
-from server.domain.review.queues import Effect, QueueSettings, configure_queue
-from server.store.database import Database, create_pool
-
-IDLE_SCRIPT = Path(__file__).resolve().parent / "busy_day_idle.py"
-OPERATIONS = ["claim", "decide", "renew", "note", "release", "dashboard", "enqueue"]
 DELIVERY_SQL = """
 SELECT extract(epoch FROM coalesce(p.applied_at, clock_timestamp()) - d.decided_at)::float8
          AS lag,
@@ -81,280 +64,6 @@ FROM review_decisions AS d
 LEFT JOIN applied_decisions AS p ON p.decision_id = d.id
 WHERE d.decided_at >= $1 AND d.decided_at < $2
 """
-
-
-@dataclass(frozen=True)
-class Config:
-    server: str
-    start: int
-    step: int
-    most: int
-    idle: int
-    idle_tokens: int
-    managers: int
-    pace: Pace
-    decisions_per_step: float
-    warmup: float
-    backlog: int
-    workers: int
-    latency_limit_ms: float
-    lag_limit: float
-    png: str | None
-    seed: int
-    keep_going: bool = False
-
-    @property
-    def measure_seconds(self) -> float:
-        return self.decisions_per_step * self.pace.mean_think
-
-    def decisions_per_second(self, reviewers: int) -> float:
-        return reviewers * (1 - self.pace.release_share) / self.pace.mean_think
-
-
-@dataclass
-class Step:
-    reviewers: int
-    seconds: float = 0.0
-    decisions: int = 0
-    samples: dict[str, list[float]] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
-    delivery: list[float] = field(default_factory=list)
-    cores: dict[str, float] = field(default_factory=dict)
-    load: float = 0.0
-    replaced: int = 0
-    why_not: str = ""
-
-    def ms(self, operation: str, fraction: float) -> float:
-        values = sorted(self.samples.get(operation, []))
-        return 1000 * benchlib.percentile(values, fraction)
-
-    def cell(self, operation: str) -> str:
-        if not self.samples.get(operation):
-            return "-"
-        return f"{self.ms(operation, 0.5):.0f} / {self.ms(operation, 0.99):.0f}"
-
-
-def load_average() -> float:
-    return float(Path("/proc/loadavg").read_text().split()[0])
-
-
-# --- set-up --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tokens:
-    reviewers: list[str]
-    managers: list[str]
-    idle: list[str]
-    integration: str
-
-
-async def prepare(config: Config, database: str, hook_url: str) -> Tokens:
-    """Queue `bench` with a signed webhook to the receiver, --backlog items, the tokens."""
-    await benchlib.create_migrated(config.server, database)
-    queries = benchlib.load_queries()
-    app_pool = await create_pool(benchlib.app_dsn(config.server, database), min_size=1, max_size=2)
-    owner_pool = await create_pool(
-        benchlib.owner_dsn(config.server, database), min_size=1, max_size=1
-    )
-    try:
-        db = Database(app_pool, queries)
-        await benchlib.seed_queue(db)
-        settings = QueueSettings(
-            benchlib.QUEUE,
-            lease_ttl_seconds=600,
-            effect=Effect(EffectKind.WEBHOOK, hook_url, SIGNING_SECRET),
-            effect_timeout_seconds=10,
-        )
-        benchlib.check(await configure_queue(db, benchlib.ADMIN, settings), "effect")
-        rng = random.Random(config.seed)
-        await benchlib.enqueue(db, [f"item-{n:07d}" for n in range(config.backlog)], rng)
-        owner = Database(owner_pool, queries)
-
-        async def mint(user: str, role: Role) -> str:
-            return await create_token(owner, user=user, role=role, queues=[benchlib.QUEUE])
-
-        tokens = Tokens(
-            reviewers=[await mint(f"reviewer-{n:04d}", Role.REVIEWER) for n in range(config.most)],
-            managers=[await mint(f"manager-{n:03d}", Role.MANAGER) for n in range(config.managers)],
-            idle=[await mint(f"idle-{n:03d}", Role.REVIEWER) for n in range(config.idle_tokens)],
-            integration=await mint("integration", Role.INTEGRATION),
-        )
-        async with owner_pool.acquire() as conn:
-            await conn.execute("VACUUM ANALYZE")
-        return tokens
-    finally:
-        await app_pool.close()
-        await owner_pool.close()
-
-
-class IdleConsoles:
-    """The process of bench/busy_day_idle.py, driven over its stdin and stdout."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-
-    async def call(self, body: dict[str, Any]) -> dict[str, Any]:
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        self.process.stdin.write((json.dumps(body) + "\n").encode())
-        await self.process.stdin.drain()
-        line = await self.process.stdout.readline()
-        if not line:
-            raise RuntimeError("the idle consoles' process ended early")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-
-@contextlib.asynccontextmanager
-async def idle_consoles(config: Config, url: str, tokens: list[str]) -> AsyncIterator[IdleConsoles]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(IDLE_SCRIPT),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        limit=16 * 1024 * 1024,
-    )
-    idle = IdleConsoles(process)
-    try:
-        ready = await idle.call(
-            {
-                "url": url,
-                "tokens": tokens,
-                "queue": benchlib.QUEUE,
-                "count": config.idle,
-                "batch": 100,
-                "backlog": DOCUMENTS["QUEUE_BACKLOG"],
-                "leases": LEASE_EVENTS,
-            }
-        )
-        print(f"  {ready['ready']} idle consoles subscribed in {ready['seconds']:.1f} s")
-        yield idle
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        try:
-            await asyncio.wait_for(process.wait(), 20)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-
-
-def serve_processes(pid: int) -> dict[str, int]:
-    """`casework serve`'s processes by role: the parent (uvicorn's supervisor), the
-    serving processes it spawned, and multiprocessing's resource tracker."""
-    named = {"supervisor": pid}
-    for child in benchlib.process_tree(pid)[1:]:
-        command = Path(f"/proc/{child}/cmdline").read_bytes()
-        if b"resource_tracker" in command:
-            named["tracker"] = child
-        else:
-            named[f"serving {sum(name.startswith('serving') for name in named) + 1}"] = child
-    return named
-
-
-# --- CPU per process -----------------------------------------------------------------------
-
-
-def run_queue_wait(pid: int) -> float:
-    """Seconds the process's main thread (a serving process's event loop) has waited,
-    runnable, for a core (schedstat(5)'s second field): what it wanted and did not get."""
-    try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-class Cores:
-    """CPU seconds of each process over a window, as cores (seconds over the window)."""
-
-    def __init__(self, owner: asyncpg.Connection, database: str, named: dict[str, int]) -> None:
-        self._owner = owner
-        self._database = database
-        self._named = named
-        self._start: dict[str, float] = {}
-        self._backends: dict[int, float] = {}
-        self._machine = (0.0, 0.0)
-        self._at = 0.0
-
-    def _own(self) -> dict[str, float]:
-        values = {name: benchlib.process_cpu(pid) for name, pid in self._named.items()}
-        waits = {f"wait {name}": run_queue_wait(pid) for name, pid in self._named.items()}
-        return values | waits | {"bench": benchlib.self_cpu()}
-
-    async def start(self) -> None:
-        pids = await benchlib.backend_pids(self._owner, self._database)
-        self._backends = {pid: benchlib.process_cpu(pid) for pid in pids}
-        self._start, self._machine, self._at = self._own(), benchlib.machine_cpu(), time.time()
-
-    async def stop(self) -> dict[str, float]:
-        own, (busy, steal), seconds = self._own(), benchlib.machine_cpu(), time.time() - self._at
-        pids = await benchlib.backend_pids(self._owner, self._database)
-        postgres = sum(benchlib.process_cpu(pid) - self._backends.get(pid, 0.0) for pid in pids)
-        cores = {name: (own[name] - self._start[name]) / seconds for name in own}
-        cores["postgres"] = postgres / seconds
-        cores["machine"] = (busy - self._machine[0]) / seconds
-        cores["steal"] = (steal - self._machine[1]) / seconds
-        return cores
-
-
-# --- the steps -----------------------------------------------------------------------------
-
-
-HEADERS = [
-    "R",
-    "R x scale",
-    "decisions/s",
-    *(f"{operation} p50 / p99 ms" for operation in OPERATIONS),
-    "decision stream p50 / p99 ms",
-    "delivery lag p50 / p99 / max ms",
-    "serving processes' cores",
-    "supervisor cores",
-    "serving processes' run-queue wait s/s",
-    "postgres cores",
-    "bench cores",
-    "idle consoles cores",
-    "receiver cores",
-    "machine",
-    "load",
-    "held",
-]
-
-
-def row(step: Step, serving: list[str], scale: float) -> list[str]:
-    delivery = sorted(step.delivery)
-    lag = (
-        " / ".join(
-            f"{1000 * value:.0f}"
-            for value in (
-                benchlib.percentile(delivery, 0.5),
-                benchlib.percentile(delivery, 0.99),
-                delivery[-1],
-            )
-        )
-        if delivery
-        else "-"
-    )
-    return [
-        str(step.reviewers),
-        f"{step.reviewers * scale:g}",
-        f"{step.decisions / step.seconds:.1f}",
-        *(step.cell(operation) for operation in OPERATIONS),
-        step.cell("decision stream"),
-        lag,
-        " + ".join(f"{step.cores[name]:.2f}" for name in serving if name.startswith("serving")),
-        f"{sum(step.cores[name] for name in serving if not name.startswith('serving')):.2f}",
-        " + ".join(
-            f"{step.cores[f'wait {name}']:.2f}" for name in serving if name.startswith("serving")
-        ),
-        f"{step.cores['postgres']:.2f}",
-        f"{step.cores['bench']:.2f}",
-        f"{step.cores['idle']:.2f}",
-        f"{step.cores['receiver']:.2f}",
-        f"{step.cores['machine']:.2f}",
-        f"{step.load:.1f}",
-        "yes" if not step.why_not else f"no: {step.why_not}",
-    ]
 
 
 async def delivery_lags(
@@ -374,21 +83,6 @@ def replaced_processes(server: benchlib.Server) -> int:
     """Serving processes uvicorn's supervisor found dead (or not answering its health check
     within 5 s) and replaced, so far: their connections and sockets were dropped."""
     return server.log_tail(10**8).count("Child process [")
-
-
-def judge(config: Config, step: Step) -> str:
-    reasons = [
-        f"{operation} p99 {step.ms(operation, 0.99):.0f} ms"
-        for operation in ("claim", "decide")
-        if step.ms(operation, 0.99) > config.latency_limit_ms
-    ]
-    if step.delivery and max(step.delivery) > config.lag_limit:
-        reasons.append(f"a delivery lagged {max(step.delivery):.1f} s")
-    if step.replaced:
-        reasons.append(f"{step.replaced} serving process(es) replaced")
-    if not step.samples.get("claim") or not step.samples.get("decide"):
-        reasons.append("no claims or decisions measured")
-    return "; ".join(reasons)
 
 
 async def run_steps(
@@ -474,98 +168,6 @@ async def run_steps(
             if socket is not None:
                 await socket.close()
     return steps
-
-
-# --- the report ----------------------------------------------------------------------------
-
-
-def report(config: Config, steps: list[Step], serving: list[str]) -> None:
-    failed = next((n for n, step in enumerate(steps) if step.why_not), len(steps))
-    held = steps[:failed]
-    print()
-    benchlib.print_table(
-        HEADERS,
-        [row(step, serving, config.pace.scale) for step in steps],
-        title=f"time scale {config.pace.scale:g} (think times {config.pace.think_low:g}-"
-        f"{config.pace.think_high:g} s / {config.pace.scale:g}; managers every "
-        f"{config.pace.manager_interval:g} s); {config.idle} idle "
-        f"consoles, {config.managers} managers; cores: CPU seconds over the window's seconds "
-        "(supervisor: serve's parent and its resource tracker)",
-    )
-    largest = held[-1].reviewers if held else 0
-    print(
-        f"\nlargest R that held: {largest} reviewers at time scale {config.pace.scale:g}, "
-        f"R x scale = {largest * config.pace.scale:g} reviewers' requests at a human pace ("
-        f"{held[-1].decisions / held[-1].seconds if held else 0:.1f} decisions/s)"
-    )
-    last = steps[min(failed, len(steps) - 1)] if steps else None
-    if last is not None:
-        busiest = sorted(
-            (
-                (name, value)
-                for name, value in last.cores.items()
-                if name not in ("machine", "steal") and not name.startswith("wait")
-            ),
-            key=lambda pair: -pair[1],
-        )
-        print(
-            f"at R = {last.reviewers}: {last.why_not or 'held'}; busiest: "
-            + ", ".join(f"{name} {value:.2f}" for name, value in busiest[:4])
-            + "; serving processes waited "
-            + " + ".join(
-                f"{value:.2f}"
-                for name, value in last.cores.items()
-                if name.startswith("wait serving")
-            )
-            + " s/s for a core"
-            + f"; machine {last.cores['machine']:.2f} of {os.cpu_count()} cores busy, "
-            f"steal {last.cores['steal']:.2f}"
-        )
-
-
-def write_png(config: Config, steps: list[Step], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7.5, 4.5))
-    sizes = [step.reviewers for step in steps]
-    for operation, colour in (("claim", "tab:blue"), ("decide", "tab:green")):
-        for fraction, style in ((0.99, "o-"), (0.5, "o--")):
-            axes.plot(
-                sizes,
-                [step.ms(operation, fraction) for step in steps],
-                style,
-                color=colour,
-                label=f"{operation} p{round(100 * fraction)}",
-            )
-    for fraction, style in ((0.99, "s-"), (0.5, "s--")):
-        axes.plot(
-            sizes,
-            [1000 * benchlib.percentile(sorted(s.delivery), fraction) for s in steps],
-            style,
-            color="tab:red",
-            label=f"delivery lag p{round(100 * fraction)}",
-        )
-    axes.axhline(config.latency_limit_ms, color="grey", linestyle=":", label="claim/decide limit")
-    axes.axhline(1000 * config.lag_limit, color="tab:red", linestyle=":", label="lag limit")
-    axes.set_yscale("log")
-    axes.set_xlabel(
-        f"reviewers R at time scale {config.pace.scale:g} (x {config.pace.scale:g}: "
-        "reviewers at a human pace)"
-    )
-    axes.set_ylabel("ms")
-    loads = [step.load for step in steps]
-    axes.set_title(
-        f"A busy day: serve --workers 2, {config.idle} idle consoles, {config.managers} "
-        f"managers\n2 shared cores, load average {min(loads):.1f} to {max(loads):.1f}",
-        fontsize=10,
-    )
-    axes.legend(fontsize=7, ncol=2)
-    axes.grid(True, which="both", alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
 
 
 async def main(config: Config) -> None:
