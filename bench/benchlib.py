@@ -362,11 +362,18 @@ async def _stop(process: asyncio.subprocess.Process, *, within: float) -> None:
 
 @contextlib.asynccontextmanager
 async def casework_serve_server(
-    app_dsn: str, *, workers: int, pool_min: int, pool_max: int, env: dict[str, str]
+    app_dsn: str,
+    *,
+    workers: int,
+    pool_min: int,
+    pool_max: int,
+    env: dict[str, str],
+    apply_worker: bool = False,
 ) -> AsyncIterator[Server]:
     """`casework serve --no-migrate --no-worker --workers N` on 127.0.0.1 as the service
     role, each process with a pool of pool_min..pool_max; yields once all N processes have
-    started. Its pid is the parent's: the serving processes are its children."""
+    started. Its pid is the parent's: the serving processes are its children. apply_worker:
+    without --no-worker, so each serving process carries decisions out as well."""
     port = free_port()
     environment = {key: value for key, value in os.environ.items() if "DATABASE_URL" not in key} | {
         "CASEWORK_APP_DATABASE_URL": app_dsn,
@@ -381,7 +388,7 @@ async def casework_serve_server(
             "server.cli",
             "serve",
             "--no-migrate",
-            "--no-worker",
+            *([] if apply_worker else ["--no-worker"]),
             "--workers",
             str(workers),
             "--port",
