@@ -4,10 +4,10 @@ What a user writes against review_queue.sql's tables without functions: per cycl
 statements, each its own transaction, each sending its NOTIFY from inside (so the hint
 goes out on commit, as Casework's do):
 
-- the claim: UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING,
-  with pg_notify over the returned row;
-- the decision: the fenced UPDATE and the INSERT of the decision row in one statement
-  (one transaction), with pg_notify over the inserted row.
+- the claim (plain_claim.sql): UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED
+  LIMIT 1) RETURNING, with pg_notify over the returned row;
+- the decision (plain_decide.sql): the fenced UPDATE and the INSERT of the decision row in
+  one statement (one transaction), with pg_notify over the inserted row.
 
 No PL/pgSQL, no JSON built by the database: the payload (the keys Casework's hints carry)
 is the client's text with the row's ids appended. asyncpg prepares each statement once
@@ -17,42 +17,17 @@ per connection. The listener and the counts are the raw+notify path's (peer_raw.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import asyncpg
 import benchlib
 import peer_raw
 
-CLAIM = """
-WITH claimed AS (
-    UPDATE peer.items
-    SET lease_owner = $2, lease_token = gen_random_uuid(),
-        lease_expires_at = now() + interval '10 minutes', updated_at = now()
-    WHERE id = (SELECT id FROM peer.items
-                WHERE queue = $1 AND state = 'pending'
-                  AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-                ORDER BY priority DESC, created_at
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED)
-    RETURNING id, lease_token
-)
-SELECT id, lease_token, pg_notify($3, $4::text || id || '}') FROM claimed
-"""
-
-DECIDE = """
-WITH decided AS (
-    UPDATE peer.items
-    SET state = 'decided', lease_owner = NULL, lease_token = NULL,
-        lease_expires_at = NULL, updated_at = now()
-    WHERE id = $1 AND lease_token = $2 AND lease_owner = $4
-      AND state = 'pending' AND lease_expires_at > now()
-    RETURNING id
-), recorded AS (
-    INSERT INTO peer.decisions (item_id, verdict, reviewer, lease_token)
-    SELECT id, $3, $4, $2 FROM decided
-    RETURNING id, item_id
-)
-SELECT id, pg_notify($5, $6::text || item_id || ',"d":' || id || '}') FROM recorded
-"""
+# $1 queue, $2 actor, $3 channel, $4 the payload's head (the item's id is appended).
+CLAIM = Path(__file__).with_name("plain_claim.sql").read_text()
+# $1 item, $2 lease token, $3 verdict, $4 actor, $5 channel, $6 the payload's head (the
+# item's and the decision's ids are appended).
+DECIDE = Path(__file__).with_name("plain_decide.sql").read_text()
 
 
 def payload_heads(queue: str) -> tuple[str, str]:
