@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import os
 import random
@@ -634,6 +635,10 @@ async def drive(
     return sum(warmed), sum(done), elapsed, used
 
 
+# A client that sends ids hashes each document once, not once per request.
+_document_id = functools.cache(document_id)
+
+
 async def graphql_post(
     connection: KeepAliveConnection,
     token: str | None,
@@ -646,7 +651,7 @@ async def graphql_post(
     (`{"documentId": "sha256:<hex>"}`, the persisted-documents convention); a bearer token
     unless `token` is None (a peer without authentication)."""
     request: dict[str, Any] = (
-        {"documentId": document_id(query), "variables": variables}
+        {"documentId": _document_id(query), "variables": variables}
         if by_id
         else {"query": query, "variables": variables}
     )

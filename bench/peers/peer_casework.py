@@ -7,10 +7,10 @@ default), `casework-general` with CASEWORK_LEAN_PATH=0 (the kill switch): the sa
 requests, the same server, only the route inside it differs.
 
 The client sends each document by its id (`{"documentId": "sha256:<hex>", ...}`) when the
-server takes ids, else its text: `probe` asks a server once at the start, with a third
-trusted document that reads nothing, and the bench prints which way the requests went.
-A server that does not take ids has no lean path either: then both rows measure the
-general path.
+server takes ids, else its text: `probe` asks a server of each setting once at the start,
+with a third trusted document that reads nothing, and the bench prints which way the
+requests went. A server whose lean path does not take ids has no lean path to measure:
+then both rows measure the general path.
 """
 
 from __future__ import annotations
@@ -45,15 +45,16 @@ def server_env(manifest: Path, *, lean: bool) -> dict[str, str]:
 
 
 async def probe(
-    config: claim_bench.Config, template: str, manifest: Path, token: str
+    config: claim_bench.Config, template: str, manifest: Path, token: str, *, lean: bool
 ) -> str | None:
-    """None if a server given the manifest answers the probe document asked for by its id;
-    else why not, in one line. Runs on a clone of `template`, dropped after."""
+    """None if a server given the manifest (and the lean path on or off) answers the probe
+    document asked for by its id; else why not, in one line. Runs on a clone of
+    `template`, dropped after."""
     name = benchlib.new_name("probe")
     await benchlib.create_database(config.server, name, template=template)
     try:
         app_dsn = benchlib.app_dsn(config.server, name)
-        env = server_env(manifest, lean=True)
+        env = server_env(manifest, lean=lean)
         async with claim_bench.graphql_server(config, app_dsn, 1, None, env) as server:
             host, port = server.base_url.removeprefix("http://").split(":")
             async with KeepAliveConnection(host, int(port)) as client:

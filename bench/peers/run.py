@@ -106,10 +106,12 @@ class Templates:
 
 @dataclass(frozen=True)
 class Documents:
-    """The trusted documents' manifest and whether the server takes them by id."""
+    """The trusted documents' manifest, and whether the server takes them by id with the
+    lean path on and with it off (the general path)."""
 
     manifest: Path
-    by_id: bool
+    lean_by_id: bool
+    general_by_id: bool
 
 
 Measure = Callable[[str, int], Awaitable[tuple[benchlib.Measurement, int | None]]]
@@ -138,11 +140,12 @@ def measures(
 
     def casework(lean: bool) -> Measure:
         env = peer_casework.server_env(documents.manifest, lean=lean)
+        by_id = documents.lean_by_id if lean else documents.general_by_id
 
         async def measure(database: str, n: int) -> tuple[benchlib.Measurement, int | None]:
             tokens = templates.casework_tokens
             measured = await claim_bench.measure_graphql(
-                served, database, n, tokens, None, env=env, by_id=documents.by_id
+                served, database, n, tokens, None, env=env, by_id=by_id
             )
             return measured, None
 
@@ -224,27 +227,29 @@ async def build_templates(config: Config) -> Templates:
 
 
 async def probe_documents(config: Config, templates: Templates, manifest: Path) -> Documents:
-    """Asks a server once whether it takes the trusted documents by id; says which way the
-    Casework requests will go."""
-    if not {LEAN, GENERAL} & set(config.paths):
-        return Documents(manifest, by_id=False)
-    token = templates.casework_tokens[0]
-    refused = await peer_casework.probe(
-        casework_config(config), templates.casework, manifest, token
-    )
-    if refused is None:
+    """Asks a server of each setting once whether it takes the trusted documents by id;
+    says which way the Casework requests will go."""
+    found = {LEAN: False, GENERAL: False}
+    for path in (p for p in (LEAN, GENERAL) if p in config.paths):
+        refused = await peer_casework.probe(
+            casework_config(config),
+            templates.casework,
+            manifest,
+            templates.casework_tokens[0],
+            lean=path == LEAN,
+        )
+        switch = f"CASEWORK_LEAN_PATH={int(path == LEAN)}"
+        found[path] = refused is None
         print(
-            f"  casework: the server takes trusted documents by id: requests send documentId; "
-            f"{LEAN} with CASEWORK_LEAN_PATH=1, {GENERAL} with CASEWORK_LEAN_PATH=0",
+            f"  {path} ({switch}): "
+            + (
+                "the server takes the documents by id: requests send documentId"
+                if refused is None
+                else f"no documentId ({refused}): requests send the documents' text"
+            ),
             flush=True,
         )
-        return Documents(manifest, by_id=True)
-    print(
-        f"  casework: the server does not take documentId ({refused}): requests send the "
-        f"documents' text, and {LEAN} runs the general path too (no lean path to measure)",
-        flush=True,
-    )
-    return Documents(manifest, by_id=False)
+    return Documents(manifest, lean_by_id=found[LEAN], general_by_id=found[GENERAL])
 
 
 def ratio(numerator: float, denominator: float) -> str:
@@ -282,13 +287,12 @@ def report(
         f"server CPU per cycle {LEAN}/{GENERAL} <= {TARGET_SERVER_LEAN_VS_GENERAL}; "
         f"PostgreSQL CPU per cycle {LEAN}/{PLAIN_NOTIFY} <= {TARGET_POSTGRES_VS_PLAIN}"
     )
-    if {LEAN, GENERAL} & set(paths):
+    if LEAN in paths:
         print(
-            "  Casework's requests sent documentId; CASEWORK_LEAN_PATH=1 in casework-lean, "
-            "0 in casework-general"
-            if documents.by_id
-            else "  Casework's requests sent text (the server took no documentId): both "
-            "casework rows ran the general path"
+            "  casework-lean sent documentId (the lean path could take them)"
+            if documents.lean_by_id
+            else "  casework-lean sent text: the server took no documentId, so it has no "
+            "lean path to measure and both casework rows ran the general path"
         )
     for concurrency, cell in results.items():
         for check in target_checks(concurrency, cell):
@@ -358,7 +362,7 @@ async def main(config: Config, postgraphile_version: str | None) -> None:
     )
     print(f"  {_versions(postgraphile_version)}", flush=True)
     templates: Templates | None = None
-    documents = Documents(Path(), by_id=False)
+    documents = Documents(Path(), lean_by_id=False, general_by_id=False)
     results: dict[int, dict[str, benchlib.Measurement]] = {}
     with tempfile.TemporaryDirectory(prefix="casework-peers-") as scratch:
         try:
