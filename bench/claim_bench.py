@@ -30,6 +30,7 @@ import contextlib
 import os
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import asyncpg
@@ -85,13 +86,19 @@ def workers_of(mode: str) -> int | None:
 # --- the two paths -------------------------------------------------------------------------
 
 
-def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) -> benchlib.Worker:
+def graphql_worker(
+    connections: list[KeepAliveConnection], tokens: list[str], *, by_id: bool = False
+) -> benchlib.Worker:
+    """claimNext then submitDecision per cycle; with `by_id`, each sent as its trusted
+    document's id rather than its text."""
+
     async def work(index: int, tickets: benchlib.Tickets | None, count: int) -> int:
         token = tokens[index]
         client = connections[index]
         done = 0
         while tickets.take() if tickets else done < count:
-            claim = (await benchlib.graphql_post(client, token, CLAIM, {"q": benchlib.QUEUE}))[
+            variables = {"q": benchlib.QUEUE}
+            claim = (await benchlib.graphql_post(client, token, CLAIM, variables, by_id=by_id))[
                 "claimNext"
             ]
             if claim["__typename"] != "Claim":
@@ -103,9 +110,10 @@ def graphql_worker(connections: list[KeepAliveConnection], tokens: list[str]) ->
                 "reasonCode": benchlib.REASON_CODE,
                 "evidenceHash": claim["evidenceHash"],
             }
-            result = (await benchlib.graphql_post(client, token, DECIDE, {"i": decision}))[
-                "submitDecision"
-            ]
+            answer = await benchlib.graphql_post(
+                client, token, DECIDE, {"i": decision}, by_id=by_id
+            )
+            result = answer["submitDecision"]
             if result["__typename"] != "DecisionRecorded":
                 raise RuntimeError(f"decision returned {result}")
             done += 1
@@ -181,33 +189,47 @@ async def count_decisions(owner: asyncpg.Connection) -> int:
 
 
 def graphql_server(
-    config: Config, app_dsn: str, concurrency: int, workers: int | None
+    config: Config,
+    app_dsn: str,
+    concurrency: int,
+    workers: int | None,
+    env: Mapping[str, str] | None = None,
 ) -> contextlib.AbstractAsyncContextManager[benchlib.Server]:
     """One uvicorn process, or `casework serve --workers N`. The kernel decides how many of
     the client's connections each process gets, so each pool may grow to the concurrency;
     it opens its share to begin with, so that N pools together start near the concurrency
     (N full pools at 32 would take most of PostgreSQL's 100 slots)."""
+    environment = {**server_env(config), **(env or {})}
     if workers is None:
         return benchlib.uvicorn_server(
-            app_dsn, pool_min=concurrency, pool_max=concurrency, env=server_env(config)
+            app_dsn, pool_min=concurrency, pool_max=concurrency, env=environment
         )
     return benchlib.casework_serve_server(
         app_dsn,
         workers=workers,
         pool_min=-(-concurrency // workers),
         pool_max=concurrency,
-        env=server_env(config),
+        env=environment,
     )
 
 
 async def measure_graphql(
-    config: Config, database: str, concurrency: int, tokens: list[str], workers: int | None
+    config: Config,
+    database: str,
+    concurrency: int,
+    tokens: list[str],
+    workers: int | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    by_id: bool = False,
 ) -> benchlib.Measurement:
+    """One cell of the GraphQL path; `env` is added to the server's environment (the
+    peers bench's trusted documents and lean-path switch), `by_id` sends document ids."""
     owner = await asyncpg.connect(benchlib.owner_dsn(config.server, database))
     try:
         app_dsn = benchlib.app_dsn(config.server, database)
         async with (
-            graphql_server(config, app_dsn, concurrency, workers) as server,
+            graphql_server(config, app_dsn, concurrency, workers, env) as server,
             contextlib.AsyncExitStack() as stack,
         ):
             cpu = benchlib.CpuWindow(owner, database, server.pid)
@@ -216,8 +238,9 @@ async def measure_graphql(
                 await stack.enter_async_context(KeepAliveConnection(host, int(port)))
                 for _ in range(concurrency)
             ]
+            worker = graphql_worker(connections, tokens, by_id=by_id)
             warmed, done, elapsed, used = await benchlib.drive(
-                graphql_worker(connections, tokens), concurrency, config.cycles, config.warmup, cpu
+                worker, concurrency, config.cycles, config.warmup, cpu
             )
         if workers is not None:
             # How the kernel spread the connections shows in each process's share of the CPU.

@@ -1,12 +1,17 @@
-"""The PostGraphile path: PostGraphile v4 over the raw+notify path's SQL, as a node process.
+"""The PostGraphile paths: PostGraphile v4 over the raw+notify path's SQL, as a node process.
 
 PostGraphile is installed from npm into bench/peers/.cache (outside git) on first use and
 reused after. It serves the schema `peer_api` of review_queue.sql, whose two VOLATILE
 functions become the mutations `claimNext` and `submitDecision`, with the options its
 documentation recommends for production that concern one HTTP request (no watch, no
-GraphiQL, no query log, dynamic JSON, RBAC-aware schema, error codes only). Requests are
-authenticated the way PostGraphile does it itself: a JWT per reviewer, verified by
-PostGraphile, its `sub` handed to the functions as `jwt.claims.sub`.
+GraphiQL, no query log, dynamic JSON, RBAC-aware schema, error codes only).
+
+`postgraphile`: requests are authenticated the way PostGraphile does it itself: a JWT per
+reviewer, verified by PostGraphile, its `sub` handed to the functions as `jwt.claims.sub`
+(so each request also sets that setting in its transaction).
+`postgraphile-nojwt`: no authentication at all, the upper bound of this peer: PostGraphile
+serves `peer_open`, whose functions take the actor as an argument, and is started without
+a JWT secret; the requests carry no Authorization header.
 """
 
 from __future__ import annotations
@@ -32,12 +37,18 @@ from peer_raw import VERDICT, count_decisions, reviewer_name
 CACHE_DIR = Path(__file__).with_name(".cache")
 PACKAGE = "postgraphile@4"
 SCHEMA = "peer_api"
+OPEN_SCHEMA = "peer_open"
 JWT_SECRET = "casework-peers-bench"
 READY_ATTEMPTS = 200
 READY_INTERVAL_SECONDS = 0.05
 
 CLAIM = "mutation($q:String!){ claimNext(input:{queue:$q}){ claim { id leaseToken } } }"
 DECIDE = "mutation($i:SubmitDecisionInput!){ submitDecision(input:$i){ decision { id } } }"
+# Without authentication the actor is an argument of each mutation.
+OPEN_CLAIM = (
+    "mutation($q:String!,$a:String!){ claimNext(input:{queue:$q,actor:$a}){ "
+    "claim { id leaseToken } } }"
+)
 
 
 def cli_path(cache: Path = CACHE_DIR) -> Path:
@@ -75,8 +86,11 @@ def reviewer_jwt(index: int) -> str:
 
 
 @contextlib.asynccontextmanager
-async def postgraphile_server(dsn: str, pool_size: int) -> AsyncIterator[benchlib.Server]:
-    """`node cli.js` serving `peer_api` on 127.0.0.1 with a pool of `pool_size`."""
+async def postgraphile_server(
+    dsn: str, pool_size: int, *, jwt: bool = True
+) -> AsyncIterator[benchlib.Server]:
+    """`node cli.js` on 127.0.0.1 with a pool of `pool_size`: serving `peer_api` with a JWT
+    secret, or without one `peer_open`."""
     port = benchlib.free_port()
     node = shutil.which("node")
     if node is None:
@@ -85,11 +99,10 @@ async def postgraphile_server(dsn: str, pool_size: int) -> AsyncIterator[benchli
         node,
         str(cli_path()),
         "--connection", dsn,
-        "--schema", SCHEMA,
+        "--schema", SCHEMA if jwt else OPEN_SCHEMA,
         "--host", "127.0.0.1",
         "--port", str(port),
         "--max-pool-size", str(pool_size),
-        "--jwt-secret", JWT_SECRET,
         "--disable-graphiql",
         "--disable-query-log",
         "--dynamic-json",
@@ -98,6 +111,8 @@ async def postgraphile_server(dsn: str, pool_size: int) -> AsyncIterator[benchli
         "--extended-errors", "errcode",
         "--legacy-relations", "omit",
     ]  # fmt: skip
+    if jwt:
+        argv += ["--jwt-secret", JWT_SECRET]
     with tempfile.TemporaryFile() as log:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -135,15 +150,20 @@ async def _wait_ready(port: int, process: asyncio.subprocess.Process) -> bool:
     return False
 
 
-def graphql_worker(connections: list[KeepAliveConnection]) -> benchlib.Worker:
-    tokens = [reviewer_jwt(index) for index in range(len(connections))]
+def graphql_worker(connections: list[KeepAliveConnection], *, jwt: bool) -> benchlib.Worker:
+    """claimNext then submitDecision per cycle: with a reviewer's JWT, or (without
+    authentication) naming the reviewer in each mutation's input."""
+    tokens = [reviewer_jwt(index) if jwt else None for index in range(len(connections))]
+    claim_document = CLAIM if jwt else OPEN_CLAIM
 
     async def work(index: int, tickets: benchlib.Tickets | None, count: int) -> int:
         token = tokens[index]
         client = connections[index]
+        actor = {} if jwt else {"a": reviewer_name(index)}
         done = 0
         while tickets.take() if tickets else done < count:
-            data = await benchlib.graphql_post(client, token, CLAIM, {"q": benchlib.QUEUE})
+            variables = {"q": benchlib.QUEUE, **actor}
+            data = await benchlib.graphql_post(client, token, claim_document, variables)
             claim = data["claimNext"]["claim"]
             if claim is None:
                 raise RuntimeError("claimNext found nothing; is --items large enough?")
@@ -152,6 +172,8 @@ def graphql_worker(connections: list[KeepAliveConnection]) -> benchlib.Worker:
                 "leaseToken": claim["leaseToken"],
                 "verdict": VERDICT,
             }
+            if not jwt:
+                decision["actor"] = reviewer_name(index)
             data = await benchlib.graphql_post(client, token, DECIDE, {"i": decision})
             if data["submitDecision"]["decision"] is None:
                 raise RuntimeError(f"decision on item {claim['id']} was refused")
@@ -162,12 +184,12 @@ def graphql_worker(connections: list[KeepAliveConnection]) -> benchlib.Worker:
 
 
 async def measure(
-    server: str, database: str, concurrency: int, cycles: int, warmup: int
+    server: str, database: str, concurrency: int, cycles: int, warmup: int, *, jwt: bool = True
 ) -> benchlib.Measurement:
     owner = await asyncpg.connect(benchlib.owner_dsn(server, database))
     try:
         async with (
-            postgraphile_server(benchlib.owner_dsn(server, database), concurrency) as node,
+            postgraphile_server(benchlib.owner_dsn(server, database), concurrency, jwt=jwt) as node,
             contextlib.AsyncExitStack() as stack,
         ):
             cpu = benchlib.CpuWindow(owner, database, node.pid)
@@ -176,7 +198,7 @@ async def measure(
                 for _ in range(concurrency)
             ]
             warmed, done, elapsed, used = await benchlib.drive(
-                graphql_worker(connections), concurrency, cycles, warmup, cpu
+                graphql_worker(connections, jwt=jwt), concurrency, cycles, warmup, cpu
             )
         return benchlib.Measurement(done, elapsed, warmed, await count_decisions(owner), used)
     finally:

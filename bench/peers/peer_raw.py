@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import asyncpg
@@ -98,9 +99,17 @@ class HintCounter:
 
 
 async def measure(
-    server: str, database: str, concurrency: int, cycles: int, warmup: int, *, notify: bool
+    server: str,
+    database: str,
+    concurrency: int,
+    cycles: int,
+    warmup: int,
+    *,
+    notify: bool,
+    worker_for: Callable[[asyncpg.Pool], benchlib.Worker] = raw_worker,
 ) -> tuple[benchlib.Measurement, int | None]:
-    """One cell; with `notify`, also the number of hints the listener received."""
+    """One cell of `worker_for`'s cycle (review_queue.sql's functions unless told); with
+    `notify`, also the number of hints the listener received."""
     owner = await asyncpg.connect(benchlib.owner_dsn(server, database))
     pool = await asyncpg.create_pool(
         benchlib.owner_dsn(server, database),
@@ -115,7 +124,7 @@ async def measure(
             await listener.add_listener(CHANNEL, hints)
         cpu = benchlib.CpuWindow(owner, database, None)
         warmed, done, elapsed, used = await benchlib.drive(
-            raw_worker(pool), concurrency, cycles, warmup, cpu
+            worker_for(pool), concurrency, cycles, warmup, cpu
         )
         if listener is not None:
             # A shortfall shows in the ok line; the wait is bounded.

@@ -1,6 +1,8 @@
 -- A minimal review queue: the yardstick the peers bench holds Casework against.
 -- The raw paths call the functions in `peer` over asyncpg; PostGraphile exposes the
--- wrappers in `peer_api` as its two mutations. Both run the same statements.
+-- wrappers in `peer_api` (the actor from a verified JWT) or `peer_open` (no authentication:
+-- the actor is an argument) as its two mutations. All run the same statements. The
+-- plain+notify path (peer_plain.py) sends its own plain statements against these tables.
 --
 -- A claim leases the first pending item (priority, then age) whose lease is absent or has
 -- run out, under a fresh token; a decision is fenced on (item, token, owner, pending,
@@ -11,6 +13,7 @@
 
 CREATE SCHEMA peer;
 CREATE SCHEMA peer_api;
+CREATE SCHEMA peer_open;
 
 CREATE TABLE peer.items (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -129,4 +132,18 @@ RETURNS peer.decision
 LANGUAGE sql VOLATILE STRICT AS $$
     SELECT * FROM peer.submit_decision(item_id, lease_token, verdict,
                                        nullif(current_setting('jwt.claims.sub', true), ''))
+$$;
+
+-- PostGraphile without authentication, the upper bound of that peer: the same functions,
+-- the actor sent by the client as an argument.
+CREATE FUNCTION peer_open.claim_next(queue text, actor text) RETURNS peer.claim
+LANGUAGE sql VOLATILE STRICT AS $$
+    SELECT * FROM peer.claim_next(queue, actor)
+$$;
+
+CREATE FUNCTION peer_open.submit_decision(item_id bigint, lease_token uuid, verdict text,
+                                          actor text)
+RETURNS peer.decision
+LANGUAGE sql VOLATILE STRICT AS $$
+    SELECT * FROM peer.submit_decision(item_id, lease_token, verdict, actor)
 $$;
