@@ -47,7 +47,8 @@ def _template_literal(source: str, start: int, where: str) -> tuple[str, int]:
     end = source.find("`", start)
     if end < 0:
         raise ExtractionError(f"{where}: an unterminated template literal")
-    raw = source[start:end]
+    # JavaScript reads a line break in a template literal as "\n" whatever the file has.
+    raw = source[start:end].replace("\r\n", "\n").replace("\r", "\n")
     if "\\" in raw:
         # An escape would be read differently by JavaScript: refuse rather than guess.
         raise ExtractionError(f"{where}: a template literal with a backslash escape")
