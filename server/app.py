@@ -160,7 +160,12 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         # (cached).
         parsed = await super().parse_http_body(request)
         if isinstance(parsed, list):
-            return parsed
+            # Batches are off (Strawberry refuses them above); were they on, each operation
+            # would still need a document this server runs.
+            return [self._resolved_again(operation) for operation in parsed]
+        return self._resolved_again(parsed)
+
+    def _resolved_again(self, parsed: GraphQLRequestData) -> GraphQLRequestData:
         given = {
             "query": parsed.query,
             "variables": parsed.variables,
@@ -177,7 +182,9 @@ class CaseworkGraphQL(GraphQL[Context, None]):
             raise DocumentRefused(resolved)
         return resolved
 
-    def should_render_graphql_ide(self, request: AsyncHTTPRequestAdapter) -> bool:  # type: ignore[override]
+    def should_render_graphql_ide(  # type: ignore[override]
+        self, request: AsyncHTTPRequestAdapter
+    ) -> bool:
         # A GET that names a document by id asks for its answer, not for the page.
         params = request.query_params
         return super().should_render_graphql_ide(request) and not any(

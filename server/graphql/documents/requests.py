@@ -48,9 +48,8 @@ MUTATION_OVER_GET_MESSAGE = "mutations are not allowed when using GET"
 
 @dataclass(frozen=True)
 class ResolvedRequest:
-    trusted: (
-        TrustedDocument | None
-    )  # set when the request named a trusted document, by id or by its exact text
+    # Set when the request named a trusted document, by id or by its exact text.
+    trusted: TrustedDocument | None
     query: str  # the document's text
     variables: dict[str, object] | None
     operation_name: str | None
