@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import cast
@@ -29,6 +31,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types.unset import UNSET, UnsetType
 
 from server.config import Settings
+from server.config_documents import DocumentMode
 from server.console import console_routes, graphiql_page
 from server.domain.identity.access_tokens import AccessTokenVerifier, ProviderUnavailable
 from server.domain.identity.grants import NoAccess, RoleNotHeld
@@ -36,6 +39,13 @@ from server.domain.model import Role
 from server.graphql import observe, wire_json
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
 from server.graphql.context import NOBODY, Context
+from server.graphql.documents.manifest import TrustedDocuments, load_manifests
+from server.graphql.documents.requests import (
+    DocumentRefusal,
+    ResolvedRequest,
+    refused_over_get,
+    resolve_request,
+)
 from server.graphql.loaders import Loaders
 from server.graphql.multiplex import Multiplexer
 from server.graphql.schema import build_schema
@@ -55,6 +65,13 @@ log = logging.getLogger("casework")
 MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
 # The methods /graphql answers over HTTP (a CORS preflight never reaches the view).
 GRAPHQL_METHODS = frozenset({"GET", "POST"})
+# A GET runs a trusted document named by its id (GraphQL over HTTP's persisted documents);
+# a text travels by POST.
+GET_WITHOUT_AN_ID = (
+    "A GET names a trusted document by its documentId; send a document's text by POST."
+)
+# The parameters by which a request names a document without its text.
+BY_ID_PARAMETERS = ("documentId", "extensions")
 # Messages are ~150 bytes: compressing them costs ~40 kB of memory per socket and CPU.
 WS_PER_MESSAGE_DEFLATE = False
 
@@ -62,12 +79,15 @@ WS_PER_MESSAGE_DEFLATE = False
 class CaseworkGraphQL(GraphQL[Context, None]):
     graphql_transport_ws_handler_class = TransportWSHandler
 
-    def __init__(self, runtime: Runtime, *, dev: bool) -> None:
+    def __init__(
+        self, runtime: Runtime, *, dev: bool, documents: TrustedDocuments | None = None
+    ) -> None:
         self.dev = dev
         super().__init__(
             build_schema(dev=dev),
             graphql_ide="graphiql" if dev else None,
-            allow_queries_via_get=False,
+            # Queries by GET name a trusted document by id; parse_http_body refuses the rest.
+            allow_queries_via_get=True,
             subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
             max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_CONNECTION,
             connection_init_wait_timeout=timedelta(seconds=10),
@@ -77,6 +97,14 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         self.runtime = runtime
         # Subscriptions many sockets share run once per event (server/graphql/multiplex.py).
         self.multiplexer = Multiplexer(enabled=runtime.settings.multiplex_subscriptions)
+        # The trusted documents (server/graphql/documents/): loaded and validated here, once,
+        # unless the caller already has them; a bad manifest raises ManifestError.
+        settings = runtime.settings.documents
+        self.documents = (
+            load_manifests(settings.manifests, self.schema) if documents is None else documents
+        )
+        # --dev (and so GraphiQL) accepts any document.
+        self.document_mode = DocumentMode.ANY if dev else settings.mode
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -110,30 +138,57 @@ class CaseworkGraphQL(GraphQL[Context, None]):
     async def parse_http_body(
         self, request: AsyncHTTPRequestAdapter
     ) -> GraphQLRequestData | list[GraphQLRequestData]:
-        """A POST of one JSON operation without a streaming Accept header, read directly;
+        """The request's document, by id or by text (server/graphql/documents/requests.py).
+
+        A POST of one JSON operation without a streaming Accept header is read directly;
         anything else as Strawberry reads it. Strawberry parses every Content-Type with the
         `email` package, which was about a twentieth of a request's CPU."""
-        if request.method != "POST" or not _is_json(request.content_type):
-            return await super().parse_http_body(request)
-        if asks_for_a_stream(self, request.headers):
-            return await super().parse_http_body(request)
-        data = self.parse_json(await request.get_body())
-        if not isinstance(data, dict):
-            return await super().parse_http_body(request)
-        query, variables = data.get("query"), data.get("variables")
-        operation_name, extensions = data.get("operationName"), data.get("extensions")
-        if (
-            not isinstance(query, str | None)
-            or not isinstance(variables, dict | None)
-            or not isinstance(extensions, dict | None)
-        ):
-            # Strawberry's own refusal, with its wording: it reads the body again (cached).
-            return await super().parse_http_body(request)
-        return GraphQLRequestData(
-            query=query,
-            variables=variables,
-            operation_name=operation_name,
-            extensions=extensions,
+        if request.method == "GET":
+            data = self.parse_query_params(request.query_params)
+            if not any(data.get(name) for name in BY_ID_PARAMETERS):
+                raise HTTPException(400, GET_WITHOUT_AN_ID)
+            resolved = self.resolve(data)
+            refusal = refused_over_get(resolved)
+            if refusal is not None:
+                raise DocumentRefused(refusal)
+            return _request_data(resolved)
+        if _is_json(request.content_type) and not asks_for_a_stream(self, request.headers):
+            body = self.parse_json(await request.get_body())
+            if isinstance(body, dict):
+                return _request_data(self.resolve(body))
+        # Strawberry's own reading (and refusals, in its wording): it reads the body again
+        # (cached).
+        parsed = await super().parse_http_body(request)
+        if isinstance(parsed, list):
+            # Batches are off (Strawberry refuses them above); were they on, each operation
+            # would still need a document this server runs.
+            return [self._resolved_again(operation) for operation in parsed]
+        return self._resolved_again(parsed)
+
+    def _resolved_again(self, parsed: GraphQLRequestData) -> GraphQLRequestData:
+        given = {
+            "query": parsed.query,
+            "variables": parsed.variables,
+            "operationName": parsed.operation_name,
+            "extensions": parsed.extensions,
+        }
+        return dataclasses.replace(_request_data(self.resolve(given)), protocol=parsed.protocol)
+
+    def resolve(self, data: Mapping[str, object]) -> ResolvedRequest:
+        """The request's document; raises DocumentRefused when it names none this server
+        runs."""
+        resolved = resolve_request(data, self.documents, self.document_mode)
+        if isinstance(resolved, DocumentRefusal):
+            raise DocumentRefused(resolved)
+        return resolved
+
+    def should_render_graphql_ide(  # type: ignore[override]
+        self, request: AsyncHTTPRequestAdapter
+    ) -> bool:
+        # A GET that names a document by id asks for its answer, not for the page.
+        params = request.query_params
+        return super().should_render_graphql_ide(request) and not any(
+            params.get(name) for name in BY_ID_PARAMETERS
         )
 
     async def render_graphql_ide(self, request: Request) -> Response:
@@ -202,7 +257,9 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 erasure_ledger=runtime.erasure_ledger,
                 reads=reads,
             )
-        if request.scope.get("method") == "GET":
+        if request.scope.get("method") == "GET" and not any(
+            request.query_params.get(name) for name in BY_ID_PARAMETERS
+        ):
             # GraphiQL's page carries no token; the operations it sends do.
             return None
         raise HTTPException(
@@ -241,10 +298,32 @@ def _is_json(content_type: str | None) -> bool:
     return content_type.partition(";")[0].strip().lower() == "application/json"
 
 
+class DocumentRefused(HTTPException):
+    """A request that names no document this server runs (documents/requests.py)."""
+
+    def __init__(self, refusal: DocumentRefusal) -> None:
+        super().__init__(refusal.status, refusal.message)
+        self.code = refusal.code
+
+
+def _request_data(resolved: ResolvedRequest) -> GraphQLRequestData:
+    return GraphQLRequestData(
+        query=resolved.query,
+        variables=resolved.variables,
+        operation_name=resolved.operation_name,
+        extensions=resolved.extensions,
+    )
+
+
 def _refusal_response(refusal: HTTPException) -> JSONResponse:
     """A refusal made before any operation ran, as a GraphQL-shaped JSON body with a code."""
     headers: dict[str, str] = {}
-    if refusal.status_code == HTTP_401_UNAUTHORIZED:
+    if isinstance(refusal, DocumentRefused):
+        code = refusal.code
+        if refusal.status_code == HTTP_405_METHOD_NOT_ALLOWED:
+            # A mutation by GET: POST is the method that runs it.
+            headers["Allow"] = "POST"
+    elif refusal.status_code == HTTP_401_UNAUTHORIZED:
         code = ErrorCode.UNAUTHENTICATED
         headers["WWW-Authenticate"] = "Bearer"
     elif refusal.status_code == HTTP_403_FORBIDDEN:
@@ -305,12 +384,15 @@ def create_app(
     settings: Settings | None = None,
     run_worker: bool = False,
     merged_metrics_dir: Path | None = None,
+    documents: TrustedDocuments | None = None,
 ) -> Starlette:
     """run_worker: carry decisions out in this process too (`casework serve` does).
     merged_metrics_dir: /metrics serves the merge of every serving process's metric files
-    there (`casework serve --workers N`, N > 1)."""
+    there (`casework serve --workers N`, N > 1).
+    documents: the trusted documents, when the caller has loaded them already; otherwise
+    loaded here (ManifestError, one line, for a bad manifest)."""
     runtime = Runtime(app_dsn, settings or Settings.from_env(), run_worker=run_worker)
-    graphql = CaseworkGraphQL(runtime, dev=dev)
+    graphql = CaseworkGraphQL(runtime, dev=dev, documents=documents)
     login = Login(
         runtime.settings,
         dev=dev,

@@ -40,6 +40,8 @@ from server.store.migrate import Migration
 if TYPE_CHECKING:
     import uvicorn
 
+    from server.graphql.documents.manifest import TrustedDocuments
+
 
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
@@ -56,6 +58,8 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     listening = _listen(args.host, args.port)
     configure_observability(settings, with_pid=workers > 1)
     try:
+        # Before any database is touched: a bad manifest is the operator's to fix first.
+        documents = trusted_documents(settings, dev=dev)
         check_pooler_settings(settings)
         databases = resolve_databases(settings)
         asyncio.run(
@@ -67,7 +71,13 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
         # Same process as the embedded server's handle, so PostgreSQL lives as long as we do.
         server = uvicorn.Server(
             _uvicorn_config(
-                args, create_app(databases.app_dsn, dev=dev, run_worker=not args.no_worker)
+                args,
+                create_app(
+                    databases.app_dsn,
+                    dev=dev,
+                    run_worker=not args.no_worker,
+                    documents=documents,
+                ),
             )
         )
         server.run(sockets=[listening])
@@ -77,6 +87,18 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
         print("casework: error: the service did not start; see the log above", file=sys.stderr)
         return 1
     return 0
+
+
+def trusted_documents(settings: Settings, *, dev: bool) -> TrustedDocuments:
+    """The built-in manifests and CASEWORK_TRUSTED_DOCUMENTS, validated against the schema
+    this process serves; a bad one is a ConfigError of one line (file and document)."""
+    from server.graphql.documents.manifest import ManifestError, load_manifests
+    from server.graphql.schema import build_schema
+
+    try:
+        return load_manifests(settings.documents.manifests, build_schema(dev=dev))
+    except ManifestError as error:
+        raise ConfigError(f"trusted documents: {error}") from None
 
 
 def _serve_processes(

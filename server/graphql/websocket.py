@@ -11,6 +11,11 @@ the socket is open, and errors a client can act on.
   database cannot answer is not a revocation: the token is trusted until it can be checked.
 - Every error sent carries `extensions.code` (server/graphql/codes.py). A document refused by
   the parser or by validation gets an `error` message, and one log line, not a traceback.
+- A subscribe names its document as an HTTP request does (server/graphql/documents/
+  requests.py): its `query`, or a `documentId` (or Apollo's persisted query hash) in the
+  payload. With CASEWORK_DOCUMENTS=trusted, a text that is not a trusted document's is
+  refused with an `error` message coded DOCUMENT_NOT_TRUSTED; an unknown id is
+  PERSISTED_DOCUMENT_NOT_FOUND. Only that operation is refused; the socket goes on.
 - The handshake's Origin is checked before this handler exists, by Strawberry's view: no
   Origin (not a browser), the service's own origin, or one in CASEWORK_ALLOWED_ORIGINS
   (`allowed_origins` in server/app.py); any other is answered 403.
@@ -35,13 +40,17 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ConnectionInitMessage,
     ErrorMessage,
     Message,
+    SubscribeMessage,
 )
 from strawberry.types.execution import ExecutionResult, PreExecutionError
 from strawberry.utils.aio import aclosing
 
+from server.config_documents import DocumentMode
 from server.graphql import observe
 from server.graphql.codes import ErrorCode, code_of, with_code
 from server.graphql.context import Context
+from server.graphql.documents.manifest import TrustedDocuments
+from server.graphql.documents.requests import DocumentRefusal, resolve_request
 from server.graphql.multiplex import FrameKind, Key, Multiplexer, Scope, encode_next, key_of
 from server.graphql.multiplex import shared_field as shared_root_field
 from server.graphql.strawberry_internals import RefusingTransportWSHandler
@@ -75,6 +84,8 @@ class SharingView(Protocol):
     """The view this handler serves (server/app.py): it holds the process's groups."""
 
     multiplexer: Multiplexer
+    documents: TrustedDocuments
+    document_mode: DocumentMode
 
     def encode_json(self, data: object) -> str | bytes: ...
 
@@ -191,6 +202,46 @@ class TransportWSHandler(RefusingTransportWSHandler[Context, None]):
     async def _close_unauthorized(self) -> None:
         with contextlib.suppress(*_GONE):
             await self.context.close_socket_unauthorized()
+
+    async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        payload = message.get("payload")
+        if (
+            not self.connection_acknowledged
+            or message.get("id") in self.operations
+            or not isinstance(payload, dict)
+        ):
+            # Strawberry's own answers: the socket is closed.
+            await super().handle_subscribe(message)
+            return
+        view = cast(SharingView, self.view)
+        resolved = resolve_request(payload, view.documents, view.document_mode)
+        if isinstance(resolved, DocumentRefusal):
+            await self._refuse_document(message["id"], resolved)
+            return
+        # Strawberry reads the document from `query`: the trusted text when named by id.
+        message["payload"] = {
+            **payload,
+            "query": resolved.query,
+            "operationName": resolved.operation_name,
+        }
+        await super().handle_subscribe(message)
+
+    async def _refuse_document(self, operation_id: str, refusal: DocumentRefusal) -> None:
+        """One operation's refusal, with its access line; the socket goes on."""
+        with observe.observed("websocket") as record:
+            record.caller(self.context.principal)
+            record.refuse(refusal.message)
+            try:
+                error: GraphQLFormattedError = {
+                    "message": refusal.message,
+                    "extensions": {"code": refusal.code.value},
+                }
+                with contextlib.suppress(*_GONE):
+                    await self.send_message(
+                        {"id": operation_id, "type": "error", "payload": [error]}
+                    )
+            finally:
+                record.finish()
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         # Each operation runs in a task of its own: its id and record stay its own.

@@ -453,3 +453,23 @@ async def test_the_documented_five_minute_start_runs(
     finally:
         await serve.stop()
     assert (process.returncode, output.decode()) == (0, "APPROVE documents_ok rita\n")
+
+
+def test_the_trusted_manifest_holds_the_texts_the_client_sends(built: Path) -> None:
+    """Each typed document's `toString()`, which the client posts as `query` (and sends
+    over the socket), is a document of the built-in typescript-client.json, byte for byte."""
+    from server.graphql.documents.build import typescript_client_documents
+    from server.graphql.documents.ids import document_id
+    from server.graphql.documents.manifest import BUILT_IN
+
+    script = (
+        "const gql = await import(process.argv[1]);"
+        "const texts = Object.entries(gql).filter(([name]) => name.endsWith('Document'))"
+        ".map(([, document]) => document.toString());"
+        "process.stdout.write(JSON.stringify(texts));"
+    )
+    module = (built / "src" / "gql" / "graphql.js").as_uri()
+    sent = json.loads(_run(["node", "--input-type=module", "-e", script, module]).stdout)
+    manifest = json.loads((BUILT_IN / "typescript-client.json").read_text())
+    assert sorted(sent) == sorted(typescript_client_documents())
+    assert {document_id(text): text for text in sent} == manifest

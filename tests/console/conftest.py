@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser, async_playwright, expect
 
+from server.config_documents import DocumentMode
 from server.store.database import Database
 from tests.conftest import TestDatabase, token_maker
 from tests.console.helpers import (
@@ -14,6 +16,7 @@ from tests.console.helpers import (
     WorkflowTokens,
     chromium_executable,
     console_tokens,
+    trusted_documents_env,
     workflow_tokens,
 )
 from tests.live.helpers import Casework, serve_casework
@@ -48,7 +51,13 @@ async def people(owner_db: Database) -> WorkflowTokens:
 
 
 @pytest.fixture
-async def casework(test_database: TestDatabase) -> AsyncIterator[Casework]:
-    """`casework serve` in production mode (no --dev) on a fresh database."""
-    async with serve_casework(test_database) as served:
+async def casework(
+    request: pytest.FixtureRequest, test_database: TestDatabase, tmp_path: Path
+) -> AsyncIterator[Casework]:
+    """`casework serve` in production mode (no --dev) on a fresh database. Parametrized
+    indirectly with DocumentMode.TRUSTED: in CASEWORK_DOCUMENTS=trusted, with the tests' own
+    API calls trusted by a manifest of their own, as an integration's would be."""
+    mode = getattr(request, "param", DocumentMode.ANY)
+    env = trusted_documents_env(tmp_path) if mode is DocumentMode.TRUSTED else {}
+    async with serve_casework(test_database, **env) as served:
         yield served

@@ -4,8 +4,11 @@ for another origin, and the API calls that set scenes up and check their outcome
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -27,6 +30,7 @@ from playwright.async_api import (
 
 from server.config import REPO_ROOT
 from server.domain.model import Role
+from server.graphql.documents.build import manifest_of
 from tests.api.helpers import DECIDE, decision_input
 from tests.conftest import MakeToken
 from tests.exceptions.operations import WORKFLOW_MEASURE_FIELDS
@@ -727,3 +731,32 @@ async def setup(api: Api, people: People, configure: str, *keys: str) -> dict[st
         )
         ids[key] = item["id"]
     return ids
+
+
+# ---- Trusted documents ---------------------------------------------------------------------
+
+
+_DOCUMENT = re.compile(r"\s*((query|mutation|subscription)\b|\{)")
+
+
+def helper_documents() -> list[str]:
+    """The documents the tests' own API calls send (the helpers' module-level texts): an
+    integration of their own, which a trusted-mode server knows from its own manifest."""
+    from tests.api import helpers as api_helpers
+    from tests.live import helpers as live_helpers
+
+    modules = (api_helpers, live_helpers, sys.modules[__name__])
+    return [
+        value
+        for module in modules
+        for value in vars(module).values()
+        if isinstance(value, str) and _DOCUMENT.match(value)
+    ]
+
+
+def trusted_documents_env(folder: Path) -> dict[str, str]:
+    """The environment of a server in CASEWORK_DOCUMENTS=trusted that also trusts the
+    helpers' documents (a manifest written into `folder`)."""
+    manifest = folder / "test-helpers.json"
+    manifest.write_text(json.dumps(manifest_of(helper_documents())))
+    return {"CASEWORK_DOCUMENTS": "trusted", "CASEWORK_TRUSTED_DOCUMENTS": str(manifest)}

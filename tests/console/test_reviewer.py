@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from playwright.async_api import Browser, Page, expect
 
+from server.config_documents import DocumentMode
 from tests.console.helpers import (
     ITEM_DECISIONS,
     SHOWN_WITHIN_MS,
@@ -20,6 +22,8 @@ from tests.console.helpers import (
 from tests.live.helpers import Casework
 
 
+# Also against a server that runs trusted documents only: the console's are.
+@pytest.mark.parametrize("casework", [DocumentMode.ANY, DocumentMode.TRUSTED], indirect=True)
 async def test_a_reviewer_claims_reads_and_decides_with_the_keyboard(
     browser: Browser, casework: Casework, tokens: ConsoleTokens
 ) -> None:

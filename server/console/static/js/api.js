@@ -1,6 +1,12 @@
 // GraphQL over HTTP: POST /graphql with the bearer token. Expected refusals come back as
 // union members and are the caller's to show; this module throws only for transport
 // problems and GraphQL errors (ApiError, with the server's extensions.code).
+//
+// Each document goes by its id, `documentId: "sha256:<hex of its text>"` (the server's
+// trusted documents hold every text of operations.js): smaller requests, and a server in
+// CASEWORK_DOCUMENTS=trusted knows them. The hash needs crypto.subtle, which browsers give
+// secure contexts only (https, or localhost); elsewhere the text goes, which such a server
+// accepts too, since it is the trusted text.
 
 import * as session from "./session.js";
 
@@ -41,14 +47,47 @@ function headersFor(token) {
   return headers;
 }
 
+// Each text's id, computed once (a promise, so that concurrent calls share one digest).
+const ids = new Map();
+
+/** The document's id ("sha256:<hex>"), or null where the page cannot hash. */
+export function documentId(text) {
+  if (!globalThis.crypto?.subtle) return Promise.resolve(null);
+  let id = ids.get(text);
+  if (!id) {
+    id = crypto.subtle
+      .digest("SHA-256", new TextEncoder().encode(text))
+      .then(
+        (digest) => `sha256:${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("")}`,
+        () => null,
+      );
+    ids.set(text, id);
+  }
+  return id;
+}
+
 export async function graphql(query, variables = {}, { token = session.token() } = {}) {
+  const id = await documentId(query);
+  try {
+    return await post(id ? { documentId: id, variables } : { query, variables }, token);
+  } catch (error) {
+    // A server that does not know the id (a page older or newer than it): nothing ran, so
+    // the text goes once more.
+    if (id && error instanceof ApiError && error.code === "PERSISTED_DOCUMENT_NOT_FOUND") {
+      return await post({ query, variables }, token);
+    }
+    throw error;
+  }
+}
+
+async function post(request, token) {
   const sentAt = Date.now();
   let response;
   try {
     response = await fetch("/graphql", {
       method: "POST",
       headers: headersFor(token),
-      body: JSON.stringify({ query, variables }),
+      body: JSON.stringify(request),
       // The session cookie rides only to this origin; with a token, no cookie is needed.
       credentials: token ? "omit" : "same-origin",
       cache: "no-store",
