@@ -1,0 +1,72 @@
+"""An outage answered alike: both applications reach PostgreSQL through a forwarder
+(proxy.py), which is cut: pooled connections break, new ones are refused. A token both
+applications have cached fails in the operation (503, UNAVAILABLE in `errors`); a token
+neither has seen fails in its lookup (503 before any operation ran). Its own module, whose
+applications connect through the forwarder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from server.config import Settings
+from server.domain.model import Role
+from server.store.queries import Queries
+from tests import pg
+from tests.conftest import TestDatabase, pooled, token_maker
+from tests.lean.apps import Pair, bearer, graphql_body, paired_apps
+from tests.lean.documents import trusted_documents
+from tests.lean.outcomes import COVERAGE, outcome
+from tests.lean.proxy import CuttableProxy, proxy_of
+from tests.lean.state import State
+
+
+@pytest.fixture(scope="module")
+async def proxy(lean_database: TestDatabase) -> AsyncIterator[CuttableProxy]:
+    async with proxy_of(lean_database.app_dsn) as forwarder:
+        yield forwarder
+
+
+@pytest.fixture(scope="module")
+async def pair(lean_database: TestDatabase, proxy: CuttableProxy) -> AsyncIterator[Pair]:
+    """This module's applications reach the database through the forwarder only."""
+    async with paired_apps(proxy.dsn(lean_database.app_dsn), Settings.from_env()) as apps:
+        yield apps
+
+
+@pytest.fixture
+async def unseen_token(lean_database: TestDatabase, world: State) -> str:
+    async with pooled(lean_database.owner_dsn, Queries(pg.QUERIES_DIR), max_size=1) as owner:
+        return await token_maker(owner)("una", Role.MANAGER, "kyc")
+
+
+@pytest.mark.parametrize("operation_name", ["Queues", "Queue", "ClaimNext", "SubmitDecision"])
+async def test_an_outage_is_answered_alike(
+    operation_name: str, pair: Pair, world: State, unseen_token: str, proxy: CuttableProxy
+) -> None:
+    await proxy.cut()
+    chosen = next(d for d in trusted_documents() if d.operation_name == operation_name)
+    variables = {
+        "Queues": None,
+        "Queue": {"name": "kyc"},
+        "ClaimNext": {"queue": "kyc"},
+        "SubmitDecision": {
+            "input": {
+                "itemId": world.lease["item"]["id"],
+                "leaseToken": world.lease["leaseToken"],
+                "verdict": "APPROVE",
+                "reasonCode": "documents_ok",
+                "evidenceHash": world.lease["evidenceHash"],
+            }
+        },
+    }[operation_name]
+    body = graphql_body(chosen.text, variables, operationName=operation_name)
+    known = world.tokens["reviewer" if chosen.is_mutation else "admin"]
+    for token in (known, unseen_token):
+        lean, found = await pair.compare(body, bearer(token), mutation=chosen.is_mutation)
+        COVERAGE[(chosen.name, outcome(lean), "outage")] += 1
+        assert not found, "\n".join(found)
+        assert lean.status == 503, lean.body
+        assert outcome(lean).endswith("errors:UNAVAILABLE"), lean.body
