@@ -131,19 +131,18 @@ class Pair:
         Some answers read the clock (an age in seconds, whether an item is overdue): a pair
         straddling a second may differ. A real divergence of the paths repeats on every
         attempt, so a pair that differs is asked again, up to `attempts` times; for a
-        mutation the database is restored before each request.
+        mutation the database is restored after each request.
         """
         found: list[str] = []
         lean: Answer | None = None
         for _ in range(attempts):
+            # The database is as the snapshot has it when a pair starts, and again after.
+            lean, general = await self.ask(body, headers, between=restore)
             if restore is not None:
                 await restore()
-            lean, general = await self.ask(body, headers, between=restore)
             found = differences(lean, general, fresh_values=mutation)
             if not found:
                 break
-        if restore is not None:
-            await restore()
         assert lean is not None
         return lean, found
 

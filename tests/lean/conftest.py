@@ -1,4 +1,5 @@
-"""A pair of applications over one seeded database per test module (tests/lean/apps.py)."""
+"""A pair of applications over one seeded database (tests/lean/apps.py), shared by the
+folder's modules: each restores what a mutation changed (snapshot.py)."""
 
 from __future__ import annotations
 
@@ -29,20 +30,20 @@ settings.register_profile(
 )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 async def lean_database(pg_server: str, template_database: str) -> AsyncIterator[TestDatabase]:
     name = await pg.clone_database(pg_server, template_database)
     yield TestDatabase(name, pg.owner_dsn(pg_server, name), pg.app_dsn(pg_server, name))
     await pg.drop_database(pg_server, name)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 async def pair(lean_database: TestDatabase) -> AsyncIterator[Pair]:
     async with paired_apps(lean_database.app_dsn, Settings.from_env()) as apps:
         yield apps
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 async def snapshot(lean_database: TestDatabase) -> AsyncIterator[Snapshot]:
     conn = await asyncpg.connect(lean_database.owner_dsn)
     try:
@@ -51,17 +52,23 @@ async def snapshot(lean_database: TestDatabase) -> AsyncIterator[Snapshot]:
         await conn.close()
 
 
-@pytest.fixture(scope="module")
-async def world(lean_database: TestDatabase, pair: Pair, snapshot: Snapshot) -> State:
-    """The seeded state (tests/lean/state.py), snapshot taken."""
-    async with pooled(lean_database.owner_dsn, Queries(pg.QUERIES_DIR), max_size=2) as owner:
+async def seeded(database: TestDatabase, pair: Pair) -> State:
+    """The seeded state (tests/lean/state.py), every token known to both applications."""
+    async with pooled(database.owner_dsn, Queries(pg.QUERIES_DIR), max_size=2) as owner:
         state = await seed(pair.general, owner)
     # A token's first use records its authentication, whose id each application then
-    # keeps cached: the snapshot must hold those rows, or a restore would orphan them.
+    # keeps cached: a snapshot must hold those rows, or a restore would orphan them.
     for app in (pair.lean, pair.general):
         for token in state.tokens.values():
             answer = await call(app, graphql_body("{ me { user } }", None), bearer(token))
             assert answer.status == 200, answer
+    return state
+
+
+@pytest.fixture(scope="session")
+async def world(lean_database: TestDatabase, pair: Pair, snapshot: Snapshot) -> State:
+    """The seeded state, its snapshot taken."""
+    state = await seeded(lean_database, pair)
     await snapshot.take()
     return state
 

@@ -17,6 +17,7 @@ from server.store.queries import Queries
 from tests import pg
 from tests.conftest import TestDatabase, pooled, token_maker
 from tests.lean.apps import Pair, bearer, graphql_body, paired_apps
+from tests.lean.conftest import seeded
 from tests.lean.documents import trusted_documents
 from tests.lean.outcomes import COVERAGE, outcome
 from tests.lean.proxy import CuttableProxy, proxy_of
@@ -24,28 +25,45 @@ from tests.lean.state import State
 
 
 @pytest.fixture(scope="module")
-async def proxy(lean_database: TestDatabase) -> AsyncIterator[CuttableProxy]:
-    async with proxy_of(lean_database.app_dsn) as forwarder:
+async def outage_database(pg_server: str, template_database: str) -> AsyncIterator[TestDatabase]:
+    name = await pg.clone_database(pg_server, template_database)
+    yield TestDatabase(name, pg.owner_dsn(pg_server, name), pg.app_dsn(pg_server, name))
+    await pg.drop_database(pg_server, name)
+
+
+@pytest.fixture(scope="module")
+async def proxy(outage_database: TestDatabase) -> AsyncIterator[CuttableProxy]:
+    async with proxy_of(outage_database.app_dsn) as forwarder:
         yield forwarder
 
 
 @pytest.fixture(scope="module")
-async def pair(lean_database: TestDatabase, proxy: CuttableProxy) -> AsyncIterator[Pair]:
+async def outage_pair(outage_database: TestDatabase, proxy: CuttableProxy) -> AsyncIterator[Pair]:
     """This module's applications reach the database through the forwarder only."""
-    async with paired_apps(proxy.dsn(lean_database.app_dsn), Settings.from_env()) as apps:
+    async with paired_apps(proxy.dsn(outage_database.app_dsn), Settings.from_env()) as apps:
         yield apps
 
 
+@pytest.fixture(scope="module")
+async def outage_world(outage_database: TestDatabase, outage_pair: Pair) -> State:
+    return await seeded(outage_database, outage_pair)
+
+
 @pytest.fixture
-async def unseen_token(lean_database: TestDatabase, world: State) -> str:
-    async with pooled(lean_database.owner_dsn, Queries(pg.QUERIES_DIR), max_size=1) as owner:
+async def unseen_token(outage_database: TestDatabase, outage_world: State) -> str:
+    async with pooled(outage_database.owner_dsn, Queries(pg.QUERIES_DIR), max_size=1) as owner:
         return await token_maker(owner)("una", Role.MANAGER, "kyc")
 
 
 @pytest.mark.parametrize("operation_name", ["Queues", "Queue", "ClaimNext", "SubmitDecision"])
 async def test_an_outage_is_answered_alike(
-    operation_name: str, pair: Pair, world: State, unseen_token: str, proxy: CuttableProxy
+    operation_name: str,
+    outage_pair: Pair,
+    outage_world: State,
+    unseen_token: str,
+    proxy: CuttableProxy,
 ) -> None:
+    pair, world = outage_pair, outage_world
     await proxy.cut()
     chosen = next(d for d in trusted_documents() if d.operation_name == operation_name)
     variables = {
