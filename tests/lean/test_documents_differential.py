@@ -25,10 +25,16 @@ from tests.lean.documents import Document, trusted_documents
 from tests.lean.outcomes import COVERAGE, outcome
 from tests.lean.snapshot import Snapshot
 from tests.lean.state import ROLES, State
-from tests.lean.variables import VALID, Variables, invalid_variables, valid_variables
+from tests.lean.variables import (
+    VALID,
+    Variables,
+    invalid_classes,
+    invalid_variables,
+    valid_variables,
+)
 
 VALID_EXAMPLES = 6
-INVALID_EXAMPLES = 8
+EXAMPLES_PER_INVALID_CLASS = 2
 
 DOCUMENTS = trusted_documents()
 
@@ -61,11 +67,10 @@ async def test_both_paths_answer_alike(
 ) -> None:
     operation, words = document.operation, world.vocabulary
     drawn = examples(valid_variables(operation, schema(), words), VALID_EXAMPLES)
-    if operation.variable_definitions:
-        drawn += examples(invalid_variables(operation, schema(), words), INVALID_EXAMPLES)
-    else:
-        # Nothing to break but the set of variables: one too many.
-        drawn += [(role, Variables("extra variable", {"notAVariable": 1})) for role in ROLES]
+    applicable = invalid_classes(operation, schema())
+    for wanted in applicable:
+        strategy = invalid_variables(operation, schema(), words, wanted)
+        drawn += examples(strategy, EXAMPLES_PER_INVALID_CLASS)
     failures: list[str] = []
     classes: set[str] = set()
     for role, variables in drawn:
@@ -84,5 +89,4 @@ async def test_both_paths_answer_alike(
     assert not failures, f"{len(failures)} of {len(drawn)} pairs differ:\n\n" + "\n\n".join(
         failures[:5]
     )
-    assert VALID in classes, classes
-    assert len(classes) > 1, classes
+    assert classes == {VALID, *applicable}, f"classes never drawn: {classes ^ {VALID, *applicable}}"

@@ -95,18 +95,24 @@ def _required(field_type: GraphQLInputType, default: Any) -> bool:
     return isinstance(field_type, GraphQLNonNull) and default is Undefined
 
 
-def value_of(kind: GraphQLInputType, words: Vocabulary, depth: int = 0) -> st.SearchStrategy[Any]:
-    """Values `kind` accepts (depth bounds recursive input types)."""
+def value_of(
+    kind: GraphQLInputType, words: Vocabulary, depth: int = 0, *, full: bool = False
+) -> st.SearchStrategy[Any]:
+    """Values `kind` accepts (depth bounds recursive input types). full: every optional
+    field present and not null, so that each place a type allows is in the value."""
     if isinstance(kind, GraphQLNonNull):
-        return _non_null(kind.of_type, words, depth)
+        return _non_null(kind.of_type, words, depth, full)
     if depth > 2:
         return st.none()
-    return st.none() | _non_null(kind, words, depth)
+    if full:
+        return _non_null(kind, words, depth, full)
+    return st.none() | _non_null(kind, words, depth, full)
 
 
-def _non_null(kind: Any, words: Vocabulary, depth: int) -> st.SearchStrategy[Any]:
+def _non_null(kind: Any, words: Vocabulary, depth: int, full: bool) -> st.SearchStrategy[Any]:
     if isinstance(kind, GraphQLList):
-        return st.lists(value_of(kind.of_type, words, depth + 1), max_size=3)
+        element = value_of(kind.of_type, words, depth + 1, full=full)
+        return st.lists(element, min_size=1 if full else 0, max_size=3)
     if isinstance(kind, GraphQLEnumType):
         return st.sampled_from(sorted(kind.values))
     if isinstance(kind, GraphQLScalarType):
@@ -114,8 +120,8 @@ def _non_null(kind: Any, words: Vocabulary, depth: int) -> st.SearchStrategy[Any
     assert isinstance(kind, GraphQLInputObjectType), kind
     required, optional = {}, {}
     for name, field in kind.fields.items():
-        strategy = value_of(field.type, words, depth + 1)
-        if _required(field.type, field.default_value):
+        strategy = value_of(field.type, words, depth + 1, full=full)
+        if full or _required(field.type, field.default_value):
             required[name] = strategy
         else:
             optional[name] = strategy
@@ -136,12 +142,16 @@ def definitions(
 
 
 def valid_variables(
-    operation: OperationDefinitionNode, schema: GraphQLSchema, words: Vocabulary
+    operation: OperationDefinitionNode,
+    schema: GraphQLSchema,
+    words: Vocabulary,
+    *,
+    full: bool = False,
 ) -> st.SearchStrategy[Variables]:
     required: dict[str, st.SearchStrategy[Any]] = {}
     optional: dict[str, st.SearchStrategy[Any]] = {}
     for name, (kind, must) in definitions(operation, schema).items():
-        (required if must else optional)[name] = value_of(kind, words)
+        (required if must or full else optional)[name] = value_of(kind, words, full=full)
     values = st.fixed_dictionaries(required, optional=optional)
     if operation.variable_definitions:
         return values.map(lambda found: Variables(VALID, found))
@@ -185,14 +195,60 @@ _WRONG = {
 }
 
 
+INVALID_CLASSES = (
+    NULL_FOR_NON_NULL,
+    INT_BEYOND_32_BITS,
+    UNKNOWN_ENUM_VALUE,
+    WRONG_SCALAR_TYPE,
+    MISSING_INPUT_FIELD,
+    EXTRA_INPUT_FIELD,
+    MISSING_VARIABLE,
+    EXTRA_VARIABLE,
+)
+
+
+def _named_types(kind: Any, depth: int = 0) -> Iterator[Any]:
+    """Every named type a value of `kind` may hold, its own included."""
+    while isinstance(kind, GraphQLNonNull | GraphQLList):
+        kind = kind.of_type
+    yield kind
+    if isinstance(kind, GraphQLInputObjectType) and depth < 3:
+        for field in kind.fields.values():
+            yield from _named_types(field.type, depth + 1)
+
+
+def invalid_classes(operation: OperationDefinitionNode, schema: GraphQLSchema) -> list[str]:
+    """The classes of invalid variables this operation's definitions can have."""
+    declared = definitions(operation, schema)
+    named = [named for kind, _ in declared.values() for named in _named_types(kind)]
+    scalars = {kind.name for kind in named if isinstance(kind, GraphQLScalarType)}
+    objects = [kind for kind in named if isinstance(kind, GraphQLInputObjectType)]
+    found = {
+        EXTRA_VARIABLE: True,
+        MISSING_VARIABLE: any(must for _, must in declared.values()),
+        NULL_FOR_NON_NULL: any(isinstance(kind, GraphQLNonNull) for kind, _ in declared.values()),
+        INT_BEYOND_32_BITS: "Int" in scalars,
+        UNKNOWN_ENUM_VALUE: any(isinstance(kind, GraphQLEnumType) for kind in named),
+        WRONG_SCALAR_TYPE: bool(scalars & set(_WRONG)),
+        EXTRA_INPUT_FIELD: bool(objects),
+        MISSING_INPUT_FIELD: any(
+            _required(f.type, f.default_value) for kind in objects for f in kind.fields.values()
+        ),
+    }
+    return [kind for kind in INVALID_CLASSES if found[kind]]
+
+
 @st.composite
 def invalid_variables(
     draw: st.DrawFn,
     operation: OperationDefinitionNode,
     schema: GraphQLSchema,
     words: Vocabulary,
+    wanted: str,
 ) -> Variables:
-    values = copy.deepcopy(draw(valid_variables(operation, schema, words)).values)
+    """Valid variables, every optional one present, with one thing of the class `wanted`
+    (one of invalid_classes) broken."""
+    values = copy.deepcopy(draw(valid_variables(operation, schema, words, full=True)).values)
     declared = definitions(operation, schema)
     places = [
         site
@@ -216,7 +272,9 @@ def invalid_variables(
             choices.append((EXTRA_INPUT_FIELD, path))
             if any(_required(f.type, f.default_value) for f in inner.fields.values()):
                 choices.append((MISSING_INPUT_FIELD, path))
-    kind, where = draw(st.sampled_from(choices))
+    places_of_kind = [place for found, place in choices if found == wanted]
+    assert places_of_kind, f"{wanted}: no place in {values}"
+    kind, where = wanted, draw(st.sampled_from(places_of_kind))
     if kind == EXTRA_VARIABLE:
         values[draw(st.sampled_from(["notAVariable", "queue_", "extra"]))] = 1
     elif kind == MISSING_VARIABLE:
