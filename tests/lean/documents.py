@@ -90,3 +90,18 @@ def trusted_documents() -> tuple[Document, ...]:
         documents = [_document(name, text) for name, text in console_texts().items()]
     assert documents, "no trusted documents"
     return tuple(sorted(documents, key=lambda document: document.name))
+
+
+@functools.cache
+def console_document(operation_name: str) -> Document:
+    """The console's document of that operation, as the manifests hold it (the clients'
+    may share its name): what the arranged outcomes send, so that it is trusted."""
+    found = [
+        document
+        for name, text in console_texts().items()
+        if (document := _document(name, text)).operation_name == operation_name
+    ]
+    assert len(found) == 1, f"{len(found)} console documents named {operation_name}"
+    trusted = [d for d in trusted_documents() if d.text.strip() == found[0].text.strip()]
+    assert trusted, f"the console's {operation_name} is not a trusted document"
+    return trusted[0]

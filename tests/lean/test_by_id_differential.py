@@ -10,7 +10,7 @@ import pytest
 
 from server.graphql.documents.ids import document_id, hash_of
 from tests.lean.apps import Pair, bearer, graphql_body
-from tests.lean.documents import trusted_documents
+from tests.lean.documents import console_document
 from tests.lean.outcomes import COVERAGE, outcome
 from tests.lean.snapshot import Snapshot
 from tests.lean.state import State
@@ -47,7 +47,7 @@ async def test_a_document_by_id_answers_as_by_text_on_both_paths(
     world: State,
     snapshot: Snapshot,
 ) -> None:
-    chosen = next(d for d in trusted_documents() if d.operation_name == operation_name)
+    chosen = console_document(operation_name)
     headers = bearer(world.tokens[role])
     restore = snapshot.restore if chosen.is_mutation else None
     by_id, found = await pair.compare(

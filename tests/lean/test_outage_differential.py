@@ -18,7 +18,7 @@ from tests import pg
 from tests.conftest import TestDatabase, pooled, token_maker
 from tests.lean.apps import Pair, bearer, graphql_body, paired_apps
 from tests.lean.conftest import seeded
-from tests.lean.documents import trusted_documents
+from tests.lean.documents import console_document
 from tests.lean.outcomes import COVERAGE, outcome
 from tests.lean.proxy import CuttableProxy, proxy_of
 from tests.lean.state import State
@@ -65,7 +65,7 @@ async def test_an_outage_is_answered_alike(
 ) -> None:
     pair, world = outage_pair, outage_world
     await proxy.cut()
-    chosen = next(d for d in trusted_documents() if d.operation_name == operation_name)
+    chosen = console_document(operation_name)
     variables = {
         "Queues": None,
         "Queue": {"name": "kyc"},

@@ -16,16 +16,10 @@ import pytest
 
 from server.domain.review import queues as queue_domain
 from tests.lean.apps import Pair, bearer, graphql_body
-from tests.lean.documents import Document, trusted_documents
+from tests.lean.documents import console_document
 from tests.lean.outcomes import COVERAGE, outcome
 from tests.lean.snapshot import Snapshot
 from tests.lean.state import State
-
-
-def document(operation_name: str) -> Document:
-    found = [d for d in trusted_documents() if d.operation_name == operation_name]
-    assert found, f"no trusted document {operation_name}"
-    return found[0]
 
 
 async def assert_alike(
@@ -37,7 +31,7 @@ async def assert_alike(
     variables: dict[str, Any] | None,
     expected: str,
 ) -> None:
-    chosen = document(operation_name)
+    chosen = console_document(operation_name)
     body = graphql_body(chosen.text, variables, operationName=operation_name)
     lean, found = await pair.compare(
         body,
