@@ -14,11 +14,14 @@ with one line naming the file and the document (ManifestError).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from graphql import DocumentNode, OperationType
+
+from server.graphql.documents.ids import PREFIX, document_id
 
 # The manifests that ship with Casework: the console's and the clients' documents.
 BUILT_IN = Path(__file__).resolve().parent / "manifests"
@@ -59,3 +62,58 @@ class TrustedDocuments:
 
     def __iter__(self) -> Iterator[TrustedDocument]:
         return iter(self._by_id.values())
+
+
+def _manifest_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """The built-in manifests, then the files named."""
+    yield from sorted(BUILT_IN.glob("*.json"))
+    yield from paths
+
+
+def _entries(path: Path) -> Iterator[tuple[str, str]]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ManifestError(f"{path}: cannot be read as JSON: {error}") from None
+    if isinstance(data, dict) and data.get("format") == "apollo-persisted-query-manifest":
+        for operation in data.get("operations") or ():
+            yield str(operation.get("id")), str(operation.get("body"))
+    elif isinstance(data, dict):
+        yield from ((str(key), str(value)) for key, value in data.items())
+    else:
+        raise ManifestError(f"{path}: expected a JSON object")
+
+
+def load_manifests(paths: Iterable[Path], schema: object) -> TrustedDocuments:
+    """The built-in manifests' documents and those of `paths`, each parsed and validated
+    against `schema` (a Strawberry schema) with the limits and rules every request has."""
+    from graphql import GraphQLError, OperationDefinitionNode, parse, specified_rules, validate
+
+    from server.graphql import guards
+    from server.graphql.operation import MAX_TOKENS, validation_rules
+    from server.graphql.strawberry_internals import graphql_schema_of
+
+    graphql_schema = graphql_schema_of(schema)
+    rules = (*specified_rules, *validation_rules(dev=False))
+    found: list[TrustedDocument] = []
+    for path in _manifest_files(paths):
+        for key, text in _entries(path):
+            identifier = key if key.startswith(PREFIX) else PREFIX + key
+            if identifier != document_id(text):
+                raise ManifestError(f"{path}: {key} is not the SHA-256 of its text")
+            try:
+                document = parse(
+                    text, max_tokens=MAX_TOKENS, max_source_length=guards.MAX_DOCUMENT_CHARS
+                )
+            except GraphQLError as error:
+                raise ManifestError(f"{path}: {key}: {error.message}") from None
+            errors = validate(graphql_schema, document, rules)
+            if errors:
+                raise ManifestError(f"{path}: {key}: {errors[0].message}")
+            operations = {
+                (d.name.value if d.name else None): d.operation
+                for d in document.definitions
+                if isinstance(d, OperationDefinitionNode)
+            }
+            found.append(TrustedDocument(identifier, text, document, operations))
+    return TrustedDocuments(found)
