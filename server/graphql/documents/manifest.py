@@ -84,9 +84,28 @@ def _entries(path: Path) -> Iterator[tuple[str, str]]:
         raise ManifestError(f"{path}: expected a JSON object")
 
 
+# Each file's documents once checked, by the file's path, size and change time: a process
+# that builds several applications (the tests, the benchmarks) checks a manifest once.
+_checked: dict[tuple[Path, int, int], list[TrustedDocument]] = {}
+
+
 def load_manifests(paths: Iterable[Path], schema: object) -> TrustedDocuments:
     """The built-in manifests' documents and those of `paths`, each parsed and validated
     against `schema` (a Strawberry schema) with the limits and rules every request has."""
+    found: list[TrustedDocument] = []
+    for path in _manifest_files(paths):
+        try:
+            stat = path.stat()
+        except OSError as error:
+            raise ManifestError(f"{path}: cannot be read: {error.strerror}") from None
+        key = (path, stat.st_size, stat.st_mtime_ns)
+        if key not in _checked:
+            _checked[key] = list(_checked_documents(path, schema))
+        found.extend(_checked[key])
+    return TrustedDocuments(found)
+
+
+def _checked_documents(path: Path, schema: object) -> Iterator[TrustedDocument]:
     from graphql import GraphQLError, OperationDefinitionNode, parse, specified_rules, validate
 
     from server.graphql import guards
@@ -95,25 +114,22 @@ def load_manifests(paths: Iterable[Path], schema: object) -> TrustedDocuments:
 
     graphql_schema = graphql_schema_of(schema)
     rules = (*specified_rules, *validation_rules(dev=False))
-    found: list[TrustedDocument] = []
-    for path in _manifest_files(paths):
-        for key, text in _entries(path):
-            identifier = key if key.startswith(PREFIX) else PREFIX + key
-            if identifier != document_id(text):
-                raise ManifestError(f"{path}: {key} is not the SHA-256 of its text")
-            try:
-                document = parse(
-                    text, max_tokens=MAX_TOKENS, max_source_length=guards.MAX_DOCUMENT_CHARS
-                )
-            except GraphQLError as error:
-                raise ManifestError(f"{path}: {key}: {error.message}") from None
-            errors = validate(graphql_schema, document, rules)
-            if errors:
-                raise ManifestError(f"{path}: {key}: {errors[0].message}")
-            operations = {
-                (d.name.value if d.name else None): d.operation
-                for d in document.definitions
-                if isinstance(d, OperationDefinitionNode)
-            }
-            found.append(TrustedDocument(identifier, text, document, operations))
-    return TrustedDocuments(found)
+    for key, text in _entries(path):
+        identifier = key if key.startswith(PREFIX) else PREFIX + key
+        if identifier != document_id(text):
+            raise ManifestError(f"{path}: {key} is not the SHA-256 of its text")
+        try:
+            document = parse(
+                text, max_tokens=MAX_TOKENS, max_source_length=guards.MAX_DOCUMENT_CHARS
+            )
+        except GraphQLError as error:
+            raise ManifestError(f"{path}: {key}: {error.message}") from None
+        errors = validate(graphql_schema, document, rules)
+        if errors:
+            raise ManifestError(f"{path}: {key}: {errors[0].message}")
+        operations = {
+            (d.name.value if d.name else None): d.operation
+            for d in document.definitions
+            if isinstance(d, OperationDefinitionNode)
+        }
+        yield TrustedDocument(identifier, text, document, operations)
