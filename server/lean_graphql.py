@@ -121,17 +121,19 @@ class LeanGraphQL:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.enabled or scope["type"] != "http" or scope["method"] != "POST":
+            # takes_lean_path would say no (its first test): the body stays unread.
             await self.general(scope, receive, send)
             return
-        content_type = accept = b""
+        content_type = accept = None
         for name, value in scope["headers"]:
-            if name == b"content-type":
+            # The first of each, as Starlette and Strawberry read them.
+            if name == b"content-type" and content_type is None:
                 content_type = value
-            elif name == b"accept":
+            elif name == b"accept" and accept is None:
                 accept = value
         body, ended = await _read_body(receive)
         resolved: ResolvedRequest | DocumentRefusal | None = None
-        json_body = _is_json(content_type)
+        json_body = content_type is not None and _is_json(content_type)
         if ended is None and json_body:
             try:
                 data = wire_json.loads(body)
@@ -140,10 +142,10 @@ class LeanGraphQL:
             if isinstance(data, dict):
                 resolved = resolve_request(data, self.general.documents, self.mode)
         operation_type = takes_lean_path(
-            enabled=True,
-            method="POST",
+            enabled=self.enabled,
+            method=scope["method"],
             json_body=json_body,
-            streamed=bool(accept)
+            streamed=accept is not None
             and asks_for_a_stream(self.general, {"accept": accept.decode("latin-1")}),
             resolved=resolved,
         )
