@@ -8,30 +8,44 @@ Strawberry, graphql-core, Casework and asyncpg's client side, not uvicorn's pars
 socket and not PostgreSQL. It moves only when the application's code does, which makes it
 the instrument for the server half of a cycle; claim_bench measures the whole.
 
-    .venv/bin/python bench/request_cost.py [--cycles 2000] [--profile out.pstats]
+Two applications over one database, side by side: the lean path for trusted documents on,
+and off (CASEWORK_LEAN_PATH=0, the general path), with the benchmark's documents trusted
+(a manifest written for the run). Their cycles are interleaved in blocks, so both see the
+same machine, load and tables; the last column is each one's CPU over the general path's.
 
---profile writes a cProfile of the timed cycles (read it with `python -m pstats`).
---floor also times `{ __typename }` requests, side by side: everything a request costs
-(middleware, token, Strawberry, graphql-core, the access line) but a resolver and a query.
+    .venv/bin/python bench/request_cost.py [--cycles 2000] [--block 100] [--profile out]
+
+--profile writes a cProfile of each path's timed cycles (out.lean, out.general; read them
+with `python -m pstats`).
+--floor also times `{ __typename }` requests, both ways: everything a request costs
+(middleware, token, the view or the lean route, graphql-core, the access line) but a
+resolver and a query.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import json
 import random
+import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import benchlib
+import orjson
 from claim_bench import CLAIM, DECIDE, reviewer_name
 
 from server.app import create_app
 from server.config import Settings
 from server.domain.identity.tokens import create_token
 from server.domain.model import Role
+from server.graphql.documents.ids import document_id
 from server.observability.logs import LogFormat, configure_logging
 from server.store.database import Database, create_pool
 
@@ -48,7 +62,8 @@ class DirectClient:
         ]
 
     async def post(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        body = json.dumps({"query": query, "variables": variables}).encode()
+        # orjson: the client's own JSON work is this process's CPU too, and not the server's.
+        body = orjson.dumps({"query": query, "variables": variables})
         scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
@@ -85,7 +100,7 @@ class DirectClient:
         await self._app(scope, receive, send)
         if status != 200:
             raise RuntimeError(f"status {status}: {b''.join(chunks)!r}")
-        answer: dict[str, Any] = json.loads(b"".join(chunks))
+        answer: dict[str, Any] = orjson.loads(b"".join(chunks))
         if answer.get("errors"):
             raise RuntimeError(f"GraphQL call failed: {answer}")
         data: dict[str, Any] = answer["data"]
@@ -142,58 +157,135 @@ async def seed(server: str, name: str, items: int) -> str:
         await owner_pool.close()
 
 
+@dataclass
+class Served:
+    """One application (the lean path on or off) and the CPU it has spent."""
+
+    label: str
+    app: Any
+    client: DirectClient
+    cpu: float = 0.0
+    wall: float = 0.0
+    floor: float = 0.0
+
+
+def trusting(settings: Settings, manifest: Path, *, lean: bool) -> Settings:
+    """The settings with the benchmark's documents trusted and the lean path on or off."""
+    documents = replace(settings.documents, manifests=(manifest,), lean_path=lean)
+    return replace(settings, documents=documents)
+
+
+async def timed(
+    path: Served,
+    work: Callable[[DirectClient], Awaitable[None]],
+    times: int,
+    profile: cProfile.Profile | None,
+) -> float:
+    """Runs `work` `times` times on the path's application; returns the CPU it took."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    if profile:
+        profile.enable()
+    for _ in range(times):
+        await work(path.client)
+    if profile:
+        profile.disable()
+    path.wall += time.perf_counter() - wall
+    return time.process_time() - cpu
+
+
 async def main(arguments: argparse.Namespace) -> None:
     server = benchlib.require_local(arguments.database_url)
-    name = benchlib.new_name("requestcost")
-    warmup, cycles = arguments.warmup, arguments.cycles
-    token = await seed(server, name, warmup + cycles + 10)
+    # A database each (seeded alike): PostgreSQL sends a NOTIFY to the listeners of its own
+    # database only, so neither application parses the other's events.
+    warmup, cycles, block = arguments.warmup, arguments.cycles, arguments.block
+    names = [benchlib.new_name("requestcost") for _ in range(2)]
+    tokens = [await seed(server, name, warmup + cycles + 10) for name in names]
     settings = Settings.from_env()
     configure_logging(LogFormat(settings.log_format), settings.log_level)
-    app = create_app(benchlib.app_dsn(server, name), dev=False, settings=settings)
-    try:
-        async with app.router.lifespan_context(app):
-            client = DirectClient(app, token)
-            for _ in range(warmup):
-                await cycle(client)
-            profile = cProfile.Profile() if arguments.profile else None
-            cpu, wall = time.process_time(), time.perf_counter()
-            if profile:
-                profile.enable()
-            for _ in range(cycles):
-                await cycle(client)
-            if profile:
-                profile.disable()
-                profile.dump_stats(arguments.profile)
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-            floor = None
-            if arguments.floor:
-                floor = time.process_time()
-                for _ in range(cycles):
-                    await floor_pair(client)
-                floor = time.process_time() - floor
-    finally:
-        await benchlib.drop_database(server, name)
-    rows = [
-        [
-            "claimNext + submitDecision (a cycle)",
-            str(cycles),
-            f"{cpu / cycles * 1000:.3f}",
-            f"{cpu / cycles / 2 * 1e6:.0f}",
-            f"{wall / cycles * 1000:.3f}",
-            "1.00",
-        ]
+    manifest = Path(tempfile.mkdtemp()) / "bench-documents.json"
+    manifest.write_text(json.dumps({document_id(text): text for text in (CLAIM, DECIDE, FLOOR)}))
+    paths = [
+        Served(label, app, DirectClient(app, token))
+        for label, app, token in (
+            (
+                "lean",
+                create_app(
+                    benchlib.app_dsn(server, names[0]),
+                    dev=False,
+                    settings=trusting(settings, manifest, lean=True),
+                ),
+                tokens[0],
+            ),
+            (
+                "general (CASEWORK_LEAN_PATH=0)",
+                create_app(
+                    benchlib.app_dsn(server, names[1]),
+                    dev=False,
+                    settings=trusting(settings, manifest, lean=False),
+                ),
+                tokens[1],
+            ),
+        )
     ]
-    if floor is not None:
+    # Timed by CPU, not the wall clock: PostgreSQL's share and other processes stay out.
+    profiles: dict[str, cProfile.Profile] = {}
+    if arguments.profile:
+        for path in paths:
+            for kind in ("", "floor-"):
+                profiles[kind + path.label.split()[0]] = cProfile.Profile(time.process_time)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for path in paths:
+                await stack.enter_async_context(path.app.router.lifespan_context(path.app))
+            for path in paths:
+                for _ in range(warmup):
+                    await cycle(path.client)
+            # Interleaved in blocks, so that both see the same machine and the same tables.
+            for start in range(0, cycles, block):
+                for path in paths:
+                    name = path.label.split()[0]
+                    spent = await timed(path, cycle, min(block, cycles - start), profiles.get(name))
+                    path.cpu += spent
+            if arguments.floor:
+                for start in range(0, cycles, block):
+                    for path in paths:
+                        name = "floor-" + path.label.split()[0]
+                        spent = await timed(
+                            path, floor_pair, min(block, cycles - start), profiles.get(name)
+                        )
+                        path.floor += spent
+    finally:
+        for name in names:
+            await benchlib.drop_database(server, name)
+    lean, general = paths
+    assert lean.app.state.lean_graphql.answered >= 2 * cycles, "the lean path did not answer"
+    assert general.app.state.lean_graphql.answered == 0
+    for label, profile in profiles.items():
+        profile.dump_stats(f"{arguments.profile}.{label}")
+    rows = []
+    for path in paths:
         rows.append(
             [
-                f"two {FLOOR!r} (--floor)",
+                f"claimNext + submitDecision, {path.label}",
                 str(cycles),
-                f"{floor / cycles * 1000:.3f}",
-                f"{floor / cycles / 2 * 1e6:.0f}",
-                "-",
-                f"{floor / cpu:.2f}",
+                f"{path.cpu / cycles * 1000:.3f}",
+                f"{path.cpu / cycles / 2 * 1e6:.0f}",
+                f"{path.wall / cycles * 1000:.3f}",
+                f"{path.cpu / general.cpu:.2f}",
             ]
         )
+    if arguments.floor:
+        for path in paths:
+            rows.append(
+                [
+                    f"two {FLOOR!r}, {path.label}",
+                    str(cycles),
+                    f"{path.floor / cycles * 1000:.3f}",
+                    f"{path.floor / cycles / 2 * 1e6:.0f}",
+                    "-",
+                    f"{path.floor / general.floor:.2f}",
+                ]
+            )
     benchlib.print_table(
         [
             "requests",
@@ -201,10 +293,10 @@ async def main(arguments: argparse.Namespace) -> None:
             "application CPU ms per pair",
             "us per request",
             "wall ms per pair",
-            "of a cycle",
+            "of the general path's",
         ],
         rows,
-        title="wall: PostgreSQL included",
+        title=f"wall: PostgreSQL included; interleaved in blocks of {block} cycles",
     )
 
 
@@ -213,6 +305,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--database-url", default=benchlib.database_url_from_env())
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--block", type=int, default=100, help="cycles per interleaved block")
     parser.add_argument("--profile", help="write a cProfile of the timed cycles here")
     parser.add_argument("--floor", action="store_true", help="also time { __typename } pairs")
     return parser.parse_args()

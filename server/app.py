@@ -14,14 +14,8 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.status import (
-    HTTP_401_UNAUTHORIZED,
-    HTTP_403_FORBIDDEN,
-    HTTP_405_METHOD_NOT_ALLOWED,
-    HTTP_503_SERVICE_UNAVAILABLE,
-)
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
@@ -33,11 +27,9 @@ from strawberry.types.unset import UNSET, UnsetType
 from server.config import Settings
 from server.config_documents import DocumentMode
 from server.console import console_routes, graphiql_page
-from server.domain.identity.access_tokens import AccessTokenVerifier, ProviderUnavailable
+from server.domain.identity.access_tokens import AccessTokenVerifier
 from server.domain.identity.grants import NoAccess, RoleNotHeld
-from server.domain.model import Role
-from server.graphql import observe, wire_json
-from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, error_body
+from server.graphql import wire_json
 from server.graphql.context import NOBODY, Context
 from server.graphql.documents.manifest import TrustedDocuments, load_manifests
 from server.graphql.documents.requests import (
@@ -51,27 +43,29 @@ from server.graphql.multiplex import Multiplexer
 from server.graphql.schema import build_schema
 from server.graphql.strawberry_internals import asks_for_a_stream
 from server.graphql.websocket import TransportWSHandler, authorization_of
+from server.graphql_http import (
+    BY_ID_PARAMETERS,
+    DocumentRefused,
+    answer_observed,
+    request_context,
+)
 from server.http_limits import body_limit
+from server.lean_graphql import LeanGraphQL
 from server.lifespan import Runtime
 from server.metrics_endpoint import MetricsEndpoint
 from server.observability.requests import RequestIds
-from server.store.errors import is_unavailable
 from server.web.backchannel import BackchannelLogout, backchannel_routes
-from server.web.cookies import CookieRefused, http_credentials, socket_credentials
+from server.web.cookies import CookieRefused, socket_credentials
 from server.web.login import Login
 
 log = logging.getLogger("casework")
 
 MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
-# The methods /graphql answers over HTTP (a CORS preflight never reaches the view).
-GRAPHQL_METHODS = frozenset({"GET", "POST"})
 # A GET runs a trusted document named by its id (GraphQL over HTTP's persisted documents);
 # a text travels by POST.
 GET_WITHOUT_AN_ID = (
     "A GET names a trusted document by its documentId; send a document's text by POST."
 )
-# The parameters by which a request names a document without its text.
-BY_ID_PARAMETERS = ("documentId", "extensions")
 # Messages are ~150 bytes: compressing them costs ~40 kB of memory per socket and CPU.
 WS_PER_MESSAGE_DEFLATE = False
 
@@ -110,24 +104,9 @@ class CaseworkGraphQL(GraphQL[Context, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        with observe.observed("http") as record:
-            status: int | None = None
-            try:
-                try:
-                    response = await self.run(Request(scope, receive=receive))
-                except HTTPException as refusal:
-                    if refusal.status_code == HTTP_503_SERVICE_UNAVAILABLE:
-                        record.failed = True
-                    else:
-                        record.refuse(refusal.reason)
-                    response = _refusal_response(refusal)
-                status = response.status_code
-                await response(scope, receive, send)
-            except BaseException:
-                record.failed = True
-                raise
-            finally:
-                record.finish(status=status)
+        await answer_observed(
+            scope, receive, send, lambda: self.run(Request(scope, receive=receive))
+        )
 
     def encode_json(self, data: object) -> str:
         return wire_json.dumps(data)
@@ -212,60 +191,11 @@ class CaseworkGraphQL(GraphQL[Context, None]):
                 keyring=runtime.keyring,
                 erasure_ledger=runtime.erasure_ledger,
             )
-        if request.method not in GRAPHQL_METHODS:
-            # Strawberry checks the method only after the context is built: without this a
-            # wrong method would be answered 401 when it carries no token.
-            raise HTTPException(
-                HTTP_405_METHOD_NOT_ALLOWED, "GraphQL only supports GET and POST requests."
-            )
-        try:
-            credentials = http_credentials(request, runtime.settings, dev=self.dev)
-            principal = await runtime.tokens.resolve(credentials)
-        except (CookieRefused, RoleNotHeld, NoAccess) as refusal:
-            raise HTTPException(HTTP_403_FORBIDDEN, str(refusal)) from None
-        except ProviderUnavailable as error:
-            log.warning("access token: the identity provider is unreachable: %r", error)
-            raise HTTPException(
-                HTTP_503_SERVICE_UNAVAILABLE,
-                "The identity provider cannot be reached to check this token; "
-                f"try again in {RETRY_AFTER_SECONDS} seconds.",
-            ) from error
-        except Exception as error:
-            if not is_unavailable(error):
-                raise
-            log.warning("token lookup: database unavailable: %r", error)
-            raise HTTPException(
-                HTTP_503_SERVICE_UNAVAILABLE,
-                f"The database is unavailable; try again in {RETRY_AFTER_SECONDS} seconds.",
-            ) from error
-        if principal is not None:
-            record = observe.current()
-            if record is not None:
-                record.caller(principal)
-            # With a read replica, this request's reads follow the rule (server/store/routing.py).
-            reads = None if runtime.reads is None else runtime.reads.request()
-            return Context(
-                runtime.db,
-                principal,
-                Loaders(runtime.db, reads, manager=principal.role is Role.MANAGER),
-                runtime.live,
-                runtime.tokens,
-                credentials=credentials,
-                response=response if isinstance(response, Response) else None,
-                effect_allowed_hosts=runtime.settings.effect_allowed_hosts,
-                keyring=runtime.keyring,
-                erasure_ledger=runtime.erasure_ledger,
-                reads=reads,
-            )
-        if request.scope.get("method") == "GET" and not any(
-            request.query_params.get(name) for name in BY_ID_PARAMETERS
-        ):
-            # GraphiQL's page carries no token; the operations it sends do.
-            return None
-        raise HTTPException(
-            401,
-            "a valid bearer token is required (Authorization: Bearer <token>), "
-            "or a console session",
+        return await request_context(
+            runtime,
+            request,
+            response if isinstance(response, Response) else None,
+            dev=self.dev,
         )
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
@@ -298,46 +228,12 @@ def _is_json(content_type: str | None) -> bool:
     return content_type.partition(";")[0].strip().lower() == "application/json"
 
 
-class DocumentRefused(HTTPException):
-    """A request that names no document this server runs (documents/requests.py)."""
-
-    def __init__(self, refusal: DocumentRefusal) -> None:
-        super().__init__(refusal.status, refusal.message)
-        self.code = refusal.code
-
-
 def _request_data(resolved: ResolvedRequest) -> GraphQLRequestData:
     return GraphQLRequestData(
         query=resolved.query,
         variables=resolved.variables,
         operation_name=resolved.operation_name,
         extensions=resolved.extensions,
-    )
-
-
-def _refusal_response(refusal: HTTPException) -> JSONResponse:
-    """A refusal made before any operation ran, as a GraphQL-shaped JSON body with a code."""
-    headers: dict[str, str] = {}
-    if isinstance(refusal, DocumentRefused):
-        code = refusal.code
-        if refusal.status_code == HTTP_405_METHOD_NOT_ALLOWED:
-            # A mutation by GET: POST is the method that runs it.
-            headers["Allow"] = "POST"
-    elif refusal.status_code == HTTP_401_UNAUTHORIZED:
-        code = ErrorCode.UNAUTHENTICATED
-        headers["WWW-Authenticate"] = "Bearer"
-    elif refusal.status_code == HTTP_403_FORBIDDEN:
-        code = ErrorCode.FORBIDDEN
-    elif refusal.status_code == HTTP_503_SERVICE_UNAVAILABLE:
-        code = ErrorCode.UNAVAILABLE
-        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
-    else:
-        # Strawberry's own: a body that is not JSON, a query over GET, a wrong method.
-        code = ErrorCode.BAD_REQUEST
-        if refusal.status_code == HTTP_405_METHOD_NOT_ALLOWED:
-            headers["Allow"] = "GET, POST"
-    return JSONResponse(
-        error_body(code, refusal.reason), status_code=refusal.status_code, headers=headers
     )
 
 
@@ -406,10 +302,12 @@ def create_app(
         lambda: runtime.tokens,
         merged_metrics_dir=merged_metrics_dir,
     )
-    return Starlette(
+    # Trusted documents over HTTP take the lean path; everything else reaches the view.
+    lean = LeanGraphQL(graphql, runtime.settings.documents)
+    app = Starlette(
         routes=[
             # Every method reaches the view, so a wrong one is refused in JSON like the rest.
-            Route("/graphql", graphql),
+            Route("/graphql", lean),
             WebSocketRoute("/graphql", graphql),
             Route("/livez", runtime.livez),
             Route("/healthz", runtime.healthz),
@@ -427,3 +325,5 @@ def create_app(
         ],
         lifespan=runtime.lifespan,
     )
+    app.state.lean_graphql = lean
+    return app

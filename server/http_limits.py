@@ -111,7 +111,7 @@ class BodyLimit:
             message = await receive()
             if message["type"] != "http.request":
                 # The client went away: let the application see the disconnect.
-                await self.app(scope, _replay([message], receive), send)
+                await self.app(scope, replay([message], receive), send)
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
@@ -128,7 +128,7 @@ class BodyLimit:
             response = JSONResponse(error_body(ErrorCode.BAD_REQUEST, refusal), status_code=400)
             await response(scope, receive, send)
             return
-        replayed = _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
+        replayed = replay([{"type": "http.request", "body": body, "more_body": False}], receive)
         # Once Starlette has read the message, its own copy is the only one left.
         del body
         await self.app(scope, replayed, send)
@@ -144,7 +144,7 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-def _replay(queued: list[Message], receive: Receive) -> Receive:
+def replay(queued: list[Message], receive: Receive) -> Receive:
     """A receive that gives the messages already read, then defers to the real one."""
 
     async def replayed() -> Message:

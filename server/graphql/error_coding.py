@@ -21,19 +21,17 @@ from collections.abc import Iterable
 
 from graphql import GraphQLError
 from starlette.status import HTTP_503_SERVICE_UNAVAILABLE
-from strawberry.types import ExecutionContext
 
 from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, code_of, with_code
 from server.graphql.context import Context
 
 
-def code_errors(
-    errors: Iterable[GraphQLError], execution_context: ExecutionContext | None
-) -> list[ErrorCode]:
+def code_errors(errors: Iterable[GraphQLError], context: object) -> list[ErrorCode]:
     """Sets each error's code (kept if it has one); returns the codes, in order.
 
     An UNAVAILABLE error of an HTTP request makes its response a 503 with Retry-After, set
-    on the sub-response Strawberry handed to get_context. A socket's errors stay in-band.
+    on the sub-response its Context holds (`context`: the operation's context value, None
+    when there is none). A socket's errors stay in-band.
     """
     codes = []
     for error in errors:
@@ -41,9 +39,11 @@ def code_errors(
         if (error.extensions or {}).get("code") != code.value:
             with_code(error, code)
         codes.append(code)
-    if ErrorCode.UNAVAILABLE in codes and execution_context is not None:
-        context = execution_context.context
-        if isinstance(context, Context) and context.response is not None:
-            context.response.status_code = HTTP_503_SERVICE_UNAVAILABLE
-            context.response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    if (
+        ErrorCode.UNAVAILABLE in codes
+        and isinstance(context, Context)
+        and context.response is not None
+    ):
+        context.response.status_code = HTTP_503_SERVICE_UNAVAILABLE
+        context.response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return codes

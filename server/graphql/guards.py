@@ -15,6 +15,7 @@ from graphql import (
     ValidationContext,
     validate,
 )
+from graphql.language import Node
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 
@@ -34,6 +35,28 @@ VALIDATION_CACHE_SIZE = 128
 def is_parser_limit(error: GraphQLSyntaxError) -> bool:
     """A document refused for its size (length, tokens, nesting), not for its syntax."""
     return error.message.endswith(_PARSER_LIMIT)
+
+
+EMPTY_SELECTION = "Expected Name, found '}'."
+
+
+def refuse_empty_selections(document: DocumentNode) -> None:
+    """Raises the syntax error graphql-core 3.2 raised for `{}`: the grammar wants at least
+    one selection in a set, and 3.3's parser lets an empty one through, on which
+    Strawberry's depth limiter fails with an unexpected error."""
+    stack: list[Node] = list(document.definitions)
+    while stack:
+        node = stack.pop()
+        selection_set = getattr(node, "selection_set", None)
+        if selection_set is None:
+            continue
+        if not selection_set.selections:
+            if document.loc is None or selection_set.loc is None:
+                raise GraphQLError(f"Syntax Error: {EMPTY_SELECTION}")
+            raise GraphQLSyntaxError(
+                document.loc.source, selection_set.loc.end - 1, EMPTY_SELECTION
+            )
+        stack.extend(selection_set.selections)
 
 
 def limit_coded(rule: type[ASTValidationRule]) -> type[ASTValidationRule]:

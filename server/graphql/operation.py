@@ -54,7 +54,9 @@ def is_unexpected(error: GraphQLError) -> bool:
 @functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
 def _parse(query: str, **options: Any) -> Any:
     # lru_cache keeps a text only once it has parsed: a refused text is never kept.
-    return parse(query, **options)
+    document = parse(query, **options)
+    guards.refuse_empty_selections(document)
+    return document
 
 
 def validation_rules(*, dev: bool) -> tuple[type[ASTValidationRule], ...]:
@@ -94,12 +96,16 @@ class MaskUnexpectedErrors(MaskErrors):
             extensions=error.extensions,
         )
 
+    def masked(self, errors: list[GraphQLError]) -> list[GraphQLError]:
+        """The errors as the client sees them (the lean path masks with this too)."""
+        return self._process_errors(errors)
+
     def _process_result(self, result: object) -> None:
         # Strawberry's checks for errors with isinstance against a runtime Protocol, which
         # walks the Protocol's attributes on every operation; the attribute is all it needs.
         errors = getattr(result, "errors", None)
         if errors:
-            result.errors = self._process_errors(errors)  # type: ignore[attr-defined]
+            result.errors = self.masked(errors)  # type: ignore[attr-defined]
 
 
 class CaseworkOperation(MaskUnexpectedErrors):
@@ -149,19 +155,28 @@ class CaseworkOperation(MaskUnexpectedErrors):
         context = self.execution_context
         if context.graphql_document is not None:
             observe.begin_operation(context.query, context.graphql_document, context.operation_name)
-            reads = getattr(context.context, "reads", None)
-            if reads is not None and context.operation_type is not OperationType.QUERY:
-                # A mutation's answer shows its own write; a subscription's events follow
-                # hints of writes the replica may not have yet (server/store/routing.py).
-                reads.primary_only = True
+            keep_on_primary(context.context, context.operation_type)
         yield
 
     def get_results(self) -> dict[str, Any]:
-        """`extensions.replica.maxLagSeconds`: some of `data` came from the read replica and
-        may be this many seconds old (docs/operations.md, "Read replicas")."""
-        reads = getattr(self.execution_context.context, "reads", None)
-        found = None if reads is None else reads.extension()
-        return {} if found is None else {"replica": found}
+        return result_extensions(self.execution_context.context)
+
+
+def result_extensions(context: object) -> dict[str, Any]:
+    """`extensions.replica.maxLagSeconds`: some of `data` came from the read replica and
+    may be this many seconds old (docs/operations.md, "Read replicas")."""
+    reads = getattr(context, "reads", None)
+    found = None if reads is None else reads.extension()
+    return {} if found is None else {"replica": found}
+
+
+def keep_on_primary(context: object, operation_type: object) -> None:
+    """With a read replica, every read of a mutation or a subscription stays on the
+    primary: a mutation's answer shows its own write; a subscription's events follow
+    hints of writes the replica may not have yet (server/store/routing.py)."""
+    reads = getattr(context, "reads", None)
+    if reads is not None and operation_type is not OperationType.QUERY:
+        reads.primary_only = True
 
 
 def operation_extension(*, dev: bool) -> Callable[[], CaseworkOperation]:

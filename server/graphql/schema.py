@@ -48,19 +48,27 @@ class CaseworkSchema(strawberry.Schema):
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
-        # Runs before MaskErrors rewrites the errors, on every path: the operator sees
-        # everything, and each error gets its code here (server/graphql/error_coding.py).
-        # A client's mistake is said once, in the operation's access line (observe.py).
-        for error, code in zip(errors, code_errors(errors, execution_context), strict=True):
-            if code is ErrorCode.UNAVAILABLE:
-                # An outage fails every request alike: a traceback each would drown the log.
-                note_failure()
-                log.warning("database unavailable at %s: %r", error.path, error.original_error)
-            elif is_unexpected(error):
-                note_failure()
-                log.error("unexpected error at %s", error.path, exc_info=error.original_error)
-            else:
-                note_refusal(error.message)
+        report_errors(errors, None if execution_context is None else execution_context.context)
+
+
+def report_errors(errors: list[GraphQLError], context: object) -> None:
+    """Codes and reports an operation's errors, on every path (Strawberry's, through
+    process_errors, and the lean path's, server/lean_graphql.py); `context` is the
+    operation's context value.
+
+    Runs before MaskErrors rewrites the errors: the operator sees everything, and each
+    error gets its code here (server/graphql/error_coding.py). A client's mistake is said
+    once, in the operation's access line (observe.py)."""
+    for error, code in zip(errors, code_errors(errors, context), strict=True):
+        if code is ErrorCode.UNAVAILABLE:
+            # An outage fails every request alike: a traceback each would drown the log.
+            note_failure()
+            log.warning("database unavailable at %s: %r", error.path, error.original_error)
+        elif is_unexpected(error):
+            note_failure()
+            log.error("unexpected error at %s", error.path, exc_info=error.original_error)
+        else:
+            note_refusal(error.message)
 
 
 class PerEventExecutionContext(LeafExecutionContext):

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,7 +14,10 @@ from server.app import create_app
 from server.config import Settings
 from server.domain.model import Role
 from server.store.database import Database
+from tests.api.trusted_documents import write_manifest
 from tests.conftest import TestDatabase, token_maker
+
+TRUSTED_DOCUMENTS = "CASEWORK_TRUSTED_DOCUMENTS"
 
 GraphQL = Callable[..., Awaitable[dict[str, Any]]]
 
@@ -66,9 +71,33 @@ async def in_process_client(
         yield c
 
 
-@pytest.fixture
-async def client(test_database: TestDatabase) -> AsyncIterator[httpx.AsyncClient]:
-    async with in_process_client(test_database, dev=False) as c:
+@pytest.fixture(scope="session", autouse=True)
+def trusted_test_documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The documents the API tests send are trusted by every application they start, in
+    this process or as `casework serve` (tests/api/trusted_documents.py)."""
+    manifest = write_manifest(tmp_path_factory.mktemp("documents") / "api-tests.json")
+    before = os.environ.get(TRUSTED_DOCUMENTS)
+    os.environ[TRUSTED_DOCUMENTS] = str(manifest)
+    yield manifest
+    if before is None:
+        del os.environ[TRUSTED_DOCUMENTS]
+    else:
+        os.environ[TRUSTED_DOCUMENTS] = before
+
+
+# The tests on the in-process application run both ways: the lean path on (the default),
+# and off (CASEWORK_LEAN_PATH=0, the kill switch). Those that start `casework serve`
+# processes, or build an application of their own, run once, lean path on: they are the
+# slow half of the suite, and the lean path's behaviours are all reached in-process
+# (test_lean_path.py compares the two answers byte for byte).
+@pytest.fixture(params=["lean", "general"])
+async def client(
+    test_database: TestDatabase, request: pytest.FixtureRequest
+) -> AsyncIterator[httpx.AsyncClient]:
+    settings = Settings.from_env()
+    lean = request.param == "lean"
+    settings = replace(settings, documents=replace(settings.documents, lean_path=lean))
+    async with in_process_client(test_database, dev=False, settings=settings) as c:
         yield c
 
 

@@ -226,6 +226,20 @@ async def test_strawberrys_own_refusals_are_json_bad_request(
         assert codes(response.json()) == ["BAD_REQUEST"], response.text
 
 
+async def test_an_empty_selection_set_is_a_syntax_error_not_an_internal_one(
+    client: httpx.AsyncClient, tokens: Tokens
+) -> None:
+    """graphql-core 3.3 parses `{}`; the grammar does not allow it, and Strawberry's depth
+    limiter failed on it with an unexpected error whose message reached the client."""
+    auth = {"Authorization": f"Bearer {tokens.manager}"}
+    for text in ("{}", "{ me { } }"):
+        answered = await client.post("/graphql", json={"query": text}, headers=auth)
+        body = answered.json()
+        assert answered.status_code == 200, answered.text
+        assert codes(body) == ["BAD_REQUEST"], answered.text
+        assert body["errors"][0]["message"] == "Syntax Error: Expected Name, found '}'."
+
+
 async def test_a_subscription_next_payload_carries_the_code(
     test_database: TestDatabase,
     owner_db: Database,

@@ -1,26 +1,16 @@
-"""The trusted documents the differential test runs: the built-in manifests' documents.
-
-Until the manifests ship (server/graphql/documents/manifests/*.json), the console's own
-documents are read from its source, server/console/static/js/operations.js, by evaluating
-its template literals' `${NAME}` interpolations; test_manifests.py fails meanwhile, so the
-gate cannot pass on the console's documents alone once it matters.
-"""
+"""The trusted documents the differential test runs: the built-in manifests' documents
+(server/graphql/documents/manifests/*.json), and the console's own by operation name."""
 
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 
 from graphql import OperationDefinitionNode, OperationType, parse
 
-from server.config import REPO_ROOT
-from server.graphql.documents.manifest import BUILT_IN
-
-OPERATIONS_JS = REPO_ROOT / "server" / "console" / "static" / "js" / "operations.js"
-
-_CONSTANT = re.compile(r"^(export )?const ([A-Z_]+) = `([^`]*)`;", re.MULTILINE)
-_INTERPOLATION = re.compile(r"\$\{([A-Z_]+)\}")
+from server.graphql.documents.build import console_documents
+from server.graphql.documents.manifest import BUILT_IN, load_manifests
+from server.graphql.schema import build_schema
 
 
 @dataclass(frozen=True)
@@ -40,28 +30,15 @@ class Document:
 
 
 def console_texts() -> dict[str, str]:
-    """Each exported document of operations.js by its constant's name, as the console
-    sends it: every `${NAME}` replaced by that constant's text."""
-    source = OPERATIONS_JS.read_text()
-    constants: dict[str, str] = {}
-    exported: list[str] = []
-
-    def value_of(match: re.Match[str]) -> str:
-        name = match.group(1)
-        assert name in constants, f"operations.js: ${{{name}}} before its definition"
-        return constants[name]
-
-    for match in _CONSTANT.finditer(source):
-        is_exported, name, template = match.groups()
-        constants[name] = _INTERPOLATION.sub(value_of, template)
-        if is_exported:
-            exported.append(name)
-    assert "`" not in "".join(constants.values())
-    return {
-        name: constants[name]
-        for name in exported
-        if constants[name].lstrip().startswith(("query", "mutation", "subscription"))
-    }
+    """The console's documents by operation name, read from operations.js as the manifest
+    builder reads them (every `${NAME}` filled in)."""
+    texts: dict[str, str] = {}
+    for text in console_documents():
+        name = _document("console", text).operation_name
+        assert name is not None, f"console: an unnamed document: {text[:40]}"
+        assert name not in texts, f"console: {name} twice"
+        texts[name] = text
+    return texts
 
 
 def _document(name: str, text: str) -> Document:
@@ -76,18 +53,12 @@ def manifest_files() -> list[str]:
 
 @functools.cache
 def trusted_documents() -> tuple[Document, ...]:
-    """The built-in manifests' documents; the console's until there are manifests."""
-    if manifest_files():
-        from server.graphql.documents import manifest
-        from server.graphql.schema import build_schema
-
-        loaded = manifest.load_manifests((), build_schema())  # type: ignore[attr-defined]
-        documents = [
-            _document(next(iter(trusted.operations)) or trusted.id[:19], trusted.text)
-            for trusted in loaded
-        ]
-    else:
-        documents = [_document(name, text) for name, text in console_texts().items()]
+    """The built-in manifests' documents."""
+    loaded = load_manifests((), build_schema())
+    documents = [
+        _document(next(iter(trusted.operations)) or trusted.id[:19], trusted.text)
+        for trusted in loaded
+    ]
     assert documents, "no trusted documents"
     return tuple(sorted(documents, key=lambda document: document.name))
 
@@ -96,12 +67,7 @@ def trusted_documents() -> tuple[Document, ...]:
 def console_document(operation_name: str) -> Document:
     """The console's document of that operation, as the manifests hold it (the clients'
     may share its name): what the arranged outcomes send, so that it is trusted."""
-    found = [
-        document
-        for name, text in console_texts().items()
-        if (document := _document(name, text)).operation_name == operation_name
-    ]
-    assert len(found) == 1, f"{len(found)} console documents named {operation_name}"
-    trusted = [d for d in trusted_documents() if d.text.strip() == found[0].text.strip()]
+    text = console_texts()[operation_name]
+    trusted = [d for d in trusted_documents() if d.text.strip() == text.strip()]
     assert trusted, f"the console's {operation_name} is not a trusted document"
     return trusted[0]

@@ -17,5 +17,5 @@ def test_the_built_in_manifests_hold_the_console_documents() -> None:
 
 def test_the_console_sends_documents_the_differential_test_can_read() -> None:
     texts = console_texts()
-    assert {"CLAIM_NEXT", "SUBMIT_DECISION", "ME", "QUEUE_BACKLOG"} <= set(texts)
+    assert {"ClaimNext", "SubmitDecision", "Me", "QueueBacklog"} <= set(texts)
     assert all("${" not in text for text in texts.values())

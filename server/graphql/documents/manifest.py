@@ -126,6 +126,7 @@ def _trusted(
         raise refused(f"the id is not the SHA-256 of its text (which is {document_id(text)})")
     try:
         document = parse(text, max_source_length=guards.MAX_DOCUMENT_CHARS, max_tokens=MAX_TOKENS)
+        guards.refuse_empty_selections(document)
     except GraphQLError as error:
         raise refused(error.message) from None
     errors = guards.validate_cached(schema, None, document, rules, True)
