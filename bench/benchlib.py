@@ -264,7 +264,8 @@ def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
 # --- the server process under measurement ---------------------------------------------------
 
 BENCH_DIR = REPO_ROOT / "bench"
-HEALTH_ATTEMPTS = 200
+# Generous: a server starting on a machine busy with others may take 20 s to import.
+HEALTH_ATTEMPTS = 1200
 HEALTH_INTERVAL_SECONDS = 0.05
 
 
