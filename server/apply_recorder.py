@@ -41,9 +41,6 @@ class AppliedRecorder:
         self._worker = worker
         self._waiting: list[_Waiting] = []
         self._recording: asyncio.Task[None] | None = None
-        # Statements run and decisions recorded by them (for the worker's figures).
-        self.statements = 0
-        self.recorded = 0
 
     async def record(self, attempt: apply.AppliedAttempt) -> bool:
         """True if this attempt applied the decision; False if it had been applied already.
@@ -79,8 +76,6 @@ class AppliedRecorder:
                 if not waiting.answer.done():
                     waiting.answer.set_exception(error)
         else:
-            self.statements += 1
-            self.recorded += len(batch)
             for waiting in batch:
                 if not waiting.answer.done():
                     waiting.answer.set_result(applied.get(waiting.attempt.due.decision_id, False))
