@@ -6,17 +6,23 @@ database, so they run as `casework_app` like the service).
 
 The receiver is a separate process started from this file (`--serve-receiver`): a bare
 asyncio HTTP/1.1 server on 127.0.0.1 that answers 200 at once and counts requests and
-distinct Idempotency-Keys, lean so that it does not measure itself. Queue `bench` is
+distinct webhook-ids, lean so that it does not measure itself. Queue `bench` is
 configured through the domain with a webhook effect to it (signed, as in production).
 
 Throughput: a template database holds --decisions decisions (enqueued, claimed and decided
-through the domain, concurrently) that nobody has applied. For each worker count (1 and 4),
+through the domain, concurrently) that nobody has applied. For each worker count (1 and 2),
 a clone of it is taken; the bench holds `LOCK TABLE decision_applications IN EXCLUSIVE MODE`
 and starts the workers, whose first claim then waits on the lock. Once every worker waits
 there (pg_stat_activity), the bench releases the lock (commit), reading the database clock
 just before: the start. Decisions per second = decisions / (last applied_at - start), both
 on the database clock; the poll of the applied count is bounded. Each worker count runs
 --repeats times, alternating which goes first, pooled.
+
+Release (lag at the target's rate): the load generator below cannot decide 1,000 items a
+second on this machine beside the workers, so a clone of the throughput backlog is parked
+(next_attempt_at = infinity) and, once the workers wait at the gate, the bench makes
+--release-rate decisions per second due, every 10 ms, each with the hint decision_submit
+sends; lag is applied_at - the release (the database clock). One run per --workers count.
 
 Lag: on a fresh clone with no decisions, --lag-workers workers are started and held at the
 same gate until all are ready, then a load generator in this process claims and decides
@@ -33,7 +39,8 @@ CPU seconds of the worker processes, the receiver, the database's PostgreSQL bac
 process and the whole machine are read from /proc around each measured window.
 
     .venv/bin/python bench/apply_bench.py [--database-url URL] [--decisions 5000]
-        [--workers 1 4] [--rate 200] [--duration 20] [--lag-workers 1 2]
+        [--workers 1 2] [--release-rate 1000] [--rate 200] [--duration 20] [--lag-workers 1 2]
+        [--phases throughput release lag]
 """
 
 from __future__ import annotations
@@ -97,6 +104,7 @@ class Config:
     lag_workers: list[int]
     load_concurrency: int
     worker_concurrency: int | None
+    release_rate: float
     drain_timeout: float
     seed: int
 
@@ -157,7 +165,9 @@ class ReceiverProtocol(asyncio.Protocol):
                 name = name.strip().lower()
                 if name == b"content-length":
                     length = int(value)
-                elif name == b"idempotency-key":
+                elif name in (b"webhook-id", b"idempotency-key"):
+                    # webhook-id (Standard Webhooks); a legacy target also sends
+                    # Idempotency-Key, the same value.
                     key = value.strip()
             total = end + 4 + length
             if len(self._buffer) < total:
@@ -766,6 +776,98 @@ async def lag_run(config: Config, receiver: Receiver, template: str, count: int)
     return result
 
 
+# --- release: lag at a rate no load generator here reaches ---------------------------------
+
+# Parks a clone's whole backlog: nothing is due until the bench releases it.
+PARK_SQL = "UPDATE decision_applications SET next_attempt_at = 'infinity'"
+# Makes the next decisions due now and sends each the hint decision_submit sends.
+RELEASE_SQL = """
+WITH released AS (
+    UPDATE decision_applications AS a
+    SET next_attempt_at = clock_timestamp()
+    WHERE a.decision_id = ANY ($1::bigint[])
+    RETURNING a.decision_id, a.queue
+)
+SELECT count(casework_hint(kind => 'decided', queue => r.queue, decision_id => r.decision_id))
+FROM released AS r
+"""
+# Lag from the release: next_attempt_at is not touched by a successful attempt.
+RELEASE_LAG_SQL = """
+SELECT extract(epoch FROM p.applied_at - a.next_attempt_at)::float8 AS lag
+FROM decision_applications AS a
+JOIN applied_decisions AS p ON p.decision_id = a.decision_id
+ORDER BY 1
+"""
+RELEASE_TICK_SECONDS = 0.01
+
+
+@dataclass(frozen=True)
+class Release:
+    workers: int
+    rate: float  # released per second, as achieved
+    decisions: int
+    unapplied: int
+    attempts: int
+    lag: list[float]
+    slip: list[float]
+    cpu: CpuUse
+
+
+async def release_run(config: Config, receiver: Receiver, template: str, count: int) -> Release:
+    """The throughput phase's backlog, parked; the workers start at the gate; then every
+    RELEASE_TICK_SECONDS the bench makes the next share of --release-rate per second due,
+    with a hint each, as if decided at that moment. Lag: applied_at - released."""
+    async with (
+        scratch_clone(config, template, f"rel{count}") as name,
+        owner_connections(config, name) as (gate, observer),
+    ):
+        await observer.execute(PARK_SQL)
+        ids = [
+            r[0]
+            for r in await observer.fetch(
+                "SELECT decision_id FROM decision_applications ORDER BY decision_id"
+            )
+        ]
+        await receiver.stats(reset=True)
+        async with worker_processes(benchlib.owner_dsn(config.server, name), config) as workers:
+            async with start_gate(gate) as open_gate:
+                await workers.start(count)
+                await wait_at_gate(observer, name, workers, count)
+                await open_gate()
+            start_cpu = await cpu_sample(observer, name, workers, receiver)
+            per_tick = config.release_rate * RELEASE_TICK_SECONDS
+            slips: list[float] = []
+            started = time.perf_counter()
+            released = 0
+            tick = 0
+            while released < len(ids):
+                due = started + tick * RELEASE_TICK_SECONDS
+                delay = due - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                slips.append(max(0.0, time.perf_counter() - due))
+                tick += 1
+                upto = min(len(ids), round(tick * per_tick))
+                if upto > released:
+                    await gate.fetchval(RELEASE_SQL, ids[released:upto])
+                    released = upto
+            seconds = time.perf_counter() - started
+            applied = await wait_applied(observer, len(ids), config.drain_timeout, workers)
+            cpu = cpu_used(start_cpu, await cpu_sample(observer, name, workers, receiver))
+        lags = [row["lag"] for row in await observer.fetch(RELEASE_LAG_SQL)]
+        attempts = await observer.fetchval("SELECT count(*) FROM apply_attempts")
+    result = Release(
+        count, len(ids) / seconds, len(ids), len(ids) - applied, attempts, lags, sorted(slips), cpu
+    )
+    print(
+        f"  {count} worker(s): released {len(ids)} at {result.rate:.0f}/s, {applied} applied, "
+        f"{attempts} attempts; lag p50 {ms(percentile(lags, 0.5))} p99 "
+        f"{ms(percentile(lags, 0.99))} ms",
+        flush=True,
+    )
+    return result
+
+
 # --- report --------------------------------------------------------------------------------
 
 
@@ -804,7 +906,12 @@ def cpu_cells(cpu: CpuUse, decisions: int) -> list[str]:
     ]
 
 
-def report(config: Config, throughput: dict[int, Throughput], lags: list[Lag]) -> None:
+def report(
+    config: Config,
+    throughput: dict[int, Throughput],
+    lags: list[Lag],
+    releases: list[Release] | None = None,
+) -> None:
     """One table, the shape of docs/benchmarks.md's: a row per phase and worker count; then
     what the lag rows do not show, and the target."""
     rows = []
@@ -836,6 +943,19 @@ def report(config: Config, throughput: dict[int, Throughput], lags: list[Lag]) -
                 *cpu_cells(r.cpu, decided),
             ]
         )
+    for rel in releases or []:
+        rows.append(
+            [
+                f"release: {config.decisions} at {config.release_rate:g}/s",
+                str(rel.workers),
+                f"{rel.rate:.0f}",
+                ms(percentile(rel.lag, 0.5)),
+                ms(percentile(rel.lag, 0.99)),
+                ms(rel.lag[-1] if rel.lag else math.nan),
+                f"{rel.attempts / max(1, rel.decisions):.2f}",
+                *cpu_cells(rel.cpu, rel.decisions),
+            ]
+        )
     print()
     benchlib.print_table(
         REPORT_HEADERS,
@@ -845,6 +965,14 @@ def report(config: Config, throughput: dict[int, Throughput], lags: list[Lag]) -
         f"generator's claims and decisions); machine, steal: cores busy on average, of "
         f"{os.cpu_count()}, all processes",
     )
+    for rel in releases or []:
+        p99 = percentile(rel.lag, 0.99)
+        met = rel.unapplied == 0 and p99 <= LAG_TARGET_SECONDS
+        print(
+            f"Target p99 lag <= {LAG_TARGET_SECONDS * 1000:.0f} ms at {config.release_rate:g}/s "
+            f"released, {rel.workers} worker(s): {'met' if met else 'NOT met'} (p99 {ms(p99)} "
+            f"ms, release slip p99 {ms(percentile(rel.slip, 0.99))} ms)"
+        )
     if not lags:
         return
     print()
@@ -889,7 +1017,9 @@ async def check_connection_slots(config: Config) -> None:
         os.environ.get("CASEWORK_WORKER_CONCURRENCY") or DEFAULT_WORKER_CONCURRENCY
     )
     per_worker = concurrency + 3
-    counts: list[float] = [*config.workers] if "throughput" in config.phases else []
+    counts: list[float] = (
+        [*config.workers] if {"throughput", "release"} & set(config.phases) else []
+    )
     if "lag" in config.phases:
         counts += [count + config.load_concurrency / per_worker for count in config.lag_workers]
     needed = math.ceil(max(counts) * per_worker) + 4
@@ -926,10 +1056,11 @@ async def main(config: Config) -> None:
     decided = benchlib.new_name("decided")
     throughput: dict[int, Throughput] = {}
     lags: list[Lag] = []
+    releases: list[Release] = []
     try:
         async with receiver_process() as receiver:
             await build_items_template(config, items, receiver)
-            if "throughput" in config.phases:
+            if "throughput" in config.phases or "release" in config.phases:
                 build = time.perf_counter()
                 await build_decided_template(config, decided, items)
                 print(
@@ -937,20 +1068,24 @@ async def main(config: Config) -> None:
                     f"{time.perf_counter() - build:.1f} s",
                     flush=True,
                 )
+            if "throughput" in config.phases:
                 runs: dict[int, list[Throughput]] = {count: [] for count in config.workers}
                 for repeat in range(config.repeats):
                     order = config.workers if repeat % 2 == 0 else config.workers[::-1]
                     for count in order:
                         runs[count].append(await throughput_run(config, receiver, decided, count))
                 throughput = {count: sum_runs(found) for count, found in runs.items()}
+            if "release" in config.phases:
+                for count in config.workers:
+                    releases.append(await release_run(config, receiver, decided, count))
             if "lag" in config.phases:
                 for count in config.lag_workers:
                     lags.append(await lag_run(config, receiver, items, count))
     finally:
         await benchlib.drop_database(config.server, decided)
         await benchlib.drop_database(config.server, items)
-    if throughput or lags:
-        report(config, throughput, lags)
+    if throughput or lags or releases:
+        report(config, throughput, lags, releases)
     print(f"\ntotal time {time.perf_counter() - started:.0f} s")
 
 
@@ -970,10 +1105,19 @@ def parse_args(argv: list[str] | None = None) -> Config | None:
         "(default: $BENCH_DATABASE_URL or %(default)s)",
     )
     parser.add_argument(
-        "--phases", nargs="+", choices=["throughput", "lag"], default=["throughput", "lag"]
+        "--phases",
+        nargs="+",
+        choices=["throughput", "release", "lag"],
+        default=["throughput", "release", "lag"],
     )
     parser.add_argument("--decisions", type=int, default=5000, help="backlog per throughput run")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--release-rate",
+        type=float,
+        default=1000.0,
+        help="release phase: the backlog made due at this many decisions per second",
+    )
     parser.add_argument("--repeats", type=int, default=2, help="throughput runs per worker count")
     parser.add_argument("--rate", type=float, default=200.0, help="decisions per second")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of steady load")
@@ -1010,6 +1154,7 @@ def parse_args(argv: list[str] | None = None) -> Config | None:
         lag_workers=args.lag_workers,
         load_concurrency=args.load_concurrency,
         worker_concurrency=args.worker_concurrency,
+        release_rate=args.release_rate,
         drain_timeout=args.drain_timeout,
         seed=args.seed,
     )

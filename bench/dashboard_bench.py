@@ -17,12 +17,19 @@ decisions, as POST /graphql with a manager token over a keep-alive connection
 database alternate between the two in rounds, so a noisy neighbour hits both alike.
 
     .venv/bin/python bench/dashboard_bench.py [--database-url URL] [--requests 100]
+
+--base DIR measures two trees side by side instead of two history sizes: one database of
+--large-history, served by a process of this tree and one of DIR (PYTHONPATH=DIR; run the
+script from a directory that is neither tree, with PYTHONPATH=this tree), alternating in
+rounds as above; the two answers must be the same, byte for byte once sorted (but for
+oldestPendingAgeSeconds, a clock reading).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,6 +167,7 @@ class Config:
     requests: int
     rounds: int
     warmup: int
+    base: str | None = None
 
 
 @dataclass
@@ -168,6 +176,8 @@ class State:
     history: int
     name: str
     token: str = ""
+    # Extra environment of its server process (--base: PYTHONPATH of the other tree).
+    env: dict[str, str] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
 
 
@@ -272,7 +282,39 @@ def report(small: State, large: State) -> None:
     print(f"p99({large.label}) / p99({small.label}) = {large_p99 / small_p99:.2f}")
 
 
+def report_trees(before: State, after: State) -> None:
+    print()
+    rows = []
+    for state in (before, after):
+        p50, p99, mean = summary(state)
+        rows.append([state.label, f"{state.history:,}", *(f"{v:.1f}" for v in (p50, p99, mean))])
+    benchlib.print_table(
+        ["tree", "history (decided items)", "p50 ms", "p99 ms", "mean ms"],
+        rows,
+        title=f"Dashboard latency, ms ({len(before.latencies)} timed requests per tree)",
+    )
+    (before_p50, before_p99, _), (after_p50, after_p99, _) = summary(before), summary(after)
+    print()
+    print(f"p50(after) / p50(before) = {after_p50 / before_p50:.2f}  (target <= 0.7)")
+    print(f"p99(after) / p99(before) = {after_p99 / before_p99:.2f}")
+
+
+# A clock reading (now() - the oldest pending item's enqueue), different on every request.
+CLOCK_FIELDS = ("oldestPendingAgeSeconds",)
+
+
+def canonical(data: dict[str, Any]) -> str:
+    """The answer without its clock readings, as sorted JSON."""
+    for queue in data["queues"]:
+        for name in CLOCK_FIELDS:
+            queue["stats"].pop(name, None)
+    return json.dumps(data, sort_keys=True)
+
+
 async def main(config: Config) -> None:
+    if config.base is not None:
+        await main_trees(config, config.base)
+        return
     started = time.perf_counter()
     small = State(
         benchlib.history_label(config.small_history), config.small_history, benchlib.new_name("d1")
@@ -323,6 +365,56 @@ async def main(config: Config) -> None:
     print(f"\ntotal time {time.perf_counter() - started:.0f} s")
 
 
+async def main_trees(config: Config, base: str) -> None:
+    """--base: one database, a server of each tree, the same alternating rounds."""
+    started = time.perf_counter()
+    name = benchlib.new_name("d2")
+    label = benchlib.history_label(config.large_history)
+    before = State(f"before ({base})", config.large_history, name, env={"PYTHONPATH": base})
+    after = State("after (this tree)", config.large_history, name)
+    print(
+        f"dashboard_bench: {QUEUES} queues at {label}, {config.recent} recent decisions and "
+        f"{config.pending} pending items per queue; before = {base}, after = this tree; "
+        f"{config.requests} timed requests each in {config.rounds} alternating rounds",
+        flush=True,
+    )
+    try:
+        await build(config, after)
+        before.token = after.token
+        async with contextlib.AsyncExitStack() as stack:
+            addresses: dict[str, tuple[str, int]] = {}
+            answers: dict[str, str] = {}
+            for state in (before, after):
+                server = await stack.enter_async_context(
+                    benchlib.uvicorn_server(
+                        benchlib.app_dsn(config.server, name), pool_min=2, pool_max=4, env=state.env
+                    )
+                )
+                host, port = server.base_url.removeprefix("http://").split(":")
+                addresses[state.label] = (host, int(port))
+            for state in (before, after):
+                async with KeepAliveConnection(*addresses[state.label]) as connection:
+                    answer = await dashboard(connection, state.token)
+                    answers[state.label] = canonical(answer)
+                    print(f"  {state.label}: {check(answer, config)}", flush=True)
+                    for _ in range(config.warmup):
+                        await dashboard(connection, state.token)
+            if answers[before.label] != answers[after.label]:
+                raise RuntimeError("the two trees answered the dashboard differently")
+            print("  the two answers are the same", flush=True)
+            per_round = config.requests // config.rounds
+            for round_index in range(config.rounds):
+                order = (before, after) if round_index % 2 == 0 else (after, before)
+                for state in order:
+                    async with KeepAliveConnection(*addresses[state.label]) as connection:
+                        for _ in range(per_round):
+                            await timed(connection, state)
+        report_trees(before, after)
+    finally:
+        await benchlib.drop_database(config.server, name)
+    print(f"\ntotal time {time.perf_counter() - started:.0f} s")
+
+
 def parse_args(argv: list[str] | None = None) -> Config:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument(
@@ -338,6 +430,9 @@ def parse_args(argv: list[str] | None = None) -> Config:
     parser.add_argument("--requests", type=int, default=100, help="timed requests per database")
     parser.add_argument("--rounds", type=int, default=10, help="alternations between databases")
     parser.add_argument("--warmup", type=int, default=5, help="untimed requests per database")
+    parser.add_argument(
+        "--base", default=None, help="another tree to measure against this one (see above)"
+    )
     args = parser.parse_args(argv)
     if args.requests < args.rounds or args.rounds < 1:
         parser.error("--requests must be at least --rounds, and --rounds positive")
@@ -352,6 +447,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         requests=args.requests // args.rounds * args.rounds,
         rounds=args.rounds,
         warmup=args.warmup,
+        base=args.base,
     )
 
 

@@ -26,6 +26,7 @@ from datetime import datetime
 
 import httpx
 
+from server.apply_recorder import AppliedRecorder
 from server.config import Settings
 from server.config_mail import MailSettings
 from server.domain.exceptions import redrive_delivery
@@ -135,6 +136,12 @@ class ApplyWorker:
         self._look_for_redrives = True
         self._next_redrive_look = 0.0
         self.stats = WorkerStats()
+        # Successes are recorded in batches (server/apply_recorder.py).
+        self.recorder = AppliedRecorder(db, self.name)
+        # Claims are made in batches: once attempts are in flight, the next claim waits
+        # until no more than this many are (a hint included), instead of one claim for
+        # each attempt that ends.
+        self._refill_at = settings.concurrency // 2
         # The event outbox's deliveries to webhook endpoints (server/event_delivery.py).
         self.events = EventDeliveries(
             db,
@@ -193,6 +200,7 @@ class ApplyWorker:
                 await self._claim_until_stopped(client)
             finally:
                 await self._drain()
+                await self.recorder.close()
                 for task in (renewing, sweeping, unclaimed):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
@@ -204,7 +212,8 @@ class ApplyWorker:
         try:
             while not self._stopping.is_set():
                 self._wake.clear()
-                free = self._settings.concurrency - len(self._in_flight)
+                busy = len(self._in_flight)
+                free = self._settings.concurrency - busy if busy <= self._refill_at else 0
                 try:
                     started = await self._start(client, free) if free > 0 else 0
                 except Exception as error:
@@ -274,7 +283,8 @@ class ApplyWorker:
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._in_flight.discard(task)
         self._applying.discard(task)
-        self._wake.set()
+        if len(self._in_flight) <= self._refill_at:
+            self._wake.set()
 
     def _fence(self) -> int:
         """Cancels the attempts of decisions in flight: the liveness they were claimed under
@@ -342,9 +352,7 @@ class ApplyWorker:
                 started=started,
             )
         else:
-            applied = await apply.record_applied(
-                self._db, due, note=note, worker=self.name, started_at=started
-            )
+            applied = await self.recorder.record(apply.AppliedAttempt(due, note, started))
             if applied:
                 self.stats.applied += 1
                 metrics.record_apply_attempt(ApplyOutcome.APPLIED)

@@ -15,7 +15,8 @@ attempts going that another worker may already have taken over: it fences itself
 its attempts in flight once its own clock says its lease is nearly over (measured from before
 the renewal was sent, so it is never later than the database's), and comes back under a new
 id. The decision id stays the receiver's idempotency key, and the proof of application is
-still recorded once (application_record_applied): the fence that records stays the guard.
+still recorded once (applications_record_applied, application_record_applied): the fence
+that records stays the guard.
 """
 
 from __future__ import annotations

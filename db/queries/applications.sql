@@ -82,6 +82,48 @@ attempt AS (
 )
 SELECT EXISTS (SELECT 1 FROM proof) AS applied, (SELECT count(*) FROM attempt) AS recorded;
 
+-- name: applications_record_applied
+-- application_record_applied for a batch: the attempts of one worker (:worker) that ended
+-- in a 2xx while its previous recording ran, in one statement instead of one each. Each
+-- element is (:decision_ids[n], :notes[n], :attempts[n], :started_ats[n]); a decision is
+-- in a batch at most once. The same guards as one by one: the proof is inserted once per
+-- decision (a second recording of it, by whichever worker, changes nothing and says
+-- applied = false), and an attempt row is written only for a decision on the work list.
+-- Rows are taken in decision id order, so two batches that overlap (a takeover) lock alike.
+WITH batch AS (
+    SELECT b.decision_id, b.note, b.attempt, b.started_at
+    FROM unnest(:decision_ids::bigint[], :notes::text[], :attempts::int[],
+                :started_ats::timestamptz[]) AS b (decision_id, note, attempt, started_at)
+    ORDER BY b.decision_id
+),
+proof AS (
+    INSERT INTO applied_decisions (decision_id, note)
+    SELECT b.decision_id, b.note FROM batch AS b
+    ON CONFLICT (decision_id) DO NOTHING
+    RETURNING decision_id
+),
+settled AS (
+    UPDATE decision_applications AS a
+    SET state = 'applied', locked_until = NULL, locked_by = NULL, last_error = NULL, updated_at = now()
+    FROM batch AS b
+    WHERE a.decision_id = b.decision_id
+    RETURNING a.decision_id
+),
+attempt AS (
+    INSERT INTO apply_attempts (decision_id, attempt, worker, started_at, outcome, error)
+    SELECT b.decision_id, b.attempt, :worker, b.started_at, 'applied',
+           CASE WHEN p.decision_id IS NULL THEN 'already applied' END
+    FROM batch AS b
+    JOIN settled AS s ON s.decision_id = b.decision_id
+    LEFT JOIN proof AS p ON p.decision_id = b.decision_id
+    ORDER BY b.decision_id
+    RETURNING id
+)
+SELECT b.decision_id, p.decision_id IS NOT NULL AS applied,
+       (SELECT count(*) FROM attempt) AS recorded
+FROM batch AS b
+LEFT JOIN proof AS p ON p.decision_id = b.decision_id;
+
 -- name: application_record_failure
 -- A failed attempt: retried at :next_attempt_at unless it was permanent or the last one
 -- allowed (counted from the latest redrive), in which case the application is `failed` and

@@ -144,19 +144,28 @@ LEFT JOIN ended AS e ON e.queue = q.name;
 -- The lease_count histograms: of the window's decisions (the item's count when it was
 -- decided), and of the items pending now. Decisions recorded before lease counts were kept
 -- (NULL) are left out.
-SELECT d.queue, true AS at_decision, d.lease_count, count(*) AS items
-FROM review_decisions AS d
-WHERE d.queue = ANY (:queues::text[])
-  AND d.decided_at >= now() - make_interval(secs => :since_seconds)
-  AND d.verdict <> 'overturn'
-  AND d.lease_count IS NOT NULL
-  AND (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-GROUP BY d.queue, d.lease_count
+-- Each half is a MATERIALIZED CTE: as a plain UNION ALL the planner may run the two halves
+-- in parallel workers (a Parallel Append under a Gather Merge), whose start-up costs more
+-- than the few thousand window rows they share out.
+WITH at_decision AS MATERIALIZED (
+    SELECT d.queue, true AS at_decision, d.lease_count, count(*) AS items
+    FROM review_decisions AS d
+    WHERE d.queue = ANY (:queues::text[])
+      AND d.decided_at >= now() - make_interval(secs => :since_seconds)
+      AND d.verdict <> 'overturn'
+      AND d.lease_count IS NOT NULL
+      AND (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+    GROUP BY d.queue, d.lease_count
+),
+pending AS MATERIALIZED (
+    SELECT i.queue, false AS at_decision, i.lease_count, count(*) AS items
+    FROM review_items AS i
+    WHERE i.queue = ANY (:queues::text[]) AND i.state = 'pending' AND i.kind = 'review'
+    GROUP BY i.queue, i.lease_count
+)
+SELECT a.queue, a.at_decision, a.lease_count, a.items FROM at_decision AS a
 UNION ALL
-SELECT i.queue, false, i.lease_count, count(*)
-FROM review_items AS i
-WHERE i.queue = ANY (:queues::text[]) AND i.state = 'pending' AND i.kind = 'review'
-GROUP BY i.queue, i.lease_count
+SELECT p.queue, p.at_decision, p.lease_count, p.items FROM pending AS p
 ORDER BY 1, 2, 3;
 
 -- name: queue_measures_reasons

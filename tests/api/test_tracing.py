@@ -64,7 +64,7 @@ async def test_operations_statements_and_effect_attempts_are_spans(
         decision_id = int(decided["data"]["submitDecision"]["decision"]["id"])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + APPLIED_WITHIN_SECONDS
-        while not named(exporter.get_finished_spans(), "application_record_applied"):
+        while not named(exporter.get_finished_spans(), "applications_record_applied"):
             assert loop.time() < deadline, "the decision was not applied"
             await asyncio.sleep(0.05)
     spans = exporter.get_finished_spans()
@@ -88,7 +88,7 @@ async def test_operations_statements_and_effect_attempts_are_spans(
     assert attempt.attributes["casework.decision.id"] == decision_id
     assert [link.context.trace_id for link in attempt.links] == [submit.context.trace_id]
     assert attempt.context.trace_id != submit.context.trace_id
-    [recorded] = named(spans, "application_record_applied")
+    [recorded] = named(spans, "applications_record_applied")
     assert recorded.parent is not None
     assert recorded.parent.span_id == attempt.context.span_id
 

@@ -176,6 +176,32 @@ async def record_applied(
     return bool(row["applied"])
 
 
+@dataclass(frozen=True)
+class AppliedAttempt:
+    """One attempt that ended in success, waiting to be recorded with others."""
+
+    due: DueApplication
+    note: str | None
+    started_at: datetime
+
+
+async def record_applied_batch(
+    db: Database, attempts: list[AppliedAttempt], *, worker: str
+) -> dict[int, bool]:
+    """record_applied for several decisions in one statement (none of them a redrive, each
+    decision once): for each decision id, True if this call applied it, False if it had been
+    applied already."""
+    rows = await db.fetch(
+        sql.applications.APPLICATIONS_RECORD_APPLIED,
+        decision_ids=[a.due.decision_id for a in attempts],
+        notes=[storable(a.note) for a in attempts],
+        attempts=[a.due.attempt for a in attempts],
+        started_ats=[a.started_at for a in attempts],
+        worker=worker,
+    )
+    return {row["decision_id"]: bool(row["applied"]) for row in rows}
+
+
 def next_attempt_at(
     attempt: int, *, base_seconds: float, retry_after: float | None, now: datetime
 ) -> datetime:

@@ -28,6 +28,17 @@ APPLICATION_RECORD_APPLIED = Query("application_record_applied", lambda *, decis
 """
 
 # db/queries/applications.sql:85
+APPLICATIONS_RECORD_APPLIED = Query("applications_record_applied", lambda *, decision_ids, notes, attempts, started_ats, worker: None)
+"""application_record_applied for a batch: the attempts of one worker (:worker) that ended
+in a 2xx while its previous recording ran, in one statement instead of one each. Each
+element is (:decision_ids[n], :notes[n], :attempts[n], :started_ats[n]); a decision is
+in a batch at most once. The same guards as one by one: the proof is inserted once per
+decision (a second recording of it, by whichever worker, changes nothing and says
+applied = false), and an attempt row is written only for a decision on the work list.
+Rows are taken in decision id order, so two batches that overlap (a takeover) lock alike.
+"""
+
+# db/queries/applications.sql:127
 APPLICATION_RECORD_FAILURE = Query("application_record_failure", lambda *, permanent, next_attempt_at, error, decision_id, attempt, worker, started_at: None)
 """A failed attempt: retried at :next_attempt_at unless it was permanent or the last one
 allowed (counted from the latest redrive), in which case the application is `failed` and
@@ -38,24 +49,24 @@ over); the history row is written either way.
 The error arrives cut to size (text.RECEIVER_TEXT_LIMIT).
 """
 
-# db/queries/applications.sql:120
+# db/queries/applications.sql:162
 APPLICATIONS_GET_BY_DECISION_IDS = Query("applications_get_by_decision_ids", lambda *, decision_ids: None)
 
-# db/queries/applications.sql:126
+# db/queries/applications.sql:168
 APPLICATION_ATTEMPTS_GET_BY_DECISION_IDS = Query("application_attempts_get_by_decision_ids", lambda *, decision_ids: None)
 
-# db/queries/applications.sql:132
+# db/queries/applications.sql:174
 APPLICATIONS_GET_QUEUE_LAG = Query("applications_get_queue_lag", lambda *, queues, threshold_seconds: None)
 """"A human decided and the system did not carry it out", for each queue of :queues:
 unapplied decisions older than the threshold, the age of the oldest, and the failed ones.
 """
 
-# db/queries/applications.sql:149
+# db/queries/applications.sql:191
 APPLY_WORKER_RENEW = Query("apply_worker_renew", lambda *, worker_id, worker, lease_seconds: None)
 """A worker's liveness, renewed every few seconds while it runs; rows of workers long gone
 are cleared on the way (their claims, if any, are takeable either way).
 """
 
-# db/queries/applications.sql:160
+# db/queries/applications.sql:202
 APPLY_WORKER_LEAVE = Query("apply_worker_leave", lambda *, worker_id: None)
 """A worker that stopped: whatever it abandoned (cancelled, never recorded) is takeable now."""

@@ -29,19 +29,22 @@ QUEUE_MEASURES_LEASE_COUNTS = Query("queue_measures_lease_counts", lambda *, que
 """The lease_count histograms: of the window's decisions (the item's count when it was
 decided), and of the items pending now. Decisions recorded before lease counts were kept
 (NULL) are left out.
+Each half is a MATERIALIZED CTE: as a plain UNION ALL the planner may run the two halves
+in parallel workers (a Parallel Append under a Gather Merge), whose start-up costs more
+than the few thousand window rows they share out.
 """
 
-# db/queries/queue_measures.sql:162
+# db/queries/queue_measures.sql:171
 QUEUE_MEASURES_REASONS = Query("queue_measures_reasons", lambda *, queues, since_seconds, reviewer: None)
 """The reason mix of the window's decisions, largest first."""
 
-# db/queries/queue_measures.sql:173
+# db/queries/queue_measures.sql:182
 QUEUE_MEASURES_REVIEWERS = Query("queue_measures_reviewers", lambda *, queues, since_seconds, reviewer: None)
 """One row per reviewer with a decision or a lapsed lease in the window: throughput beside
 its quality (decisions later overturned) and the leases that ran out in their hands.
 """
 
-# db/queries/queue_measures.sql:251
+# db/queries/queue_measures.sql:260
 QUEUE_MEASURES_QUALITY = Query("queue_measures_quality", lambda *, queues, since_seconds, reviewer: None)
 """QA and overturns (Queue.measures.quality) of the window's approve and reject decisions
 (first decisions; escalations have no outcome to check or overturn), for each queue and
