@@ -21,12 +21,15 @@ top plan node leaves out. The ratio casework / raw is printed beside each figure
 
 With --before N as well, the casework cycle also runs on a second database migrated
 without migration N and those after it, as a third path of every round: a schema change
-against the schema before it, in one run, with a ratio per round.
+against the schema before it, in one run, with a ratio per round. With --before-tree DIR
+instead, the third path is another tree's casework cycle: a database migrated with DIR's
+migrations, running DIR's claim and decision statements (say a worktree of main), so that
+a change of statements and schema together is measured against what it changes, in one run.
 
 Run it from two trees to compare them (each with its own PYTHONPATH and migrations):
 
     PYTHONPATH=$PWD .venv/bin/python bench/cycle_cost.py [--items 1200] [--cycles 300]
-        [--cpu [--cpu-cycles 1000] [--rounds 4] [--before N]]
+        [--cpu [--cpu-cycles 1000] [--rounds 4] [--before N | --before-tree DIR]]
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from server.domain.model import Role
 from server.store import sql
 from server.store.database import Database, create_pool
 from server.store.migrate import apply_migrations
+from server.store.queries import Queries
 
 EXPLAIN = "EXPLAIN (ANALYZE, BUFFERS, WAL, FORMAT JSON) "
 REVIEWER = "bench-reviewer-00"
@@ -295,9 +299,11 @@ async def plain_cycles(
     rounds: int,
     warmup: int,
     before: int | None,
+    before_tree: Path | None,
 ) -> None:
     name = benchlib.new_name("cc")
-    before_name = benchlib.new_name("cc") if before is not None else None
+    has_before = before is not None or before_tree is not None
+    before_name = benchlib.new_name("cc") if has_before else None
     try:
         await benchlib.create_migrated(server, name)
         owner = await asyncpg.connect(benchlib.owner_dsn(server, name))
@@ -321,8 +327,7 @@ async def plain_cycles(
             owners = {"casework": owner, "raw": owner}
             database_of = {"casework": name, "raw": name}
             if before_name is not None:
-                assert before is not None
-                await create_migrated_before(server, before_name, before)
+                await create_migrated_before(server, before_name, before, before_tree)
                 before_owner = await asyncpg.connect(benchlib.owner_dsn(server, before_name))
                 await seed_casework(server, before_name, before_owner, items, history)
                 if has_pgss:
@@ -334,7 +339,10 @@ async def plain_cycles(
                 for path, database in database_of.items()
             }
             try:
-                runs = await alternate(owners, apps, cycles, rounds, warmup, has_pgss)
+                before_queries = Queries(before_tree / "db" / "queries") if before_tree else None
+                runs = await alternate(
+                    owners, apps, cycles, rounds, warmup, has_pgss, before_queries
+                )
                 hot = await hot_ratios(owner, apps["casework"])
             finally:
                 for app in apps.values():
@@ -347,7 +355,7 @@ async def plain_cycles(
         await benchlib.drop_database(server, name)
         if before_name is not None:
             await benchlib.drop_database(server, before_name)
-    report_plain(runs, hot, cycles, has_pgss, before)
+    report_plain(runs, hot, cycles, has_pgss, before, before_tree)
 
 
 async def seed_casework(
@@ -363,12 +371,16 @@ async def seed_casework(
     await owner.execute("VACUUM ANALYZE")
 
 
-async def create_migrated_before(server: str, name: str, before: int) -> None:
-    """A database migrated with the migrations numbered below `before` only."""
+async def create_migrated_before(
+    server: str, name: str, before: int | None, tree: Path | None
+) -> None:
+    """A database migrated with the migrations numbered below `before` only, or with every
+    migration of another tree."""
     await benchlib.create_database(server, name)
+    migrations = tree / "db" / "migrations" if tree else benchlib.MIGRATIONS_DIR
     with tempfile.TemporaryDirectory() as earlier:
-        for migration in sorted(benchlib.MIGRATIONS_DIR.glob("*.sql")):
-            if int(migration.name[:4]) < before:
+        for migration in sorted(migrations.glob("*.sql")):
+            if before is None or int(migration.name[:4]) < before:
                 shutil.copy(migration, earlier)
         conn = await asyncpg.connect(benchlib.owner_dsn(server, name))
         try:
@@ -384,10 +396,18 @@ async def alternate(
     rounds: int,
     warmup: int,
     has_pgss: bool,
+    before_queries: Queries | None,
 ) -> dict[str, PathRun]:
     queries = benchlib.load_queries()
     claim = queries.statement(sql.items.ITEM_CLAIM_NEXT.name)
     decide = queries.statement(sql.decisions.DECISION_SUBMIT.name)
+    # The other tree's statements, for its path; their parameters are the same.
+    statements_of = {path: (claim, decide) for path in apps}
+    if before_queries is not None:
+        statements_of[BEFORE] = (
+            before_queries.statement(sql.items.ITEM_CLAIM_NEXT.name),
+            before_queries.statement(sql.decisions.DECISION_SUBMIT.name),
+        )
     claim_values = claim.bind(
         {"queue": benchlib.QUEUE, "actor": REVIEWER, "actor_role": Role.REVIEWER.value}
     )
@@ -401,14 +421,15 @@ async def alternate(
 
     def casework_cycle(path: str) -> Callable[[], Awaitable[None]]:
         app = apps[path]
-        claim_sql = statement_of[path]["claim"] + claim.sql
-        decide_sql = statement_of[path]["decide"] + decide.sql
+        path_claim, path_decide = statements_of[path]
+        claim_sql = statement_of[path]["claim"] + path_claim.sql
+        decide_sql = statement_of[path]["decide"] + path_decide.sql
 
         async def cycle() -> None:
             row = await app.fetchrow(claim_sql, *claim_values)
             if row is None or row["id"] is None:
                 raise RuntimeError("the claim took nothing: raise --items")
-            arguments = decide.bind(benchlib.approve_arguments(row, REVIEWER))
+            arguments = path_decide.bind(benchlib.approve_arguments(row, REVIEWER))
             if await app.fetchrow(decide_sql, *arguments) is None:
                 raise RuntimeError("the decision was refused")
 
@@ -497,6 +518,7 @@ def report_plain(
     cycles: int,
     has_pgss: bool,
     before: int | None,
+    before_tree: Path | None,
 ) -> None:
     print()
     print(
@@ -505,6 +527,8 @@ def report_plain(
     )
     if before is not None:
         print(f"{BEFORE}: the casework cycle on a database without migrations {before:04d} on")
+    if before_tree is not None:
+        print(f"{BEFORE}: the casework cycle of {before_tree} (its migrations and statements)")
     cpu = {path: statistics.median(run.cpu_us_per_cycle) for path, run in runs.items()}
     rounds = {
         path: ", ".join(f"{v:.0f}" for v in run.cpu_us_per_cycle) for path, run in runs.items()
@@ -513,7 +537,22 @@ def report_plain(
         "PostgreSQL backend CPU per cycle, us: "
         + ", ".join(f"{path} {cpu[path]:.0f} ({rounds[path]})" for path in runs)
         + f", casework/raw {cpu['casework'] / cpu['raw']:.2f}"
+        + (f", {BEFORE}/raw {cpu[BEFORE] / cpu['raw']:.2f}" if BEFORE in cpu else "")
     )
+    # Each round runs every path once, back to back: its ratio cancels most of the
+    # machine's drift between rounds.
+    for path in (p for p in ("casework", BEFORE) if p in runs):
+        paired = [
+            ours / raw
+            for ours, raw in zip(
+                runs[path].cpu_us_per_cycle, runs["raw"].cpu_us_per_cycle, strict=True
+            )
+        ]
+        print(
+            f"{path}/raw per round: "
+            + ", ".join(f"{r:.2f}" for r in paired)
+            + f"; median {statistics.median(paired):.2f}"
+        )
     if BEFORE in runs:
         # Each round runs every path once, back to back: its ratio cancels most of the
         # machine's drift between rounds.
@@ -605,7 +644,16 @@ def main() -> None:
         help="with --cpu: also run the casework cycle on a database without migration N and "
         "those after it, alternating round by round",
     )
+    parser.add_argument(
+        "--before-tree",
+        type=Path,
+        metavar="DIR",
+        help="with --cpu: also run the casework cycle of another tree (its migrations and "
+        "statements), alternating round by round",
+    )
     args = parser.parse_args()
+    if args.before is not None and args.before_tree is not None:
+        parser.error("--before and --before-tree are one or the other")
     server = benchlib.require_local(args.database_url)
     report(asyncio.run(measure(server, args.items, args.history, args.cycles, args.warmup)))
     if args.cpu:
@@ -619,6 +667,7 @@ def main() -> None:
                 args.rounds,
                 args.warmup,
                 args.before,
+                args.before_tree,
             )
         )
 

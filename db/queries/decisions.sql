@@ -28,11 +28,12 @@
 -- token, never passes) with that acr; a queue without them pays two IS NULL tests.
 -- QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
 -- draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
--- queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
--- backlog subscribers re-read. The item's timeline reads QA_SAMPLED from the copy: no
--- timeline row is written here. The decision goes on the apply work list all the same: QA
--- never holds up the effect. In a queue without a rate the step costs a comparison on the
--- row `moved` returned.
+-- queue (casework_qa_copy, called in the hint's arguments), and the hint names the QA queue
+-- among its queues (`qs`) so its backlog subscribers re-read. The item's timeline reads
+-- QA_SAMPLED from the copy: no timeline row is written here. The decision goes on the
+-- apply work list all the same: QA never holds up the effect. In a queue without a rate
+-- the step costs a comparison on the row `moved` returned: the copy's INSERT is the
+-- function's (migration 0037), not a CTE set up on every decision.
 WITH moved AS (
     UPDATE review_items AS i
     SET state            = CASE WHEN :verdict = 'escalate'
@@ -77,7 +78,7 @@ WITH moved AS (
                                  :auth_time, :acr)
     -- `q` is the row joined to the item as it was: q.name is the queue the item left. The
     -- decision does not change the lease's start, the lease count or the enqueue time.
-    -- The payload, priority and QA settings are for `qa_sampled` (the item as decided).
+    -- The payload, priority and QA settings are for the QA copy (the item as decided).
     RETURNING i.id, q.name AS decided_in, i.queue AS now_in, i.lease_started_at, i.lease_count,
               i.created_at, i.awaiting_decision_id, i.payload, i.priority, q.qa_sample_rate,
               q.qa_queue
@@ -100,27 +101,6 @@ recorded AS (
 enlisted AS (
     INSERT INTO decision_applications (decision_id, queue, decided_at)
     SELECT r.id, r.queue, r.decided_at FROM recorded AS r WHERE NOT r.provisional
-),
--- QA sampling, one block (qa_sampled) for every statement that makes an approve or
--- reject effective. It reads `recorded` (the decision) and `moved` (its item as decided:
--- id, payload, priority, and its queue's qa_sample_rate and qa_queue). The copy's external
--- key is made from the decision id; ON CONFLICT DO NOTHING: a key an integration took in
--- the QA queue costs the copy, never the decision.
-qa_sampled AS (
-    INSERT INTO review_items AS c
-        (origin_queue, queue, external_key, priority, payload, evidence_hash, kind,
-         barred_claimer, qa_of)
-    SELECT m.qa_queue, m.qa_queue, 'qa-of-decision-' || r.id, m.priority, m.payload,
-           r.evidence_hash, 'qa', r.reviewer, r.id
-    FROM recorded AS r
-    JOIN moved AS m ON m.id = r.item_id
-    WHERE m.qa_sample_rate > 0
-      AND m.qa_queue IS NOT NULL
-      AND r.verdict IN ('approve', 'reject')
-      AND NOT r.provisional
-      AND casework_qa_draw(r.id) < m.qa_sample_rate
-    ON CONFLICT DO NOTHING
-    RETURNING c.id, c.queue, c.qa_of
 )
 SELECT r.*, hint.notification
 FROM recorded AS r
@@ -130,7 +110,18 @@ JOIN moved AS m ON m.id = r.item_id,
                       WHEN r.provisional THEN 'second_review'
                       ELSE 'decided' END,
          queue => m.now_in, item_id => r.item_id, decision_id => r.id, from_queue => r.queue,
-         other_queues => (SELECT array_agg(s.queue) FROM qa_sampled AS s))
+         -- QA sampling: the draw, and the copy only for a decision drawn (migration 0037).
+         other_queues => CASE WHEN m.qa_sample_rate > 0
+                                   AND m.qa_queue IS NOT NULL
+                                   AND r.verdict IN ('approve', 'reject')
+                                   AND NOT r.provisional
+                                   AND casework_qa_draw(r.id) < m.qa_sample_rate
+                              THEN casework_qa_copy(
+                                       decision_id => r.id, qa_queue => m.qa_queue,
+                                       priority => m.priority, payload => m.payload,
+                                       evidence_hash => r.evidence_hash::text,
+                                       decider => r.reviewer)
+                         END)
          AS hint (notification);
 
 -- name: decision_submit_diagnose
@@ -258,8 +249,8 @@ WITH moved AS (
                                  :auth_time, :acr)
       AND i.evidence_hash = :evidence_hash
       AND d.evidence_hash = :evidence_hash
-    -- The decider, payload, priority and the decision queue's QA settings are for
-    -- `qa_sampled` (the item as decided).
+    -- The decider, payload, priority and the decision queue's QA settings are for the QA
+    -- copy (the item as decided).
     RETURNING i.id, i.queue AS review_queue, d.id AS decision_id, d.queue,
               i.lease_started_at, d.reviewer AS decided_by, d.evidence_hash, i.payload,
               i.priority, q.qa_sample_rate, q.qa_queue
@@ -277,32 +268,30 @@ confirmed AS (
 enlisted AS (
     INSERT INTO decision_applications (decision_id, queue, decided_at)
     SELECT c.decision_id, c.queue, c.confirmed_at FROM confirmed AS c
-),
+)
 -- QA sampling (migration 0021), as in decision_submit: this statement makes the decision
 -- effective, so the draw of its id decides here whether it is copied to the QA queue of
 -- the decision's queue, barred to its decider. A provisional decision is always an approve
 -- or a reject.
-qa_sampled AS (
-    INSERT INTO review_items AS c
-        (origin_queue, queue, external_key, priority, payload, evidence_hash, kind,
-         barred_claimer, qa_of)
-    SELECT m.qa_queue, m.qa_queue, 'qa-of-decision-' || m.decision_id, m.priority, m.payload,
-           m.evidence_hash, 'qa', m.decided_by, m.decision_id
-    FROM confirmed AS k
-    JOIN moved AS m ON m.decision_id = k.decision_id
-    WHERE m.qa_sample_rate > 0
-      AND m.qa_queue IS NOT NULL
-      AND casework_qa_draw(m.decision_id) < m.qa_sample_rate
-    ON CONFLICT DO NOTHING
-    RETURNING c.id, c.queue, c.qa_of
-)
 SELECT d.*, c.confirmed_by, c.confirmed_at, hint.notification
 FROM confirmed AS c
+JOIN moved AS m ON m.decision_id = c.decision_id
 JOIN review_decisions AS d ON d.id = c.decision_id,
      casework_hint(kind => 'decided', queue => c.review_queue, item_id => c.item_id,
                    decision_id => c.decision_id,
                    other_queues => ARRAY[c.queue]::text[]
-                                   || (SELECT array_agg(s.queue) FROM qa_sampled AS s))
+                                   || CASE WHEN m.qa_sample_rate > 0
+                                                AND m.qa_queue IS NOT NULL
+                                                AND casework_qa_draw(m.decision_id)
+                                                    < m.qa_sample_rate
+                                           THEN casework_qa_copy(
+                                                    decision_id => m.decision_id,
+                                                    qa_queue => m.qa_queue,
+                                                    priority => m.priority,
+                                                    payload => m.payload,
+                                                    evidence_hash => m.evidence_hash::text,
+                                                    decider => m.decided_by)
+                                      END)
          AS hint (notification);
 
 -- name: decision_override
@@ -345,7 +334,7 @@ WITH moved AS (
       AND EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = d.queue AND r.code = :reason_code AND :verdict = ANY (r.verdicts)
                     AND (NOT r.requires_note OR casework_has_text(:note)))
-    -- The payload, priority and the decision queue's QA settings are for `qa_sampled`.
+    -- The payload, priority and the decision queue's QA settings are for the QA copy.
     RETURNING i.id, i.queue AS review_queue, d.id AS superseded_id, d.queue AS decided_in,
               i.lease_started_at, i.lease_count, i.created_at, i.payload, i.priority,
               q.qa_sample_rate, q.qa_queue
@@ -364,32 +353,28 @@ recorded AS (
 enlisted AS (
     INSERT INTO decision_applications (decision_id, queue, decided_at)
     SELECT r.id, r.queue, r.decided_at FROM recorded AS r
-),
--- QA sampling (migration 0021): the same block as decision_submit's. The override is the
--- effective decision, its decider the second reviewer.
-qa_sampled AS (
-    INSERT INTO review_items AS c
-        (origin_queue, queue, external_key, priority, payload, evidence_hash, kind,
-         barred_claimer, qa_of)
-    SELECT m.qa_queue, m.qa_queue, 'qa-of-decision-' || r.id, m.priority, m.payload,
-           r.evidence_hash, 'qa', r.reviewer, r.id
-    FROM recorded AS r
-    JOIN moved AS m ON m.id = r.item_id
-    WHERE m.qa_sample_rate > 0
-      AND m.qa_queue IS NOT NULL
-      AND r.verdict IN ('approve', 'reject')
-      AND NOT r.provisional
-      AND casework_qa_draw(r.id) < m.qa_sample_rate
-    ON CONFLICT DO NOTHING
-    RETURNING c.id, c.queue, c.qa_of
 )
+-- QA sampling (migration 0021), as in decision_submit. The override is the effective
+-- decision, its decider the second reviewer.
 SELECT r.*, hint.notification
 FROM recorded AS r
 JOIN moved AS m ON m.id = r.item_id,
      casework_hint(kind => 'decided', queue => m.review_queue, item_id => r.item_id,
                    decision_id => r.id,
                    other_queues => ARRAY[r.queue]::text[]
-                                   || (SELECT array_agg(s.queue) FROM qa_sampled AS s))
+                                   || CASE WHEN m.qa_sample_rate > 0
+                                                AND m.qa_queue IS NOT NULL
+                                                AND r.verdict IN ('approve', 'reject')
+                                                AND NOT r.provisional
+                                                AND casework_qa_draw(r.id) < m.qa_sample_rate
+                                           THEN casework_qa_copy(
+                                                    decision_id => r.id,
+                                                    qa_queue => m.qa_queue,
+                                                    priority => m.priority,
+                                                    payload => m.payload,
+                                                    evidence_hash => r.evidence_hash::text,
+                                                    decider => r.reviewer)
+                                      END)
          AS hint (notification);
 
 -- name: second_review_diagnose

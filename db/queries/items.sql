@@ -115,6 +115,11 @@ ORDER BY p.queue, p.id;
 -- without overdue exceptions pays for none of it.
 -- A lapsed lease the claim takes over is written to the timeline (`item_events`, kind
 -- `lapsed`, at the moment it ran out, with its owner); a claim of a fresh item writes none.
+-- An escalation is written too (kind `escalated`, by the claimer, with the queues it left
+-- and went to). The claim itself is not: the timeline reads it from the record of how its
+-- lease ended, or from the item while it is held. Both rows come from one call of
+-- casework_claim_timeline (migration 0037), made only when there is one to write: an
+-- INSERT in the statement would be set up on every claim, writing or not.
 --
 -- Claim controls (migration 0014):
 -- - Assigned items come first for their assignee: `mine` walks the caller's own live
@@ -248,24 +253,6 @@ SET queue            = CASE WHEN c.escalates THEN c.escalation_queue ELSE i.queu
 FROM candidate AS c
 WHERE i.id = c.id
 RETURNING i.*, c.escalates AS escalated
-),
-lapse AS (
-    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, lease_token,
-                             lease_started_at, at)
-    SELECT c.id, :queue, 'lapsed', c.lapsed_owner, :actor_role, c.lapsed_token,
-           c.lapsed_started_at, c.lapsed_at
-    FROM candidate AS c
-    WHERE c.lapsed
-),
--- An escalation is written to the timeline too (kind `escalated`, by the claimer, with the
--- queues it left and went to). The claim itself is not: the timeline reads it from the
--- record of how its lease ended, or from the item while it is held.
-escalation AS (
-    INSERT INTO item_events (item_id, queue, kind, actor, actor_role, detail)
-    SELECT c.id, :queue, 'escalated', :actor, :actor_role,
-           jsonb_build_object('from_queue', :queue::text, 'to_queue', c.escalation_queue)
-    FROM candidate AS c
-    WHERE c.escalates
 )
 -- Always one row: the claimed item's columns (NULL when nothing was claimed) and what the
 -- caller must do before claiming again: move overdue exceptions or items, clear ended
@@ -315,4 +302,17 @@ LEFT JOIN LATERAL (
                queue => claimed.queue, item_id => claimed.id, from_queue => :queue::text)
                AS notification
     WHERE claimed.id IS NOT NULL
-) AS hint ON true;
+) AS hint ON true
+-- The timeline rows of a lapse taken over or an escalation (casework_claim_timeline,
+-- migration 0037), written only when there is one: a fresh item's claim writes none.
+LEFT JOIN LATERAL (
+    SELECT casework_claim_timeline(
+               item_id => c.id, queue => :queue::text, actor => :actor::text,
+               actor_role => :actor_role::text, escalates => c.escalates,
+               escalation_queue => c.escalation_queue, lapsed => c.lapsed,
+               lapsed_owner => c.lapsed_owner, lapsed_token => c.lapsed_token,
+               lapsed_started_at => c.lapsed_started_at, lapsed_at => c.lapsed_at)
+               AS written
+    FROM candidate AS c
+    WHERE c.lapsed OR c.escalates
+) AS timeline ON true;

@@ -1,5 +1,5 @@
 -- QA sampling (migration 0021): the result of a check, and what reads it. The copies are
--- written by decision_submit (db/queries/decisions.sql, `qa_sampled`).
+-- written by the decision statements (db/queries/decisions.sql, casework_qa_copy).
 
 -- name: qa_result_record
 -- Records a QA reviewer's agree or disagree on a sampled decision, in one statement: the

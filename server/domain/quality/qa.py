@@ -2,7 +2,7 @@
 effect (migration 0021).
 
 The sampling itself happens in the database, in the statement that records a decision
-(decision_submit, `qa_sampled`): a decision is sampled iff casework_qa_draw(its id) is
+(decision_submit, through casework_qa_copy): a decision is sampled iff casework_qa_draw(its id) is
 below its queue's qa_sample_rate at that moment. `qa_draw` here is the same function, so
 anyone can say which decisions a rate samples. A QA reviewer claims the copy from the QA
 queue (the claim never hands it to the decider: `barred_claimer`) and records agree or

@@ -38,14 +38,15 @@ takes decisions only from a login at most that old (:auth_time; NULL, as for a C
 token, never passes) with that acr; a queue without them pays two IS NULL tests.
 QA sampling (migration 0021): an approve or reject in a queue with a qaSampleRate whose
 draw (casework_qa_draw of the decision's id) falls below the rate is copied to the QA
-queue (`qa_sampled`), and the hint names the QA queue among its queues (`qs`) so its
-backlog subscribers re-read. The item's timeline reads QA_SAMPLED from the copy: no
-timeline row is written here. The decision goes on the apply work list all the same: QA
-never holds up the effect. In a queue without a rate the step costs a comparison on the
-row `moved` returned.
+queue (casework_qa_copy, called in the hint's arguments), and the hint names the QA queue
+among its queues (`qs`) so its backlog subscribers re-read. The item's timeline reads
+QA_SAMPLED from the copy: no timeline row is written here. The decision goes on the
+apply work list all the same: QA never holds up the effect. In a queue without a rate
+the step costs a comparison on the row `moved` returned: the copy's INSERT is the
+function's (migration 0037), not a CTE set up on every decision.
 """
 
-# db/queries/decisions.sql:136
+# db/queries/decisions.sql:127
 DECISION_SUBMIT_DIAGNOSE = Query("decision_submit_diagnose", lambda *, note, auth_time, acr, reason_code, verdict, lease_token, item_id: None)
 """Read-only: why did decision_submit write nothing? Runs only on that failure path.
 `prior_decision_id` is the verdict already recorded on this item under this very lease:
@@ -53,7 +54,7 @@ a console whose answer was lost retries with the same token, and is answered wit
 `note_missing`: the reason code requires a note and this one says nothing.
 """
 
-# db/queries/decisions.sql:158
+# db/queries/decisions.sql:149
 DECISION_OVERTURN = Query("decision_overturn", lambda *, decision_id, auth_time, acr, reason_code, note, actor, actor_role, traceparent, authentication_id: None)
 """Writes an overturn that supersedes :decision_id.
 Fence: :decision_id is the effective decision of its item (not superseded already, not
@@ -63,7 +64,7 @@ a note that says something, if the code requires one).
 The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
 """
 
-# db/queries/decisions.sql:203
+# db/queries/decisions.sql:194
 DECISION_OVERTURN_DIAGNOSE = Query("decision_overturn_diagnose", lambda *, note, auth_time, acr, reason_code, decision_id: None)
 """Read-only: why did decision_overturn write nothing? Runs only on that failure path.
 `superseded_by`: a concurrent overturn won; `awaits_review`: a provisional decision
@@ -71,7 +72,7 @@ nobody has confirmed (migration 0020); `reason_allowed`: the catalogue allows th
 code for the reversed outcome; `note_missing`: it requires a note and this one says nothing.
 """
 
-# db/queries/decisions.sql:225
+# db/queries/decisions.sql:216
 DECISION_CONFIRM = Query("decision_confirm", lambda *, item_id, lease_token, actor, queue_scope, auth_time, acr, evidence_hash, actor_role, traceparent, authentication_id: None)
 """A second reviewer confirms the provisional decision an item waits on (migration 0020).
 Fence: every condition sits in the WHERE clause of the UPDATE `moved`: a live lease of
@@ -88,7 +89,7 @@ the item's queue and the decision's (other_queues: decisionEvents of the decisio
 queue delivers it now). The timeline reads the confirmation from its row.
 """
 
-# db/queries/decisions.sql:308
+# db/queries/decisions.sql:297
 DECISION_OVERRIDE = Query("decision_override", lambda *, item_id, lease_token, actor, queue_scope, auth_time, acr, evidence_hash, verdict, reason_code, note, actor_role, traceparent, authentication_id: None)
 """A second reviewer overrides the provisional decision an item waits on with a decision of
 their own (migration 0020), which supersedes it: effective at once, while the provisional
@@ -106,7 +107,7 @@ measures and its stream), with the second-review queue the lease was held in as
 superseding a decision (review_decisions_one_overturn_each) hold here too.
 """
 
-# db/queries/decisions.sql:395
+# db/queries/decisions.sql:380
 SECOND_REVIEW_DIAGNOSE = Query("second_review_diagnose", lambda *, note, auth_time, acr, reason_code, verdict, lease_token, item_id: None)
 """Read-only: why did decision_confirm or decision_override write nothing? Runs only on that
 failure path. `first_decider`, `decided_on`, `decided_in`: the provisional decision the

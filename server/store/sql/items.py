@@ -57,6 +57,11 @@ such exceptions (exceptions_escalate_overdue), so no cron job is needed, and a q
 without overdue exceptions pays for none of it.
 A lapsed lease the claim takes over is written to the timeline (`item_events`, kind
 `lapsed`, at the moment it ran out, with its owner); a claim of a fresh item writes none.
+An escalation is written too (kind `escalated`, by the claimer, with the queues it left
+and went to). The claim itself is not: the timeline reads it from the record of how its
+lease ended, or from the item while it is held. Both rows come from one call of
+casework_claim_timeline (migration 0037), made only when there is one to write: an
+INSERT in the statement would be set up on every claim, writing or not.
 
 Claim controls (migration 0014):
 - Assigned items come first for their assignee: `mine` walks the caller's own live
