@@ -43,6 +43,23 @@ PARSE_CACHE_SIZE = 256
 UNAVAILABLE_MESSAGE = f"The database is unavailable; try again in {RETRY_AFTER_SECONDS} seconds."
 
 
+SUBSCRIPTION_OVER_HTTP = (
+    "A subscription is served over the websocket at /graphql (graphql-transport-ws), not over HTTP."
+)
+
+
+def _subscription_over_http(context: Any) -> bool:
+    """A subscription sent by HTTP: only an HTTP request's context carries a sub-response
+    (a socket's, or the one a multiplexed subscription shares, has none)."""
+    if getattr(context.context, "response", None) is None:
+        return False
+    try:
+        return bool(context.operation_type is OperationType.SUBSCRIPTION)
+    except RuntimeError:
+        # No operation of that name: graphql-core says so when it executes.
+        return False
+
+
 def is_unexpected(error: GraphQLError) -> bool:
     """The server's fault, as opposed to the client's (bad syntax, values, ids)."""
     original = error.original_error
@@ -149,6 +166,12 @@ class CaseworkOperation(MaskUnexpectedErrors):
             context.validation_rules,
             self._hide_suggestions,
         )
+        if not context.pre_execution_errors and _subscription_over_http(context):
+            # Strawberry would run it as a query and fail on its stream: the server's
+            # fault by the look of it, though the client asked for the wrong transport.
+            context.pre_execution_errors = [
+                with_code(GraphQLError(SUBSCRIPTION_OVER_HTTP), ErrorCode.BAD_REQUEST)
+            ]
         yield
 
     def on_execute(self) -> Iterator[None]:

@@ -240,6 +240,22 @@ async def test_an_empty_selection_set_is_a_syntax_error_not_an_internal_one(
         assert body["errors"][0]["message"] == "Syntax Error: Expected Name, found '}'."
 
 
+async def test_a_subscription_over_http_is_the_clients_mistake(
+    client: httpx.AsyncClient, tokens: Tokens, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Strawberry ran it as a query, failed on its stream and answered INTERNAL with a
+    traceback in the log; it is a request for the wrong transport."""
+    auth = {"Authorization": f"Bearer {tokens.manager}"}
+    text = 'subscription { queueBacklog(queue: "kyc") { pending } }'
+    answered = await client.post("/graphql", json={"query": text}, headers=auth)
+    body = answered.json()
+    assert answered.status_code == 200, answered.text
+    assert codes(body) == ["BAD_REQUEST"], answered.text
+    assert body["data"] is None
+    assert "websocket" in body["errors"][0]["message"]
+    assert not [record for record in caplog.records if record.exc_info]
+
+
 async def test_a_subscription_next_payload_carries_the_code(
     test_database: TestDatabase,
     owner_db: Database,
