@@ -128,7 +128,8 @@ def test_the_resolver_wrapper_still_converts_through_the_module_global() -> None
 
     build_schema()
     assert "convert_arguments(" in inspect.getsource(schema_converter.get_arguments)
-    assert schema_converter.convert_arguments is argument_conversion.convert_arguments
+    installed = vars(schema_converter)["convert_arguments"]
+    assert installed is argument_conversion.convert_arguments
     assert parameters(arguments.convert_arguments) == [
         "value",
         "arguments",
