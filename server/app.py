@@ -308,7 +308,7 @@ def create_app(
         routes=[
             # Every method reaches the view, so a wrong one is refused in JSON like the rest.
             Route(GRAPHQL_PATH, lean),
-            WebSocketRoute("/graphql", graphql),
+            WebSocketRoute(GRAPHQL_PATH, graphql),
             Route("/livez", runtime.livez),
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
