@@ -50,7 +50,7 @@ from server.graphql_http import (
     request_context,
 )
 from server.http_limits import body_limit
-from server.lean_graphql import LeanGraphQL
+from server.lean_graphql import GRAPHQL_PATH, GraphQLFirst, LeanGraphQL
 from server.lifespan import Runtime
 from server.metrics_endpoint import MetricsEndpoint
 from server.observability.requests import RequestIds
@@ -307,8 +307,8 @@ def create_app(
     app = Starlette(
         routes=[
             # Every method reaches the view, so a wrong one is refused in JSON like the rest.
-            Route("/graphql", lean),
-            WebSocketRoute("/graphql", graphql),
+            Route(GRAPHQL_PATH, lean),
+            WebSocketRoute(GRAPHQL_PATH, graphql),
             Route("/livez", runtime.livez),
             Route("/healthz", runtime.healthz),
             Route("/readyz", runtime.readyz),
@@ -322,6 +322,7 @@ def create_app(
             Middleware(RequestIds),
             cors(runtime.settings.allowed_origins),
             body_limit(runtime.settings.max_body_bytes),
+            Middleware(GraphQLFirst, graphql=lean),
         ],
         lifespan=runtime.lifespan,
     )

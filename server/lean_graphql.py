@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from graphql import ExecutionResult, GraphQLError, execute
 from graphql import OperationType as GraphQLOperationType
+from starlette._utils import get_route_path
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strawberry import Schema
 from strawberry.execution import optimized_is_awaitable
 from strawberry.http import GraphQLHTTPResponse
@@ -49,6 +50,9 @@ from server.observability import tracing
 
 if TYPE_CHECKING:
     from server.app import CaseworkGraphQL
+
+# Where both HTTP paths of GraphQL answer.
+GRAPHQL_PATH = "/graphql"
 
 # What the lean path runs: queries and mutations (a subscription streams: general path).
 _LEAN_OPERATIONS = {
@@ -202,3 +206,27 @@ class LeanGraphQL:
             answer["extensions"] = extensions
         response: Response = general.create_response(answer, sub_response)
         return response
+
+
+class GraphQLFirst:
+    """The innermost middleware: HTTP requests to /graphql go straight to the lean route's
+    app, past Starlette's exception middleware and router, which do nothing for it. The
+    router would match the same route (`Route("/graphql", lean)`: every method, no path
+    parameters) and call the same app with the same scope; the exception middleware's
+    handlers answer Starlette's HTTPException, which neither the lean route nor
+    Strawberry's view raises (they answer their refusals themselves), and pass anything
+    else on to the server-error middleware, as an exception raised here reaches it. The
+    middleware outside (request ids, CORS, the body limit) still wrap it."""
+
+    def __init__(self, app: ASGIApp, *, graphql: ASGIApp) -> None:
+        self.app = app
+        self.graphql = graphql
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and get_route_path(scope) == GRAPHQL_PATH:
+            # What the router's match puts in the scope for this route.
+            scope["endpoint"] = self.graphql
+            scope["path_params"] = {}
+            await self.graphql(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

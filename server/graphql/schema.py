@@ -13,6 +13,7 @@ from strawberry.extensions import SchemaExtension
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
+from server.graphql import argument_conversion
 from server.graphql.codes import ErrorCode
 from server.graphql.controls.bulk import BulkMutation
 from server.graphql.controls.mutations import ControlMutation
@@ -145,5 +146,7 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     # Methods without arguments called directly (lean_resolvers.py), then unstorable or
     # over-long strings in any root field's arguments refused (input_strings.py).
     lean_resolvers(schema)
+    # Arguments converted by a plan made once per field (argument_conversion.py).
+    argument_conversion.install()
     guard_root_fields(graphql_schema_of(schema))
     return schema

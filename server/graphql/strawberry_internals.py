@@ -15,6 +15,9 @@
   fast path of a plain JSON POST in server/app.py.
 - A schema's graphql-core schema, `Schema._schema` (`graphql_schema_of`), which Strawberry
   keeps private: the lean resolvers, the cached validation and the string guards walk it.
+- The module-global `convert_arguments` that Strawberry's resolver wrapper (`get_arguments`)
+  calls, which server/graphql/argument_conversion.py replaces with a planned equivalent that
+  mirrors `convert_argument`'s branches.
 
 pyproject.toml names the Strawberry versions this is known to work with;
 tests/unit/test_strawberry_internals.py reads Strawberry's source and fails on an upgrade that

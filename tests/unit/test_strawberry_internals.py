@@ -116,3 +116,27 @@ def test_a_schema_still_keeps_its_graphql_core_schema() -> None:
     assert isinstance(built, GraphQLSchema)
     assert built.query_type is not None
     assert built.query_type.name == "Query"
+
+
+def test_the_resolver_wrapper_still_converts_through_the_module_global() -> None:
+    """argument_conversion.install replaces `convert_arguments` where get_arguments finds
+    it; the planned converter mirrors Strawberry's convert_argument, read here."""
+    from strawberry.schema import schema_converter
+    from strawberry.types import arguments
+
+    from server.graphql import argument_conversion
+
+    build_schema()
+    assert "convert_arguments(" in inspect.getsource(schema_converter.get_arguments)
+    installed = vars(schema_converter)["convert_arguments"]
+    assert installed is argument_conversion.convert_arguments
+    assert parameters(arguments.convert_arguments) == [
+        "value",
+        "arguments",
+        "scalar_registry",
+        "config",
+        "info",
+    ]
+    source = inspect.getsource(arguments.convert_argument)
+    for branch in ("StrawberryMaybe", "StrawberryOptional", "StrawberryList", "from_input"):
+        assert branch in source
