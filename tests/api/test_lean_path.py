@@ -7,8 +7,6 @@ be the same, and the lean application must have answered it on its lean path.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -16,7 +14,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import asyncpg
 import httpx
@@ -37,6 +34,7 @@ from server.observability.context import REQUEST_ID as REQUEST_ID_VAR
 from tests.api.conftest import SETUP_QUEUES, Tokens
 from tests.api.helpers import CLAIM, ENQUEUE
 from tests.conftest import TestDatabase
+from tests.lean.proxy import CuttableProxy, proxy_of
 
 QUEUES = "{ queues { name } }"
 ITEM = "query($id: ID!) { item(id: $id) { id state } }"
@@ -181,59 +179,20 @@ async def test_an_unexpected_error_is_masked_and_logged_once_in_full(
     assert all("status=200" in line and "user=ada" in line for line in lines), lines
 
 
-class Cable:
-    """A TCP relay between the applications and PostgreSQL that can be cut: every
-    connection through it ends and new ones are refused, as when the database goes away."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = host, port
-        self.writers: list[asyncio.StreamWriter] = []
-        self.server: asyncio.Server | None = None
-
-    async def start(self) -> int:
-        self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
-        port: int = self.server.sockets[0].getsockname()[1]
-        return port
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
-        self.writers += [writer, upstream_writer]
-
-        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(OSError):
-                while chunk := await source.read(65536):
-                    sink.write(chunk)
-                    await sink.drain()
-            sink.close()
-
-        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
-
-    async def cut(self) -> None:
-        assert self.server is not None
-        self.server.close()
-        for writer in self.writers:
-            writer.transport.abort()
-        await self.server.wait_closed()
-
-
 @pytest.fixture
 async def cut_pair(
     test_database: TestDatabase, tmp_path: Path
-) -> AsyncIterator[tuple[Pair, Cable]]:
-    target = urlsplit(test_database.app_dsn)
-    assert target.hostname is not None
-    cable = Cable(target.hostname, target.port or 5432)
-    port = await cable.start()
-    relayed = replace(
-        test_database,
-        app_dsn=target._replace(netloc=f"{target.username}@127.0.0.1:{port}").geturl(),
-    )
-    async with two_apps(relayed, tmp_path) as pair:
-        yield pair, cable
+) -> AsyncIterator[tuple[Pair, CuttableProxy]]:
+    """Both applications reach PostgreSQL through a relay the test can cut (a TCP or a
+    socket-file server alike: the embedded one listens on a socket file)."""
+    async with proxy_of(test_database.app_dsn) as relay:
+        relayed = replace(test_database, app_dsn=relay.dsn(test_database.app_dsn))
+        async with two_apps(relayed, tmp_path) as pair:
+            yield pair, relay
 
 
 async def test_a_database_outage_is_unavailable_with_retry_after(
-    cut_pair: tuple[Pair, Cable], tokens: Tokens
+    cut_pair: tuple[Pair, CuttableProxy], tokens: Tokens
 ) -> None:
     pair, cable = cut_pair
     await pair.both(tokens.admin, QUEUES)  # each looks the token up, and caches it, first
