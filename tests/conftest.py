@@ -175,3 +175,10 @@ async def redis_channel() -> str:
     finally:
         await client.aclose()
     return f"casework-test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def lean_path() -> bool:
+    """Whether an in-process application takes the lean path for trusted documents (on, as
+    deployed); tests/api/conftest.py runs its tests with it off too."""
+    return True

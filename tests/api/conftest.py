@@ -85,18 +85,23 @@ def trusted_test_documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         os.environ[TRUSTED_DOCUMENTS] = before
 
 
-# The tests on the in-process application run both ways: the lean path on (the default),
-# and off (CASEWORK_LEAN_PATH=0, the kill switch). Those that start `casework serve`
-# processes, or build an application of their own, run once, lean path on: they are the
-# slow half of the suite, and the lean path's behaviours are all reached in-process
-# (test_lean_path.py compares the two answers byte for byte).
-@pytest.fixture(params=["lean", "general"])
-async def client(
-    test_database: TestDatabase, request: pytest.FixtureRequest
-) -> AsyncIterator[httpx.AsyncClient]:
+# The API tests on the in-process application run both ways: the lean path on (the
+# default), and off (CASEWORK_LEAN_PATH=0, the kill switch). Those that start `casework
+# serve` processes, or build an application of their own, run once, lean path on: they are
+# the slow half of the suite, and the lean path's behaviours are all reached in-process
+# (test_lean_path.py compares the two answers byte for byte). Other folders borrow `client`
+# with the lean path on: their documents are not in this folder's manifest, so the lean
+# path would not take them, and running them twice would only cost time (the `lean_path`
+# fixture, True, is in tests/conftest.py).
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "lean_path" in metafunc.fixturenames:
+        metafunc.parametrize("lean_path", [True, False], ids=["lean", "general"])
+
+
+@pytest.fixture
+async def client(test_database: TestDatabase, lean_path: bool) -> AsyncIterator[httpx.AsyncClient]:
     settings = Settings.from_env()
-    lean = request.param == "lean"
-    settings = replace(settings, documents=replace(settings.documents, lean_path=lean))
+    settings = replace(settings, documents=replace(settings.documents, lean_path=lean_path))
     async with in_process_client(test_database, dev=False, settings=settings) as c:
         yield c
 
