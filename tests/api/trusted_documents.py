@@ -12,25 +12,14 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from graphql import (
-    DocumentNode,
-    GraphQLError,
-    GraphQLSchema,
-    OperationDefinitionNode,
-    OperationType,
-    parse,
-    specified_rules,
-)
-from graphql import validate as validate_document
+from graphql import OperationType
 
 from server.graphql.documents.ids import document_id
-from server.graphql.operation import MAX_TOKENS, validation_rules
+from server.graphql.documents.manifest import ManifestError, checked_document
 from server.graphql.schema import build_schema
-from server.graphql.strawberry_internals import graphql_schema_of
 
 HERE = Path(__file__).resolve().parent
 RUNS_LEAN = frozenset({OperationType.QUERY, OperationType.MUTATION})
@@ -44,32 +33,20 @@ def string_constants(folder: Path) -> Iterator[str]:
 
 
 def trusted_texts(folder: Path = HERE) -> list[str]:
-    """The texts among the constants that parse, validate, and hold a query or mutation."""
-    schema = graphql_schema_of(build_schema())
-    rules = (*specified_rules, *validation_rules(dev=False))
+    """The texts among the constants that a manifest may hold (server/graphql/documents/
+    manifest.py checks each as it would at start-up) and that hold a query or mutation."""
+    schema = build_schema()
     found: dict[str, None] = {}
     for text in string_constants(folder):
         if "{" not in text or text in found:
             continue
         try:
-            document = parse(text, max_tokens=MAX_TOKENS)
-        except GraphQLError:
+            document = checked_document(text, schema)
+        except ManifestError:
             continue
-        kinds = {
-            d.operation for d in document.definitions if isinstance(d, OperationDefinitionNode)
-        }
-        if kinds & RUNS_LEAN and _valid(schema, document, rules):
+        if set(document.operations.values()) & RUNS_LEAN:
             found[text] = None
     return list(found)
-
-
-def _valid(schema: GraphQLSchema, document: DocumentNode, rules: Sequence[Any]) -> bool:
-    try:
-        return not validate_document(schema, document, rules)
-    except ValueError:
-        # Strawberry's depth limiter fails on an empty selection set (`{}`), which the
-        # server refuses before validation (guards.py); not a document to trust.
-        return False
 
 
 def write_manifest(path: Path) -> Path:

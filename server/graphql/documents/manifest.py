@@ -112,6 +112,13 @@ def load_manifests(paths: Sequence[Path], schema: BaseSchema) -> TrustedDocument
     return TrustedDocuments(documents)
 
 
+def checked_document(text: str, schema: BaseSchema) -> TrustedDocument:
+    """One text checked as a manifest's entry is (ManifestError when it would be refused):
+    for a tool that writes a manifest and keeps only what a server would load."""
+    rules = (*specified_rules, *validation_rules(dev=False))
+    return _trusted(Path("<text>"), document_id(text), text, graphql_schema_of(schema), rules)
+
+
 def _trusted(
     path: Path,
     identifier: str,
