@@ -43,9 +43,16 @@ class ErrorCode(enum.StrEnum):
 class ClientError(Exception):
     """A refusal the client caused and may read; never masked."""
 
-    def __init__(self, message: str, code: ErrorCode = ErrorCode.BAD_REQUEST) -> None:
+    def __init__(
+        self,
+        message: str,
+        code: ErrorCode = ErrorCode.BAD_REQUEST,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
+        # More for `extensions` beside the code (a too-broad search's `narrowBy`).
+        self.details = details or {}
 
 
 def code_of(error: GraphQLError) -> ErrorCode:

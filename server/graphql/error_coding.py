@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from graphql import GraphQLError
 from starlette.status import HTTP_503_SERVICE_UNAVAILABLE
 
-from server.graphql.codes import RETRY_AFTER_SECONDS, ErrorCode, code_of, with_code
+from server.graphql.codes import RETRY_AFTER_SECONDS, ClientError, ErrorCode, code_of, with_code
 from server.graphql.context import Context
 
 
@@ -38,6 +38,8 @@ def code_errors(errors: Iterable[GraphQLError], context: object) -> list[ErrorCo
         code = code_of(error)
         if (error.extensions or {}).get("code") != code.value:
             with_code(error, code)
+        if isinstance(error.original_error, ClientError) and error.original_error.details:
+            error.extensions = {**error.original_error.details, **(error.extensions or {})}
         codes.append(code)
     if (
         ErrorCode.UNAVAILABLE in codes

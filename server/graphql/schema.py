@@ -38,6 +38,7 @@ from server.graphql.quality.mutations import QualityMutation
 from server.graphql.review.mutations import Mutation
 from server.graphql.review.queries import Query
 from server.graphql.review.subscriptions import Subscription
+from server.graphql.search.queries import SearchQuery
 from server.graphql.strawberry_internals import graphql_schema_of
 from server.graphql.timeline.mutations import TimelineMutation
 from server.observability import tracing
@@ -119,7 +120,14 @@ def build_schema(*, dev: bool = False) -> CaseworkSchema:
     schema = CaseworkSchema(
         query=merge_types(
             "Query",
-            (Query, ExceptionQuery, PrivacyPolicyQuery, IntegrationQuery, NotificationQuery),
+            (
+                Query,
+                ExceptionQuery,
+                PrivacyPolicyQuery,
+                IntegrationQuery,
+                NotificationQuery,
+                SearchQuery,
+            ),
         ),
         mutation=merge_types(
             "Mutation",

@@ -37,6 +37,7 @@ class ReadKind(enum.Enum):
     MANAGER_ITEM = "manager_item"  # an item's page as a manager reads it
     AUDIT_PACK = "audit_pack"  # auditPack
     EXPORT = "export"  # `casework export`
+    SEARCH = "search"  # finding cases: items, decisions, look-ups by key, their CSV
     # --- the primary: what a write or a fence depends on ---
     FENCE = "fence"  # a lease, an evidence hash, a version checked before a write
     CLAIM = "claim"
@@ -54,6 +55,7 @@ MAY_LAG = frozenset(
         ReadKind.MANAGER_ITEM,
         ReadKind.AUDIT_PACK,
         ReadKind.EXPORT,
+        ReadKind.SEARCH,
     }
 )
 

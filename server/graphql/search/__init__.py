@@ -1,0 +1,1 @@
+"""Finding cases: `items`, `decisions`, `itemByExternalKey` (server/domain/search/)."""
