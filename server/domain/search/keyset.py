@@ -31,7 +31,7 @@ def encode_keyset(kind: str, order: SearchOrder, position: Keyset) -> str:
 
 def decode_keyset(
     kind: str, order: SearchOrder, cursor: str | None
-) -> Keyset | None | InvalidInput:
+) -> Keyset | InvalidInput | None:
     """The position after which the next page starts; None for the first page."""
     if cursor is None:
         return None
