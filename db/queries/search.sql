@@ -49,11 +49,12 @@ SELECT i.id FROM review_items AS i WHERE i.subject_ref = :subject_ref LIMIT :sca
 
 -- name: item_ids_find_by_key_prefix
 -- review_items_key_prefix (external_key COLLATE "C"): the prefix as a range of bytes,
--- :prefix up to, not including, :prefix_end (NULL: no end).
+-- :prefix up to, not including, :prefix_end (both always given: a generic plan keeps the
+-- range as the index's bounds).
 SELECT i.id
 FROM review_items AS i
 WHERE i.external_key COLLATE "C" >= :prefix::text
-  AND (:prefix_end::text IS NULL OR i.external_key COLLATE "C" < :prefix_end)
+  AND i.external_key COLLATE "C" < :prefix_end::text
 LIMIT :scan_limit;
 
 -- name: item_ids_find_assigned
@@ -181,10 +182,15 @@ LIMIT :scan_limit;
 -- name: item_ids_find_noted
 -- item_events_queue_kind_at (queue, kind, at): the notes written in each queue (every
 -- queue: an item keeps its notes when it moves); items_search_page applies the scope.
+-- The lateral's own LIMIT keeps it a lateral, one index range per queue, not a join over
+-- the whole timeline.
 SELECT n.id
-FROM queues AS q
+FROM unnest(ARRAY(SELECT q.name FROM queues AS q)) AS q (name)
 CROSS JOIN LATERAL (
-    SELECT e.item_id AS id FROM item_events AS e WHERE e.queue = q.name AND e.kind = 'noted'
+    SELECT e.item_id AS id
+    FROM item_events AS e
+    WHERE e.queue = q.name AND e.kind = 'noted'
+    LIMIT :scan_limit
 ) AS n
 LIMIT :scan_limit;
 
