@@ -147,12 +147,21 @@ WHERE d.reason_code = :reason_code
 LIMIT :scan_limit;
 
 -- name: item_ids_find_by_verdict
--- review_decisions_outcome (outcome, decided_at): an overturn counts as the outcome it
--- gives.
-SELECT d.item_id AS id
-FROM review_decisions AS d
-WHERE d.outcome = :verdict
-  AND d.decided_at >= :after::timestamptz AND d.decided_at < :before::timestamptz
+-- review_decisions_reason (reason_code, decided_at), one range per reason code that may
+-- give the verdict: a decision's reason is one its queue allows for the verdict (an
+-- overturn's, for the outcome it gives), so no index of its own is needed for it.
+-- A lateral per code, as per queue elsewhere: one index range each, whatever the plan.
+SELECT v.id
+FROM (SELECT DISTINCT r.code FROM reason_codes AS r WHERE :verdict::text = ANY (r.verdicts))
+    AS c
+CROSS JOIN LATERAL (
+    SELECT d.item_id AS id
+    FROM review_decisions AS d
+    WHERE d.reason_code = c.code
+      AND d.decided_at >= :after::timestamptz AND d.decided_at < :before::timestamptz
+      AND d.outcome = :verdict
+    LIMIT :scan_limit
+) AS v
 LIMIT :scan_limit;
 
 -- name: item_ids_find_overturned

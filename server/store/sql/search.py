@@ -72,25 +72,27 @@ ITEM_IDS_FIND_BY_REASON = Query("item_ids_find_by_reason", lambda *, reason_code
 
 # db/queries/search.sql:149
 ITEM_IDS_FIND_BY_VERDICT = Query("item_ids_find_by_verdict", lambda *, verdict, after, before, scan_limit: None)
-"""review_decisions_outcome (outcome, decided_at): an overturn counts as the outcome it
-gives.
+"""review_decisions_reason (reason_code, decided_at), one range per reason code that may
+give the verdict: a decision's reason is one its queue allows for the verdict (an
+overturn's, for the outcome it gives), so no index of its own is needed for it.
+A lateral per code, as per queue elsewhere: one index range each, whatever the plan.
 """
 
-# db/queries/search.sql:158
+# db/queries/search.sql:167
 ITEM_IDS_FIND_OVERTURNED = Query("item_ids_find_overturned", lambda *, after, before, scan_limit: None)
 """review_decisions_one_overturn_each (supersedes) WHERE it supersedes one: overturns and
 overrides, the overrides left out.
 """
 
-# db/queries/search.sql:167
+# db/queries/search.sql:176
 ITEM_IDS_FIND_PROVISIONAL = Query("item_ids_find_provisional", lambda *, after, before, scan_limit: None)
 """review_decisions_provisional (decided_at) WHERE provisional."""
 
-# db/queries/search.sql:175
+# db/queries/search.sql:184
 ITEM_IDS_FIND_DECIDED_BETWEEN = Query("item_ids_find_decided_between", lambda *, after, before, scan_limit: None)
 """review_decisions_decided_brin (decided_at): the window's blocks only."""
 
-# db/queries/search.sql:182
+# db/queries/search.sql:191
 ITEM_IDS_FIND_NOTED = Query("item_ids_find_noted", lambda *, scan_limit: None)
 """item_events_queue_kind_at (queue, kind, at): the notes written in each queue (every
 queue: an item keeps its notes when it moves); items_search_page applies the scope.
@@ -98,7 +100,7 @@ The lateral's own LIMIT keeps it a lateral, one index range per queue, not a joi
 the whole timeline.
 """
 
-# db/queries/search.sql:197
+# db/queries/search.sql:206
 ITEMS_SEARCH_PAGE = Query("items_search_page", lambda *, by_decision, ids, queues, states, key_prefix, subject_ref, priority_at_least, priority_at_most, enqueued_after, enqueued_before, decided_after, decided_before, decided_by, verdict, reason_code, provisional, overturned, assigned_to, held, overdue, has_notes, at, newest, id, page_size: None)
 """The candidates :ids (review_items_pkey) that every filter matches, in the caller's
 queues (:queues NULL: every queue), after the cursor (:at and :id; NULL: from the
