@@ -134,7 +134,7 @@ LIMIT :scan_limit;
 -- items_search_page keeps the items whose current decision is one of them.
 SELECT d.item_id AS id
 FROM review_decisions AS d
-WHERE d.reviewer = :reviewer
+WHERE d.reviewer = :reviewer AND d.item_id > 0  -- the index's condition
   AND d.decided_at >= :after::timestamptz AND d.decided_at < :before::timestamptz
 LIMIT :scan_limit;
 
@@ -142,7 +142,7 @@ LIMIT :scan_limit;
 -- review_decisions_reason (reason_code, decided_at).
 SELECT d.item_id AS id
 FROM review_decisions AS d
-WHERE d.reason_code = :reason_code
+WHERE d.reason_code = :reason_code AND d.item_id > 0  -- the index's condition
   AND d.decided_at >= :after::timestamptz AND d.decided_at < :before::timestamptz
 LIMIT :scan_limit;
 
@@ -157,7 +157,7 @@ FROM (SELECT DISTINCT r.code FROM reason_codes AS r WHERE :verdict::text = ANY (
 CROSS JOIN LATERAL (
     SELECT d.item_id AS id
     FROM review_decisions AS d
-    WHERE d.reason_code = c.code
+    WHERE d.reason_code = c.code AND d.item_id > 0  -- the index's condition
       AND d.decided_at >= :after::timestamptz AND d.decided_at < :before::timestamptz
       AND d.outcome = :verdict
     LIMIT :scan_limit
@@ -211,19 +211,21 @@ LIMIT :scan_limit;
 -- the latest of its decisions (review_decisions_item), only when :by_decision.
 -- :states are the states a reader sees: `leased` is a pending item under a live lease.
 SELECT i.*
-FROM review_items AS i
+FROM unnest(:ids::bigint[]) AS c (id)
+-- One primary-key probe per candidate, whatever the estimates: LIMIT keeps it a lateral,
+-- so the planner cannot trade it for a scan of another index of review_items.
+CROSS JOIN LATERAL (SELECT r.* FROM review_items AS r WHERE r.id = c.id LIMIT 1) AS i
 LEFT JOIN LATERAL (
     SELECT d.reviewer, d.outcome, d.verdict, d.reason_code, d.decided_at,
-           d.provisional AND NOT EXISTS (
-               SELECT 1 FROM decision_confirmations AS c WHERE c.decision_id = d.id
-           ) AS provisional
+           d.provisional AND (
+               SELECT true FROM decision_confirmations AS f WHERE f.decision_id = d.id LIMIT 1
+           ) IS NULL AS provisional
     FROM review_decisions AS d
     WHERE d.item_id = i.id AND :by_decision::boolean
     ORDER BY d.id DESC
     LIMIT 1
 ) AS d ON true
-WHERE i.id = ANY (:ids::bigint[])
-  AND (:queues::text[] IS NULL OR i.queue = ANY (:queues))
+WHERE (:queues::text[] IS NULL OR i.queue = ANY (:queues))
   AND (:states::text[] IS NULL
        OR CASE WHEN i.state <> 'pending' THEN i.state::text
                WHEN i.lease_expires_at > now() THEN 'leased'
@@ -248,9 +250,10 @@ WHERE i.id = ANY (:ids::bigint[])
        OR coalesce(i.state = 'pending' AND i.held_until > now(), false) = :held)
   AND (:overdue::boolean IS NULL
        OR coalesce(i.state = 'pending' AND i.due_at <= now(), false) = :overdue)
+  -- A probe per candidate (item_events_item) with LIMIT, never hashed over the timeline.
   AND (:has_notes::boolean IS NULL
-       OR EXISTS (SELECT 1 FROM item_events AS e WHERE e.item_id = i.id AND e.kind = 'noted')
-          = :has_notes)
+       OR (SELECT true FROM item_events AS e WHERE e.item_id = i.id AND e.kind = 'noted'
+           LIMIT 1) IS NOT NULL = :has_notes)
   AND (:at::timestamptz IS NULL
        OR CASE WHEN :newest::boolean THEN (i.updated_at, i.id) < (:at, :id::bigint)
                ELSE (i.updated_at, i.id) > (:at, :id::bigint) END)

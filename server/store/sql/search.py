@@ -101,7 +101,7 @@ the whole timeline.
 """
 
 # db/queries/search.sql:206
-ITEMS_SEARCH_PAGE = Query("items_search_page", lambda *, by_decision, ids, queues, states, key_prefix, subject_ref, priority_at_least, priority_at_most, enqueued_after, enqueued_before, decided_after, decided_before, decided_by, verdict, reason_code, provisional, overturned, assigned_to, held, overdue, has_notes, at, newest, id, page_size: None)
+ITEMS_SEARCH_PAGE = Query("items_search_page", lambda *, ids, by_decision, queues, states, key_prefix, subject_ref, priority_at_least, priority_at_most, enqueued_after, enqueued_before, decided_after, decided_before, decided_by, verdict, reason_code, provisional, overturned, assigned_to, held, overdue, has_notes, at, newest, id, page_size: None)
 """The candidates :ids (review_items_pkey) that every filter matches, in the caller's
 queues (:queues NULL: every queue), after the cursor (:at and :id; NULL: from the
 start), in activity order (:newest: newest first), at most :page_size of them.
