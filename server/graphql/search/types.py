@@ -29,42 +29,85 @@ def _names(values: list[str] | None) -> tuple[str, ...] | None:
 
 @strawberry.input(
     description=(
-        "Items across your queues; every field left out or null does not filter. Times are "
-        "half-open: after <= t < before. The decision filters match the item's current "
-        "decision (the latest not superseded)."
+        "Items across your queues; every field left out or null does not filter, the rest "
+        "must all hold. Times are half-open: after <= t < before. The decision filters match "
+        "the item's current decision (the latest not superseded); an item without a decision "
+        "matches none of them."
     )
 )
 class ItemSearch:
     queues: list[str] | None = strawberry.field(
-        default=None, description="Only these queues (within your token's)."
+        default=None,
+        description=(
+            "Only these queues, where the items are now. A queue outside your token matches "
+            "nothing."
+        ),
     )
-    states: list[model.ItemState] | None = None
+    states: list[model.ItemState] | None = strawberry.field(
+        default=None,
+        description="Only items in these states (LEASED: waiting under a live lease).",
+    )
     external_key_prefix: str | None = strawberry.field(
-        default=None, description="Keys that start with this text (case-sensitive)."
+        default=None,
+        description="Keys that start with this text (case-sensitive; not empty).",
     )
     subject_ref: str | None = strawberry.field(
         default=None, description="Items about this data subject (queues with a privacy policy)."
     )
-    priority_at_least: int | None = None
-    priority_at_most: int | None = None
-    enqueued_after: datetime | None = None
-    enqueued_before: datetime | None = None
-    decided_after: datetime | None = None
-    decided_before: datetime | None = None
+    priority_at_least: int | None = strawberry.field(
+        default=None, description="Priority at least this (included)."
+    )
+    priority_at_most: int | None = strawberry.field(
+        default=None, description="Priority at most this (included)."
+    )
+    enqueued_after: datetime | None = strawberry.field(
+        default=None, description="Enqueued at or after this time."
+    )
+    enqueued_before: datetime | None = strawberry.field(
+        default=None, description="Enqueued before this time."
+    )
+    decided_after: datetime | None = strawberry.field(
+        default=None, description="The current decision was made at or after this time."
+    )
+    decided_before: datetime | None = strawberry.field(
+        default=None, description="The current decision was made before this time."
+    )
     decided_by: str | None = strawberry.field(
         default=None, description="The reviewer who made the current decision."
     )
-    verdict: model.Verdict | None = None
-    reason_code: str | None = None
-    decision_status: model.DecisionStatus | None = None
+    verdict: model.Verdict | None = strawberry.field(
+        default=None,
+        description="The current decision's outcome (an overturn's is the outcome it gives).",
+    )
+    reason_code: str | None = strawberry.field(
+        default=None, description="The reason code the current decision gives."
+    )
+    decision_status: model.DecisionStatus | None = strawberry.field(
+        default=None,
+        description=(
+            "PROVISIONAL or EFFECTIVE. A current decision is never SUPERSEDED: that is bad "
+            "input (use `overturned`)."
+        ),
+    )
     overturned: bool | None = strawberry.field(
         default=None, description="Whether the current decision is an overturn."
     )
-    assigned_to: str | None = None
-    held: bool | None = None
-    overdue: bool | None = None
-    has_notes: bool | None = None
-    order: filters.SearchOrder = filters.SearchOrder.NEWEST_FIRST
+    assigned_to: str | None = strawberry.field(
+        default=None, description="Waiting items reserved for this reviewer now."
+    )
+    held: bool | None = strawberry.field(
+        default=None, description="Waiting on a hold that has not ended (true), or not."
+    )
+    overdue: bool | None = strawberry.field(
+        default=None, description="Waiting past the due time (true), or not."
+    )
+    has_notes: bool | None = strawberry.field(
+        default=None, description="With at least one note on the timeline (true), or none."
+    )
+    order: filters.SearchOrder = strawberry.field(
+        default=filters.SearchOrder.NEWEST_FIRST,
+        description="By the item's latest activity, newest first unless OLDEST_FIRST.",
+    )
 
     def to_domain(self) -> filters.ItemSearch:
         return filters.ItemSearch(
