@@ -13,35 +13,52 @@
 
 -- name: item_ids_walk_newest
 -- review_items_activity (queue, updated_at, id), index only: each queue's items before
--- the position, newest first, merged; one chunk of the search's order.
-SELECT w.id, w.updated_at
-FROM unnest(coalesce(:queues::text[], ARRAY(SELECT q.name FROM queues AS q))) AS q (name)
+-- the position, newest first, at most :chunk / (number of queues) of each (at least one),
+-- so a chunk reads about :chunk entries however many queues there are. Each row says how
+-- many its queue was allowed (per_queue): a queue that gave that many may hold more, older
+-- than its last, which is where the caller's merge of this chunk must stop.
+WITH walked_queues AS (
+    SELECT q.name
+    FROM unnest(coalesce(:queues::text[], ARRAY(SELECT q.name FROM queues AS q))) AS q (name)
+), share AS (
+    SELECT greatest(1, :chunk::integer / greatest(count(*), 1))::integer AS per_queue
+    FROM walked_queues
+)
+SELECT w.queue, w.id, w.updated_at, share.per_queue
+FROM walked_queues AS q
+CROSS JOIN share
 CROSS JOIN LATERAL (
-    SELECT i.id, i.updated_at
+    SELECT i.queue, i.id, i.updated_at
     FROM review_items AS i
     WHERE i.queue = q.name
       AND (i.updated_at, i.id) < (:at::timestamptz, :id::bigint)
     ORDER BY i.updated_at DESC, i.id DESC
-    LIMIT :chunk
+    LIMIT share.per_queue
 ) AS w
-ORDER BY w.updated_at DESC, w.id DESC
-LIMIT :chunk;
+ORDER BY w.updated_at DESC, w.id DESC;
 
 -- name: item_ids_walk_oldest
 -- review_items_activity (queue, updated_at, id), index only: as item_ids_walk_newest,
 -- oldest first.
-SELECT w.id, w.updated_at
-FROM unnest(coalesce(:queues::text[], ARRAY(SELECT q.name FROM queues AS q))) AS q (name)
+WITH walked_queues AS (
+    SELECT q.name
+    FROM unnest(coalesce(:queues::text[], ARRAY(SELECT q.name FROM queues AS q))) AS q (name)
+), share AS (
+    SELECT greatest(1, :chunk::integer / greatest(count(*), 1))::integer AS per_queue
+    FROM walked_queues
+)
+SELECT w.queue, w.id, w.updated_at, share.per_queue
+FROM walked_queues AS q
+CROSS JOIN share
 CROSS JOIN LATERAL (
-    SELECT i.id, i.updated_at
+    SELECT i.queue, i.id, i.updated_at
     FROM review_items AS i
     WHERE i.queue = q.name
       AND (i.updated_at, i.id) > (:at::timestamptz, :id::bigint)
     ORDER BY i.updated_at, i.id
-    LIMIT :chunk
+    LIMIT share.per_queue
 ) AS w
-ORDER BY w.updated_at, w.id
-LIMIT :chunk;
+ORDER BY w.updated_at, w.id;
 
 -- name: item_ids_find_by_subject
 -- review_items_subject (subject_ref).

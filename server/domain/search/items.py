@@ -10,6 +10,7 @@ the same rows whether it is the first page or the tenth, and is refused alike.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -298,13 +299,37 @@ async def _walk(
             return None, read
         walked = await db.fetch(statement, queues=queues, at=at, id=last_id, chunk=size)
         read += len(walked)
-        if walked:
-            ids = [row["id"] for row in walked]
+        if read > budget:
+            return None, read
+        merged, more = _merged(walked)
+        if merged:
+            ids = [row["id"] for row in merged]
             found += await _page(db, search, queues, ids, None, first + 1 - len(found))
-        if len(found) > first or len(walked) < size:
+        if len(found) > first or not more:
             return found, read
-        at, last_id = walked[-1]["updated_at"], walked[-1]["id"]
+        at, last_id = merged[-1]["updated_at"], merged[-1]["id"]
         chunk *= CHUNK_GROWTH
+
+
+def _merged(walked: list[Row]) -> tuple[list[Row], bool]:
+    """The rows of one chunk of the walk (all queues', in the walk's order) that come before
+    anything the chunk left unread, and whether anything was left unread.
+
+    Each queue gave at most `per_queue` rows; one that gave that many may hold more beyond
+    its last. The first such last row in the walk's order is the frontier: every row up to it
+    is in its final place, and the rows after it must wait for the next chunk, which starts
+    there. The frontier's queue gave `per_queue` rows up to it, so each chunk moves on.
+    """
+    if not walked:
+        return [], False
+    per_queue = walked[0]["per_queue"]
+    counts = Counter(row["queue"] for row in walked)
+    seen: Counter[str] = Counter()
+    for index, row in enumerate(walked):
+        seen[row["queue"]] += 1
+        if counts[row["queue"]] == per_queue and seen[row["queue"]] == per_queue:
+            return walked[: index + 1], True
+    return walked, False
 
 
 async def _page(
