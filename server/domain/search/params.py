@@ -149,7 +149,10 @@ def _parse(
             return InvalidInput(f"{parameter}: given more than once; give it once", parameter)
         else:
             given[name] = parsed
-    return kind(**{name: tuple(v) if isinstance(v, list) else v for name, v in given.items()})
+    values: dict[str, Any] = {
+        name: tuple(v) if isinstance(v, list) else v for name, v in given.items()
+    }
+    return kind(**values)
 
 
 def item_search_from_params(pairs: Iterable[tuple[str, str]]) -> ItemSearch | InvalidInput:
