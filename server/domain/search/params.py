@@ -44,15 +44,19 @@ def camel_case(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
-def _enum(kind: type[enum.Enum], what: str) -> Callable[[str], Any]:
-    def parse(value: str) -> enum.Enum:
-        try:
-            return kind[value]
-        except KeyError:
-            names = ", ".join(member.name for member in kind)
-            raise _Bad(f"{value!r} is not {what} (one of {names})") from None
+class _Enum:
+    """Reads an enum value by its GraphQL name."""
 
-    return parse
+    def __init__(self, kind: type[enum.Enum], what: str) -> None:
+        self.kind = kind
+        self.what = what
+
+    def __call__(self, value: str) -> enum.Enum:
+        try:
+            return self.kind[value]
+        except KeyError:
+            names = ", ".join(member.name for member in self.kind)
+            raise _Bad(f"{value!r} is not {self.what} (one of {names})") from None
 
 
 def _text(value: str) -> str:
@@ -86,12 +90,13 @@ def parse_moment(value: str) -> datetime:
 
 # Each field's parser, by the dataclass field's name; a list field is marked True.
 _Parser = tuple[Callable[[str], Any], bool]
-_ITEM_STATE = _enum(ItemState, "an item state")
-_VERDICT = _enum(Verdict, "a verdict")
-_STATUS = _enum(DecisionStatus, "a decision status")
-_ORDER = _enum(SearchOrder, "an order")
+Parameters = Mapping[str, _Parser]
+_ITEM_STATE = _Enum(ItemState, "an item state")
+_VERDICT = _Enum(Verdict, "a verdict")
+_STATUS = _Enum(DecisionStatus, "a decision status")
+_ORDER = _Enum(SearchOrder, "an order")
 
-ITEM_PARAMETERS: Mapping[str, _Parser] = {
+ITEM_PARAMETERS: Parameters = {
     "queues": (_text, True),
     "states": (_ITEM_STATE, True),
     "external_key_prefix": (_text, False),
@@ -114,7 +119,7 @@ ITEM_PARAMETERS: Mapping[str, _Parser] = {
     "order": (_ORDER, False),
 }
 
-DECISION_PARAMETERS: Mapping[str, _Parser] = {
+DECISION_PARAMETERS: Parameters = {
     "queues": (_text, True),
     "reviewer": (_text, False),
     "verdict": (_VERDICT, False),
@@ -126,8 +131,21 @@ DECISION_PARAMETERS: Mapping[str, _Parser] = {
 }
 
 
+def value_hint(parse: Callable[[str], Any]) -> str:
+    """What a parameter's value looks like, for help texts."""
+    if isinstance(parse, _Enum):
+        return "|".join(member.name for member in parse.kind)
+    hints: dict[Callable[[str], Any], str] = {
+        _text: "TEXT",
+        _number: "N",
+        _boolean: "true|false",
+        parse_moment: "WHEN",
+    }
+    return hints[parse]
+
+
 def _parse(
-    kind: type[S], parsers: Mapping[str, _Parser], pairs: Iterable[tuple[str, str]]
+    kind: type[S], parsers: Parameters, pairs: Iterable[tuple[str, str]]
 ) -> S | InvalidInput:
     by_parameter = {camel_case(name): name for name in parsers}
     given: dict[str, Any] = {}
