@@ -120,10 +120,10 @@ def export_filename(kind: str, now: datetime) -> str:
 
 
 def current_decision(decisions: list[Decision]) -> Decision | None:
-    """The item's current decision as the search's filters mean it: the latest one that
-    nothing supersedes (provisional included)."""
+    """The item's current decision as the search's filters mean it: the latest one (which
+    nothing supersedes; provisional included)."""
     standing = [d for d in decisions if d.status is not DecisionStatus.SUPERSEDED]
-    return max(standing, key=lambda d: (d.decided_at, d.id), default=None)
+    return max(standing, key=lambda d: d.id, default=None)
 
 
 def _item_row(

@@ -149,7 +149,7 @@ def flag(value: bool | None) -> str:
 
 def current(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     standing = [d for d in decisions if d["status"] != "SUPERSEDED"]
-    return max(standing, key=lambda d: (d["decidedAt"], int(d["id"])), default=None)
+    return max(standing, key=lambda d: int(d["id"]), default=None)
 
 
 def guarded(text: str) -> str:
