@@ -65,9 +65,9 @@ async def seeded(gql: GraphQL, tokens: Tokens, kyc: str, monkeypatch: pytest.Mon
     monkeypatch.setattr(search_csv, "PAGE_SIZE", PAGE)
 
 
-def query(**filters: Any) -> str:
+def query(**given: Any) -> str:
     pairs: list[tuple[str, str]] = []
-    for name, value in filters.items():
+    for name, value in given.items():
         values = value if isinstance(value, list) else [value]
         pairs += [(name, str(v)) for v in values]
     return urlencode(pairs)
