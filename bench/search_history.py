@@ -56,7 +56,7 @@ FROM generate_series(0, {WORKING_QUEUES - 1}) AS n;
 INSERT INTO reason_codes (queue, code, label, verdicts)
 SELECT q.name, r.code, replace(r.code, '_', ' '), ARRAY[r.verdict]
 FROM queues AS q,
-     (VALUES {", ".join(f"('{code}', '{verdict}')" for verdict, codes in REASONS.items() for code in codes)})
+     (VALUES {", ".join(f"('{c}', '{v}')" for v, codes in REASONS.items() for c in codes)})
          AS r (code, verdict)
 WHERE q.name LIKE 'search-%';
 INSERT INTO hold_reasons (queue, code, label)
@@ -190,12 +190,13 @@ FROM (
            'overturn', CASE p.verdict WHEN 'approve' THEN 'reject' ELSE 'approve' END,
            CASE p.verdict WHEN 'approve' THEN 'name_mismatch' ELSE 'documents_ok' END,
            'Overturned on appeal.', 'approver-' || (p.h6 % 5), 'approver', repeat('a', 64),
-           NULL, p.g, least(p.decided_at + interval '1 hour', $2::timestamptz), NULL, NULL, p.created_at, false
+           NULL, p.g, least(p.decided_at + interval '1 hour', $2::timestamptz), NULL, NULL,
+           p.created_at, false
     FROM search_plan AS p WHERE p.overturned
 ) AS d
 """
 
-EVENTS = f"""
+EVENTS = """
 INSERT INTO item_events (item_id, queue, kind, actor, actor_role, lease_token,
                          lease_started_at, at, recorded_at, body)
 SELECT p.g, p.origin, 'enqueued', 'search-intake', 'integration', NULL::uuid,
@@ -265,9 +266,8 @@ async def build_history(conn: asyncpg.Connection, items: int) -> None:
         indexes = await conn.fetch(SECONDARY_INDEXES)
         for index in indexes:
             if index["constraint_name"] is not None:
-                await conn.execute(
-                    f'ALTER TABLE {index["table_name"]} DROP CONSTRAINT "{index["constraint_name"]}"'
-                )
+                table, constraint = index["table_name"], index["constraint_name"]
+                await conn.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{constraint}"')
             else:
                 await conn.execute(f'DROP INDEX "{index["name"]}"')
         await conn.execute(PLAN, items, now)
@@ -280,7 +280,7 @@ async def build_history(conn: asyncpg.Connection, items: int) -> None:
         for index in indexes:
             if index["constraint_name"] is not None:
                 await conn.execute(
-                    f'ALTER TABLE {index["table_name"]} ADD CONSTRAINT '
+                    f"ALTER TABLE {index['table_name']} ADD CONSTRAINT "
                     f'"{index["constraint_name"]}" {index["constraint_definition"]}'
                 )
             else:
