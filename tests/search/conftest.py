@@ -32,6 +32,12 @@ SCALE_ITEMS = int(os.environ.get("SEARCH_HISTORY_ITEMS", "1000000"))
 async def scale_database(pg_server: str) -> AsyncIterator[TestDatabase]:
     """The history, built once. Its tests only read it, so they share one database rather
     than a clone each (a clone of a gigabyte costs more than the test)."""
+    kept = os.environ.get("SEARCH_HISTORY_DATABASE")
+    if kept:
+        # A history built before (by this fixture or bench/search_history.py), kept: for
+        # trying a change to a statement without waiting for the build again.
+        yield TestDatabase(kept, pg.owner_dsn(pg_server, kept), pg.app_dsn(pg_server, kept))
+        return
     name = await pg.create_empty_database(pg_server, "casework_search_scale")
     started = time.perf_counter()
     conn = await connect(pg.owner_dsn(pg_server, name))

@@ -123,15 +123,15 @@ async def explain(
         await conn.fetchval(f"SELECT quote_nullable($1::{type_})", value)
         for value, type_ in zip(values, types, strict=True)
     ]
-    await conn.execute(f"PREPARE searched ({', '.join(types)}) AS {statement.sql}")
+    declared = f" ({', '.join(types)})" if types else ""
+    await conn.execute(f"PREPARE searched{declared} AS {statement.sql}")
     try:
         await conn.execute("SET plan_cache_mode = force_generic_plan")
         arguments_sql = ", ".join(
             f"{literal}::{type_}" for literal, type_ in zip(literals, types, strict=True)
         )
-        return await conn.fetchval(
-            f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE searched ({arguments_sql})"
-        )
+        executed = f"EXECUTE searched ({arguments_sql})" if types else "EXECUTE searched"
+        return await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {executed}")
     finally:
         await conn.execute("RESET plan_cache_mode")
         await conn.execute("DEALLOCATE searched")
