@@ -120,8 +120,9 @@ export function exceptionsPage(main, query) {
     window.location.hash = filterHash({ ...filter, ...change });
   }
 
+  // The rows come newest activity first from the server (order: NEWEST_FIRST); a live
+  // change is the newest activity, so its row moves to the top.
   function render(flashId = null) {
-    rows.sort((a, b) => Date.parse(b.updatedAt) - Date.parse(a.updatedAt));
     fill(
       summary,
       `${count(rows.length)} exception${rows.length === 1 ? "" : "s"}`,
@@ -208,7 +209,7 @@ export function exceptionsPage(main, query) {
         const event = data.exceptionEvents;
         const exception = event.exception;
         rows = rows.filter((row) => row.id !== exception.id);
-        if (matches(exception, filter)) rows.push(exception);
+        if (matches(exception, filter)) rows.unshift(exception);
         render(exception.id);
       });
     }

@@ -291,10 +291,11 @@ const EXCEPTION_ROW = `
 
 export { EXCEPTION_ROW };
 
-// Oldest first, as the API pages them; the console shows newest activity first.
+// Newest activity first, as the console shows them: the server orders and pages them, so
+// the first pages are the newest, however many there are.
 export const EXCEPTIONS = `
 query Exceptions($filter: ExceptionFilter, $after: String) {
-  exceptions(filter: $filter, first: 200, after: $after) {
+  exceptions(filter: $filter, first: 200, after: $after, order: NEWEST_FIRST) {
     edges { node { ${EXCEPTION_ROW} } }
     pageInfo { hasNextPage endCursor }
   }
