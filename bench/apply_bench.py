@@ -137,7 +137,7 @@ class ReceiverStats:
 
 
 class ReceiverProtocol(asyncio.Protocol):
-    """HTTP/1.1 keep-alive with Content-Length bodies: what httpx sends. 200 to every POST;
+    """HTTP/1.1 keep-alive with Content-Length bodies: what the worker sends. 200 to every POST;
     POST /stats answers the counts (and resets them if the body says so)."""
 
     def __init__(self, stats: ReceiverStats) -> None:

@@ -18,13 +18,12 @@ import logging
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 
-import httpx
-
 from server.domain.integrations import deliveries
 from server.domain.integrations.deliveries import DeliveryState, DueEventDelivery
 from server.domain.integrations.envelope import render
 from server.domain.review import apply
 from server.domain.review.queues import target_refusal
+from server.effects.http import Session
 from server.effects.webhook import Answer, Signing, send_signed
 from server.observability import metrics
 from server.observability.metrics import EventDeliveryOutcome
@@ -37,7 +36,7 @@ log = logging.getLogger("casework.worker")
 PRUNE_EVERY_SECONDS = 600.0
 
 
-async def post_event(client: httpx.AsyncClient, due: DueEventDelivery) -> Answer:
+async def post_event(client: Session, due: DueEventDelivery) -> Answer:
     """One signed POST of the event in the endpoint's format."""
     payload, content_type = render(due.event, due.format)
     return await send_signed(
@@ -105,7 +104,7 @@ class EventDeliveries:
         self._next_look = now + self._poll_seconds
         return True
 
-    async def start(self, client: httpx.AsyncClient, free: int, spawn: Spawn) -> int:
+    async def start(self, client: Session, free: int, spawn: Spawn) -> int:
         """Claims up to `free` attempts and spawns them; returns how many. Raises what the
         database raised (the worker backs off on an outage)."""
         now = asyncio.get_running_loop().time()
@@ -121,7 +120,7 @@ class EventDeliveries:
         self._look = len(claimed) == free
         return len(claimed)
 
-    async def _deliver(self, client: httpx.AsyncClient, due: DueEventDelivery) -> None:
+    async def _deliver(self, client: Session, due: DueEventDelivery) -> None:
         try:
             refusal = target_refusal(due.url, self._allowed_hosts)
             if refusal:

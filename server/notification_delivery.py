@@ -19,8 +19,6 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 
-import httpx
-
 from server.config_mail import MailSettings
 from server.domain.integrations import notification_deliveries as deliveries
 from server.domain.integrations.events import EventType
@@ -30,6 +28,7 @@ from server.domain.integrations.notifications import NotificationState
 from server.domain.review import apply
 from server.domain.review.queues import target_refusal
 from server.effects.errors import PermanentEffectError, TransientEffectError
+from server.effects.http import Session
 from server.effects.notify import (
     ChannelTarget,
     NoticeEntry,
@@ -123,7 +122,7 @@ class NotificationSender:
         self.retried = 0
         self.failed = 0
 
-    async def start(self, client: httpx.AsyncClient, free: int, spawn: Spawn) -> int:
+    async def start(self, client: Session, free: int, spawn: Spawn) -> int:
         """Claims up to `free` messages and spawns them; returns how many. Raises what the
         database raised (the worker backs off on an outage)."""
         now = asyncio.get_running_loop().time()
@@ -139,7 +138,7 @@ class NotificationSender:
             self._next_look = 0.0  # there may be more right now
         return len(claimed)
 
-    async def _send(self, client: httpx.AsyncClient, message: DueMessage) -> None:
+    async def _send(self, client: Session, message: DueMessage) -> None:
         try:
             entries = tuple(
                 notice_entry(due, self._settings.public_url) for due in message.notifications

@@ -24,8 +24,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 
-import httpx
-
 from server.apply_recorder import AppliedRecorder
 from server.config import Settings
 from server.config_mail import MailSettings
@@ -36,6 +34,7 @@ from server.domain.model import EffectKind
 from server.domain.review import apply
 from server.domain.review.queues import target_refusal
 from server.effects.errors import PermanentEffectError, TransientEffectError
+from server.effects.http import Session, open_session
 from server.effects.run import perform
 from server.effects.webhook import post_redrive
 from server.event_delivery import EventDeliveries
@@ -114,8 +113,7 @@ class ApplyWorker:
         settings: WorkerSettings,
         *,
         name: str | None = None,
-        perform_effect: Callable[[httpx.AsyncClient, apply.DueApplication], Awaitable[str]]
-        | None = None,
+        perform_effect: Callable[[Session, apply.DueApplication], Awaitable[str]] | None = None,
         time_events: sweeps.SweepSettings | None = None,
         notifications: NotificationSettings | None = None,
     ) -> None:
@@ -183,8 +181,8 @@ class ApplyWorker:
     async def run(self) -> None:
         # An attempt that cannot record while the database is away: one line, not one each.
         quiet_outage_tracebacks(("casework.worker",))
-        limits = httpx.Limits(max_connections=self._settings.concurrency)
-        async with httpx.AsyncClient(limits=limits, follow_redirects=False) as client:
+        # One session for the worker's life: its connections are kept between attempts.
+        async with open_session(self._settings.concurrency) as client:
             renewing = asyncio.create_task(self.liveness.run(), name="casework-worker-liveness")
             sweeping = asyncio.create_task(
                 sweeps.sweep_until_stopped(self._db, self._time_events, self._stopping),
@@ -207,7 +205,7 @@ class ApplyWorker:
                         await task
                 await self.liveness.leave()
 
-    async def _claim_until_stopped(self, client: httpx.AsyncClient) -> None:
+    async def _claim_until_stopped(self, client: Session) -> None:
         retrying = Retrying(OUTAGE)
         try:
             while not self._stopping.is_set():
@@ -238,7 +236,7 @@ class ApplyWorker:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._resume.wait(), delay)
 
-    async def _start(self, client: httpx.AsyncClient, free: int) -> int:
+    async def _start(self, client: Session, free: int) -> int:
         """Claims up to `free` attempts, decisions first, then redrive deliveries. Raises
         what the database raised (the caller backs off on an outage)."""
         started = 0
@@ -304,7 +302,7 @@ class ApplyWorker:
             log.warning("worker %s: abandoned %d attempt(s) at shutdown", self.name, len(pending))
             await asyncio.wait(pending)
 
-    async def _attempt(self, client: httpx.AsyncClient, due: apply.DueApplication) -> None:
+    async def _attempt(self, client: Session, due: apply.DueApplication) -> None:
         # Each attempt runs in a task of its own: every line it logs names the decision.
         DECISION_ID.set(due.decision_id)
         try:
@@ -326,9 +324,7 @@ class ApplyWorker:
                 due.decision_id,
             )
 
-    async def _attempt_and_record(
-        self, client: httpx.AsyncClient, due: apply.DueApplication
-    ) -> None:
+    async def _attempt_and_record(self, client: Session, due: apply.DueApplication) -> None:
         started = apply.utcnow()
         try:
             if due.effect_kind is EffectKind.WEBHOOK:
@@ -409,7 +405,7 @@ class ApplyWorker:
             now=apply.utcnow(),
         )
 
-    async def _deliver(self, client: httpx.AsyncClient, due: DueDelivery) -> None:
+    async def _deliver(self, client: Session, due: DueDelivery) -> None:
         try:
             try:
                 self._check_target(due.target)

@@ -14,6 +14,7 @@ counts as transient."""
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import re
 import ssl
@@ -26,11 +27,11 @@ from types import ModuleType
 from typing import Any
 
 import aiosmtplib
-import httpx
 
 from server.config_mail import MailSettings, SmtpSecurity
 from server.domain.integrations.notification_kinds import ChannelKind
 from server.effects.errors import PermanentEffectError, TransientEffectError
+from server.effects.http import TRANSPORT_ERRORS, Session, failure, post
 from server.effects.notice import Notice, NoticeEntry, console_link, render_notice
 from server.effects.notify_bodies import slack_body, teams_body
 from server.effects.webhook import retry_after_seconds
@@ -59,7 +60,7 @@ class ChannelTarget:
 # --- sending ---
 
 
-async def send_notice(client: httpx.AsyncClient, channel: ChannelTarget, notice: Notice) -> None:
+async def send_notice(client: Session, channel: ChannelTarget, notice: Notice) -> None:
     try:
         # The kind as stored (a string) is accepted as well as the enum.
         kind = ChannelKind(channel.kind)
@@ -87,16 +88,24 @@ def http_failure(status: int, detail: str, retry_after: float | None = None) -> 
 
 
 async def _post_incoming_webhook(
-    client: httpx.AsyncClient, channel: ChannelTarget, body: dict[str, Any]
+    client: Session, channel: ChannelTarget, body: dict[str, Any]
 ) -> None:
+    # Compact JSON, non-ASCII as is: the bytes httpx's `json=` sent.
+    content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
-        answer = await client.post(channel.target, json=body, timeout=channel.timeout_seconds)
-    except httpx.HTTPError as error:
-        raise TransientEffectError(f"{type(error).__name__}: {error}") from error
-    if answer.is_success:
+        answer = await post(
+            client,
+            channel.target,
+            body=content.encode(),
+            headers={"Content-Type": "application/json"},
+            timeout_seconds=channel.timeout_seconds,
+        )
+    except TRANSPORT_ERRORS as error:
+        raise TransientEffectError(failure(error)) from error
+    if answer.success:
         return
     raise http_failure(
-        answer.status_code,
+        answer.status,
         f": {answer.text[:200]}",
         retry_after_seconds(answer.headers.get("retry-after")),
     )

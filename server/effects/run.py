@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import httpx
-
 from server.domain.model import EffectKind
 from server.domain.review.apply import DueApplication
 from server.effects.handlers import load_handler
+from server.effects.http import Session
 from server.effects.webhook import post_webhook
 
 NO_EFFECT = "no effect"
 
 
-async def perform(client: httpx.AsyncClient, due: DueApplication) -> str:
+async def perform(client: Session, due: DueApplication) -> str:
     if due.effect_kind is EffectKind.WEBHOOK:
         return await post_webhook(client, due)
     if due.effect_kind is EffectKind.HANDLER:

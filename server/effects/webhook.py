@@ -7,13 +7,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.review.apply import DueApplication
 from server.domain.review.evidence import canonical_json
 from server.domain.text import RECEIVER_TEXT_LIMIT
 from server.effects.errors import GoneEffectError, PermanentEffectError, TransientEffectError
+from server.effects.http import TRANSPORT_ERRORS, Session, failure, post
 from server.signatures import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign, standard_headers
 
 
@@ -67,7 +66,7 @@ def redrive_signing(due: DueDelivery) -> Signing:
     return Signing(due.key, due.secrets, legacy=due.legacy_headers)
 
 
-async def post_webhook(client: httpx.AsyncClient, due: DueApplication) -> str:
+async def post_webhook(client: Session, due: DueApplication) -> str:
     assert due.effect_target is not None
     assert due.effect_secret is not None
     extra: dict[str, str] = {}
@@ -85,7 +84,7 @@ async def post_webhook(client: httpx.AsyncClient, due: DueApplication) -> str:
     )
 
 
-async def post_redrive(client: httpx.AsyncClient, due: DueDelivery) -> str:
+async def post_redrive(client: Session, due: DueDelivery) -> str:
     return await post_signed(
         client,
         target=due.target,
@@ -116,7 +115,7 @@ class Answer:
 
 
 async def send_signed(
-    client: httpx.AsyncClient,
+    client: Session,
     *,
     target: str,
     payload: dict[str, Any],
@@ -131,13 +130,15 @@ async def send_signed(
     body = canonical_json(payload)
     headers = {"Content-Type": content_type, **signing.headers(body), **(extra_headers or {})}
     try:
-        response = await client.post(target, content=body, headers=headers, timeout=timeout_seconds)
-    except httpx.TimeoutException:
+        response = await post(
+            client, target, body=body, headers=headers, timeout_seconds=timeout_seconds
+        )
+    except TimeoutError:
         return Answer(None, f"timed out after {timeout_seconds:g} s")
-    except httpx.TransportError as error:
-        return Answer(None, f"{type(error).__name__}: {error}")
-    status = response.status_code
-    if 200 <= status < 300:
+    except TRANSPORT_ERRORS as error:
+        return Answer(None, failure(error))
+    status = response.status
+    if response.success:
         return Answer(status)
     # Stored cut to size (text.storable), and shown only to admins and integrations.
     summary = f"webhook answered {status}: {response.text[:RECEIVER_TEXT_LIMIT]}"
@@ -148,7 +149,7 @@ async def send_signed(
 
 
 async def post_signed(
-    client: httpx.AsyncClient,
+    client: Session,
     *,
     target: str,
     payload: dict[str, Any],

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
-import httpx
 
 from server.domain.exceptions.redrive_delivery import DueDelivery
 from server.domain.failures import QueueEmpty
@@ -24,6 +23,7 @@ from server.domain.model import Claim, EffectKind, Principal
 from server.domain.review.items import MAX_BATCH, NewItem, enqueue_items
 from server.domain.review.leases import claim_next
 from server.domain.review.queues import Effect, QueueSettings, configure_queue
+from server.effects.http import Session
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings, WorkerStats
 from tests.api.conftest import GraphQL
@@ -386,7 +386,7 @@ class DeliveringWorker(AwaitedWorker):
     def _progress(self) -> str:
         return f"{self.stats}, {self.rounds} round(s)"
 
-    async def _start(self, client: httpx.AsyncClient, free: int) -> int:
+    async def _start(self, client: Session, free: int) -> int:
         try:
             return await super()._start(client, free)
         finally:
@@ -394,7 +394,7 @@ class DeliveringWorker(AwaitedWorker):
                 self.rounds += 1
                 self._changed.notify_all()
 
-    async def _deliver(self, client: httpx.AsyncClient, due: DueDelivery) -> None:
+    async def _deliver(self, client: Session, due: DueDelivery) -> None:
         try:
             await super()._deliver(client, due)
         finally:

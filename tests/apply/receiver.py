@@ -1,5 +1,5 @@
 """A webhook receiver on 127.0.0.1 for the apply tests: real HTTP/1.1 over TCP, keep-alive
-included, so the worker's httpx client meets timeouts, refusals and dropped connections as
+included, so the worker's HTTP client meets timeouts, refusals and dropped connections as
 it would in production.
 
 It records every request (its webhook-id, body, and whether it verifies with the shared

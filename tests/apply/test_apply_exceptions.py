@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 
 from server.domain.model import Role
 from server.domain.review.apply import DueApplication
+from server.effects.http import Session
 from server.store.database import Database
 from server.worker import WorkerStats
 from tests.api.conftest import GraphQL
@@ -86,7 +86,7 @@ class ObservedWorker(AwaitedWorker):
     def __init__(self, db: Database) -> None:
         super().__init__(db, name="apply-exceptions")
 
-    async def _attempt_and_record(self, client: httpx.AsyncClient, due: DueApplication) -> None:
+    async def _attempt_and_record(self, client: Session, due: DueApplication) -> None:
         try:
             await super()._attempt_and_record(client, due)
         finally:

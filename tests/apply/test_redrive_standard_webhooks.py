@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from server.domain.exceptions import redrive_delivery
 from server.domain.review.apply import utcnow
+from server.effects.http import open_session
 from server.effects.webhook import post_redrive
 from server.signatures import as_standard_secret, new_secret, verify_signature
 from server.store.migrate import apply_migrations
@@ -84,7 +84,7 @@ async def deliver_once(onboarding: OnboardingDesk) -> None:
     """Claims the due redrive and POSTs it once with the real effect; then puts it back as a
     retry due now (the worker's path for a transient failure), so it can be sent again."""
     (due,) = await redrive_delivery.claim_due(onboarding.db, 1)
-    async with httpx.AsyncClient() as client:
+    async with open_session(4) as client:
         await post_redrive(client, due)
     state = await redrive_delivery.record_failure(
         onboarding.db, due, error="sent again by the test", permanent=False, retry_at=utcnow()

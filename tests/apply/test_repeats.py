@@ -11,11 +11,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
-import httpx
 
 from server.domain.model import Decision
 from server.domain.review.apply import DueApplication, claim_due, record_applied, utcnow
 from server.domain.review.decisions import OverturnInput, overturn_decision
+from server.effects.http import Session
 from server.store import sql
 from server.store.database import Database, Row, connect, create_pool
 from server.store.queries import P, Queries, Query
@@ -39,7 +39,7 @@ from tests.apply.receiver import Request, webhook_receiver
 from tests.conftest import APPROVER, TestDatabase
 from tests.integration.helpers import CLAIMER
 
-Effect = Callable[[httpx.AsyncClient, DueApplication], Awaitable[str]]
+Effect = Callable[[Session, DueApplication], Awaitable[str]]
 
 
 async def proofs(conn: asyncpg.Connection, decision_id: int) -> int:
@@ -138,7 +138,7 @@ async def test_two_workers_on_one_due_decision_attempt_it_once(
     started, release = asyncio.Event(), asyncio.Event()
 
     def effect(name: str) -> Effect:
-        async def perform(client: httpx.AsyncClient, due: DueApplication) -> str:
+        async def perform(client: Session, due: DueApplication) -> str:
             calls.append(name)
             started.set()
             await release.wait()
@@ -188,7 +188,7 @@ async def test_a_lapsed_lock_makes_two_workers_apply_at_once_and_one_commits(
     release = asyncio.Event()
 
     def effect(name: str) -> Effect:
-        async def perform(client: httpx.AsyncClient, due: DueApplication) -> str:
+        async def perform(client: Session, due: DueApplication) -> str:
             started[name].set()
             await release.wait()
             return f"done by {name}"

@@ -7,13 +7,13 @@ from __future__ import annotations
 import base64
 import time
 
-import httpx
 import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from server.domain.review.apply import claim_due
 from server.domain.review.evidence import canonical_json
+from server.effects.http import open_session
 from server.effects.webhook import post_webhook
 from server.signatures import (
     DEFAULT_TOLERANCE_SECONDS,
@@ -85,7 +85,7 @@ async def test_the_webhook_verifies_at_the_receiver_with_the_shared_secret(
     async with effect_receiver(db, kyc_queue) as receiver:
         decision_id = await make_decision(db, kyc_queue, "signed")
         (due,) = await claim_due(db, 1, CLAIMER)
-        async with httpx.AsyncClient() as client:
+        async with open_session(4) as client:
             note = await post_webhook(client, due)
 
     assert note == "webhook answered 200"

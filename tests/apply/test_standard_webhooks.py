@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from server.domain.review.apply import claim_due
+from server.effects.http import open_session
 from server.effects.webhook import post_webhook
 from server.signatures import as_standard_secret, new_secret, verify_signature
 from server.store.database import Database
@@ -84,7 +84,7 @@ async def one_delivery(db: Database, queue: str, key: str) -> None:
     """A decision in `queue`, claimed and POSTed once by the real effect."""
     await make_decision(db, queue, key)
     (due,) = await claim_due(db, 1, CLAIMER)
-    async with httpx.AsyncClient() as client:
+    async with open_session(4) as client:
         assert await post_webhook(client, due) == "webhook answered 200"
 
 

@@ -13,6 +13,7 @@ import asyncpg
 import httpx
 
 from server.domain.review.apply import DueApplication
+from server.effects.http import Session
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings
 from tests.api.live_server import casework_serve_process
@@ -165,7 +166,7 @@ async def test_an_attempt_abandoned_at_shutdown_is_taken_over_at_once_by_the_nex
     started = asyncio.Event()
     cancelled = asyncio.Event()
 
-    async def never_ends(client: httpx.AsyncClient, due: DueApplication) -> str:
+    async def never_ends(client: Session, due: DueApplication) -> str:
         started.set()
         try:
             await asyncio.Event().wait()

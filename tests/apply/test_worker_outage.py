@@ -10,9 +10,9 @@ import asyncio
 import itertools
 import logging
 
-import httpx
 import pytest
 
+from server.effects.http import Session
 from server.events.outage import BACKOFF_FIRST_SECONDS, BACKOFF_MAX_SECONDS
 from server.store.database import Database
 from server.store.errors import is_unavailable
@@ -52,7 +52,7 @@ class RoundLog(ApplyWorker):
         # Rounds that failed otherwise than for an outage, and what they raised.
         self.other_failures: list[str] = []
 
-    async def _start(self, client: httpx.AsyncClient, free: int) -> int:
+    async def _start(self, client: Session, free: int) -> int:
         began = asyncio.get_running_loop().time()
         try:
             started = await super()._start(client, free)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
-import httpx
 import pytest
 
 from server.domain.review import apply
 from server.domain.review.apply import DueApplication
+from server.effects.http import Session
 from server.store.database import Database
 from server.worker import ApplyWorker, WorkerSettings
 from tests.apply.helpers import (
@@ -145,7 +145,7 @@ async def test_a_worker_that_cannot_renew_its_liveness_abandons_its_attempts_in_
     cancelled_at: list[float] = []
     loop = asyncio.get_running_loop()
 
-    async def slow(client: httpx.AsyncClient, due: DueApplication) -> str:
+    async def slow(client: Session, due: DueApplication) -> str:
         started.set()
         try:
             await asyncio.Event().wait()

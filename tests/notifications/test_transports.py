@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
 
 from server.config import ConfigError, Settings
 from server.config_mail import MailSettings, SmtpSecurity
 from server.domain.integrations.notification_kinds import ChannelKind, NotificationEvent
 from server.effects.errors import PermanentEffectError, TransientEffectError
+from server.effects.http import Session, open_session
 from server.effects.notify import ChannelTarget, Notice, NoticeEntry, render_notice, send_notice
 from tests.api.live_server import free_port
 from tests.apply.receiver import OK, Reply, always, webhook_receiver
@@ -46,8 +46,8 @@ def notice() -> Notice:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as http:
+async def client() -> AsyncIterator[Session]:
+    async with open_session(4) as http:
         yield http
 
 
@@ -59,7 +59,7 @@ def email_channel(mail: MailSettings | None, target: str) -> ChannelTarget:
 
 
 async def test_an_email_reaches_every_recipient_with_subject_text_html_and_link(
-    client: httpx.AsyncClient, notice: Notice
+    client: Session, notice: Notice
 ) -> None:
     with smtp_server() as server:
         channel = email_channel(
@@ -90,7 +90,7 @@ async def test_an_email_reaches_every_recipient_with_subject_text_html_and_link(
 
 
 async def test_starttls_with_a_login_as_casework_smtp_url_configures_it(
-    client: httpx.AsyncClient, notice: Notice
+    client: Session, notice: Notice
 ) -> None:
     with smtp_server(tls="starttls", login=("casework", "pa ss@word")) as server:
         mail = MailSettings.from_env(
@@ -112,7 +112,7 @@ async def test_starttls_with_a_login_as_casework_smtp_url_configures_it(
     assert received.rcpt_tos == ("ops@example.test",)
 
 
-async def test_implicit_tls_smtps(client: httpx.AsyncClient, notice: Notice) -> None:
+async def test_implicit_tls_smtps(client: Session, notice: Notice) -> None:
     with smtp_server(tls="implicit") as server:
         mail = MailSettings.from_env(
             {
@@ -130,7 +130,7 @@ async def test_implicit_tls_smtps(client: httpx.AsyncClient, notice: Notice) -> 
 
 
 async def test_a_server_certificate_nobody_trusts_is_not_sent_to(
-    client: httpx.AsyncClient, notice: Notice
+    client: Session, notice: Notice
 ) -> None:
     with smtp_server(tls="starttls") as server:
         with pytest.raises(TransientEffectError, match="CERTIFICATE_VERIFY_FAILED"):
@@ -142,7 +142,7 @@ async def test_a_server_certificate_nobody_trusts_is_not_sent_to(
         assert server.received == []
 
 
-async def test_a_wrong_password_is_permanent(client: httpx.AsyncClient, notice: Notice) -> None:
+async def test_a_wrong_password_is_permanent(client: Session, notice: Notice) -> None:
     with smtp_server(tls="starttls", login=("casework", "right")) as server:
         mail = server.mail_settings(SENDER, password="wrong")
         with pytest.raises(PermanentEffectError, match="535"):
@@ -158,7 +158,7 @@ async def test_a_wrong_password_is_permanent(client: httpx.AsyncClient, notice: 
     ],
 )
 async def test_every_recipient_refused_is_classified_by_its_reply_code(
-    client: httpx.AsyncClient, notice: Notice, reply: str, error: type[Exception]
+    client: Session, notice: Notice, reply: str, error: type[Exception]
 ) -> None:
     with smtp_server(refuse={"gone@example.test": reply}) as server:
         with pytest.raises(error, match=reply[:3]):
@@ -169,7 +169,7 @@ async def test_every_recipient_refused_is_classified_by_its_reply_code(
 
 
 async def test_one_refused_recipient_does_not_stop_the_others(
-    client: httpx.AsyncClient, notice: Notice
+    client: Session, notice: Notice
 ) -> None:
     with smtp_server(refuse={"gone@example.test": "550 5.1.1 No such user"}) as server:
         await send_notice(
@@ -189,7 +189,7 @@ async def test_one_refused_recipient_does_not_stop_the_others(
     ],
 )
 async def test_a_refused_message_is_classified_by_its_reply_code(
-    client: httpx.AsyncClient, notice: Notice, reply: str, error: type[Exception]
+    client: Session, notice: Notice, reply: str, error: type[Exception]
 ) -> None:
     with smtp_server(data_reply=reply) as server, pytest.raises(error, match=reply[:3]):
         await send_notice(
@@ -205,7 +205,7 @@ async def test_a_refused_message_is_classified_by_its_reply_code(
     ],
 )
 async def test_a_server_without_what_the_url_asks_for_is_permanent(
-    client: httpx.AsyncClient, notice: Notice, overrides: dict[str, object], missing: str
+    client: Session, notice: Notice, overrides: dict[str, object], missing: str
 ) -> None:
     with smtp_server() as server:
         mail = server.mail_settings(SENDER, **overrides)
@@ -214,9 +214,7 @@ async def test_a_server_without_what_the_url_asks_for_is_permanent(
         assert server.received == []
 
 
-async def test_no_smtp_server_listening_is_transient(
-    client: httpx.AsyncClient, notice: Notice
-) -> None:
+async def test_no_smtp_server_listening_is_transient(client: Session, notice: Notice) -> None:
     mail = MailSettings(
         host="127.0.0.1", port=free_port(), security=SmtpSecurity.NONE, sender=SENDER
     )
@@ -226,7 +224,7 @@ async def test_no_smtp_server_listening_is_transient(
 
 @pytest.mark.parametrize("target", ["", "not an address", "ops@example.test, nobody"])
 async def test_a_target_that_is_not_addresses_is_permanent(
-    client: httpx.AsyncClient, notice: Notice, target: str
+    client: Session, notice: Notice, target: str
 ) -> None:
     with smtp_server() as server:
         with pytest.raises(PermanentEffectError, match="e-mail addresses"):
@@ -235,7 +233,7 @@ async def test_a_target_that_is_not_addresses_is_permanent(
 
 
 async def test_without_smtp_settings_email_is_permanent_and_names_them(
-    client: httpx.AsyncClient, notice: Notice
+    client: Session, notice: Notice
 ) -> None:
     with pytest.raises(PermanentEffectError, match="CASEWORK_SMTP_URL"):
         await send_notice(client, email_channel(None, "ops@example.test"), notice)
@@ -344,9 +342,7 @@ def json_url(receiver_url: str) -> str:
     return receiver_url.replace("http://", "json://", 1)
 
 
-async def test_apprise_posts_the_subject_and_text(
-    client: httpx.AsyncClient, notice: Notice
-) -> None:
+async def test_apprise_posts_the_subject_and_text(client: Session, notice: Notice) -> None:
     async with webhook_receiver("unused", always(OK)) as receiver:
         await send_notice(client, apprise_channel(json_url(receiver.url)), notice)
         request = await receiver.next_arrival()
@@ -369,7 +365,7 @@ async def test_apprise_posts_the_subject_and_text(
     ],
 )
 async def test_an_apprise_failure_is_classified_by_the_status_it_logs(
-    client: httpx.AsyncClient, notice: Notice, status: int, error: type[Exception]
+    client: Session, notice: Notice, status: int, error: type[Exception]
 ) -> None:
     async with webhook_receiver("unused", always(Reply(status))) as receiver:
         with pytest.raises(error, match=f"HTTP {status}"):
@@ -377,16 +373,14 @@ async def test_an_apprise_failure_is_classified_by_the_status_it_logs(
     assert len(receiver.requests) == 1
 
 
-async def test_apprise_to_nothing_listening_is_transient(
-    client: httpx.AsyncClient, notice: Notice
-) -> None:
+async def test_apprise_to_nothing_listening_is_transient(client: Session, notice: Notice) -> None:
     with pytest.raises(TransientEffectError, match="Apprise"):
         await send_notice(client, apprise_channel(f"json://127.0.0.1:{free_port()}/"), notice)
 
 
 @pytest.mark.parametrize("url", ["nosuchservice://x", "not a url at all"])
 async def test_a_url_apprise_cannot_use_is_permanent(
-    client: httpx.AsyncClient, notice: Notice, url: str
+    client: Session, notice: Notice, url: str
 ) -> None:
     with pytest.raises(PermanentEffectError, match="Apprise URL"):
         await send_notice(client, apprise_channel(url), notice)
@@ -395,9 +389,7 @@ async def test_a_url_apprise_cannot_use_is_permanent(
 # --- Slack and Teams incoming webhooks ---
 
 
-async def test_slack_gets_text_and_blocks_with_the_link(
-    client: httpx.AsyncClient, notice: Notice
-) -> None:
+async def test_slack_gets_text_and_blocks_with_the_link(client: Session, notice: Notice) -> None:
     async with webhook_receiver("unused", always(OK)) as receiver:
         await send_notice(client, ChannelTarget(ChannelKind.SLACK, receiver.url), notice)
         request = await receiver.next_arrival()
@@ -413,9 +405,7 @@ async def test_slack_gets_text_and_blocks_with_the_link(
     assert len(receiver.requests) == 1
 
 
-async def test_teams_gets_an_adaptive_card_with_the_link(
-    client: httpx.AsyncClient, notice: Notice
-) -> None:
+async def test_teams_gets_an_adaptive_card_with_the_link(client: Session, notice: Notice) -> None:
     async with webhook_receiver("unused", always(OK)) as receiver:
         await send_notice(client, ChannelTarget(ChannelKind.TEAMS, receiver.url), notice)
         request = await receiver.next_arrival()
@@ -433,7 +423,7 @@ async def test_teams_gets_an_adaptive_card_with_the_link(
 
 @pytest.mark.parametrize("kind", [ChannelKind.SLACK, ChannelKind.TEAMS])
 async def test_429_with_retry_after_is_transient_and_says_when(
-    client: httpx.AsyncClient, notice: Notice, kind: ChannelKind
+    client: Session, notice: Notice, kind: ChannelKind
 ) -> None:
     async with webhook_receiver(
         "unused", always(Reply(429, headers=(("Retry-After", "7"),)))
@@ -454,7 +444,7 @@ async def test_429_with_retry_after_is_transient_and_says_when(
     ],
 )
 async def test_a_webhook_answer_is_classified_by_its_status(
-    client: httpx.AsyncClient, notice: Notice, status: int, error: type[Exception]
+    client: Session, notice: Notice, status: int, error: type[Exception]
 ) -> None:
     async with webhook_receiver("unused", always(Reply(status, body=b"no_service"))) as receiver:
         with pytest.raises(error, match=f"HTTP {status}"):
@@ -462,7 +452,7 @@ async def test_a_webhook_answer_is_classified_by_its_status(
     assert len(receiver.requests) == 1
 
 
-async def test_a_refused_connection_is_transient(client: httpx.AsyncClient, notice: Notice) -> None:
+async def test_a_refused_connection_is_transient(client: Session, notice: Notice) -> None:
     target = f"http://127.0.0.1:{free_port()}/hook"
     with pytest.raises(TransientEffectError) as caught:
         await send_notice(client, ChannelTarget(ChannelKind.TEAMS, target), notice)
@@ -470,7 +460,7 @@ async def test_a_refused_connection_is_transient(client: httpx.AsyncClient, noti
 
 
 async def test_a_kind_given_as_stored_is_sent_and_an_unknown_one_is_permanent(
-    client: httpx.AsyncClient, notice: Notice
+    client: Session, notice: Notice
 ) -> None:
     async with webhook_receiver("unused", always(OK)) as receiver:
         await send_notice(client, ChannelTarget("SLACK", receiver.url), notice)  # type: ignore[arg-type]
