@@ -31,6 +31,7 @@ def test_only_what_a_person_looks_at_may_lag() -> None:
             ReadKind.MANAGER_ITEM,
             ReadKind.AUDIT_PACK,
             ReadKind.EXPORT,
+            ReadKind.SEARCH,
         }
     )
 
