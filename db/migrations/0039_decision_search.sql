@@ -20,8 +20,11 @@ CREATE INDEX review_decisions_search_provisional
     ON review_decisions (queue, decided_at, id) WHERE provisional;
 -- SUPERSEDED: a decision is superseded by the one row that names it (an override or an
 -- overturn, always recorded in the superseded decision's queue), never earlier than it.
+-- `item_id > 0` holds for every row, but only the search says so: other reads (the quality
+-- measure's probe for an overturn by `supersedes`) keep the unique index made for them
+-- rather than walk a queue's superseding rows through this one.
 CREATE INDEX review_decisions_search_superseding
-    ON review_decisions (queue, decided_at, supersedes) WHERE supersedes IS NOT NULL;
+    ON review_decisions (queue, decided_at, supersedes) WHERE supersedes IS NOT NULL AND item_id > 0;
 
 -- The exceptions list newest or oldest activity first, and an exception by its source
 -- record id in any workflow (exceptions_source serves it within one).

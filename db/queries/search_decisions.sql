@@ -272,7 +272,7 @@ CROSS JOIN LATERAL (
 
 -- name: decisions_search_superseded
 -- Served by review_decisions_search_superseding (queue, decided_at, supersedes) WHERE
--- supersedes IS NOT NULL, then review_decisions_pkey for the decision each row supersedes.
+-- supersedes IS NOT NULL AND item_id > 0, then review_decisions_pkey for the decision each row supersedes.
 -- SUPERSEDED decisions are the ones some later row names, so the walk reads those rows of
 -- each queue (an override and an overturn are recorded in the queue of the decision they
 -- supersede), from :decided_after on (a superseding row is never older than the decision it
@@ -300,6 +300,7 @@ CROSS JOIN LATERAL (
                 SELECT s.supersedes
                 FROM review_decisions AS s
                 WHERE s.queue = q.name AND s.supersedes IS NOT NULL
+                  AND s.item_id > 0  -- the index's condition
                   AND s.decided_at >= :decided_after
                 ORDER BY s.decided_at, s.supersedes
                 LIMIT :scan_cap

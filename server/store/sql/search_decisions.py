@@ -51,7 +51,7 @@ columns); the queue is its first column.
 # db/queries/search_decisions.sql:273
 DECISIONS_SEARCH_SUPERSEDED = Query("decisions_search_superseded", lambda *, queues, decided_before, newest_first, at, after_id, decided_after, reviewer, verdict, reason_code, scan_cap, page_size: None)
 """Served by review_decisions_search_superseding (queue, decided_at, supersedes) WHERE
-supersedes IS NOT NULL, then review_decisions_pkey for the decision each row supersedes.
+supersedes IS NOT NULL AND item_id > 0, then review_decisions_pkey for the decision each row supersedes.
 SUPERSEDED decisions are the ones some later row names, so the walk reads those rows of
 each queue (an override and an overturn are recorded in the queue of the decision they
 supersede), from :decided_after on (a superseding row is never older than the decision it
