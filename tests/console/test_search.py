@@ -52,30 +52,25 @@ async def seed(api: Api, tokens: ConsoleTokens) -> dict[str, str]:
     await setup_kyc(api, tokens, items=0)
     await api.configure_queue(tokens.admin, "payouts")
     # The ones to decide first, above the rest: the claims below take them, in this order.
-    kyc = await api.enqueue(
-        tokens.integration,
-        "kyc",
-        {key: application(int(key[-4:])) for key in DECIDED},
-        priority=99,
-    )
-    kyc += await api.enqueue(
-        tokens.integration,
-        "kyc",
-        {
-            f"app-{n:04d}": application(n)
-            for n in range(1, KYC_ITEMS + 1)
-            if f"app-{n:04d}" not in DECIDED
-        },
-    )
+    first = {key: application(int(key[-4:])) for key in DECIDED}
+    rest = {
+        f"app-{n:04d}": application(n)
+        for n in range(1, KYC_ITEMS + 1)
+        if f"app-{n:04d}" not in DECIDED
+    }
+    enqueued = await api.enqueue(tokens.integration, "kyc", first, priority=99)
+    enqueued += await api.enqueue(tokens.integration, "kyc", rest)
+    # An answer lists the items in the order they were sent.
+    ids = {key: item["id"] for key, item in zip([*first, *rest], enqueued, strict=True)}
     await api.enqueue(
         tokens.integration, "payouts", {"app-0007": {"amount": 120}, "po-1": {"amount": 9}}
     )
     for key, (verdict, reason) in DECIDED.items():
         claim = await api.claim(tokens.rita, "kyc")
-        assert claim["item"]["externalKey"] == key, claim
+        assert claim["item"]["id"] == ids[key], (key, claim)
         decided = await api.call(tokens.rita, DECIDE, input=decision_input(claim, verdict, reason))
         assert decided["submitDecision"]["__typename"] == "DecisionRecorded", decided
-    return {item["externalKey"]: item["id"] for item in kyc}
+    return ids
 
 
 async def api_items(api: Api, token: str, search: dict[str, Any]) -> list[dict[str, Any]]:

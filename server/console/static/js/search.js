@@ -17,7 +17,10 @@ const PAGE_SIZE = 50;
 const TITLES = { items: "Items", decisions: "Decisions" };
 // Who may export (the CSV routes refuse the others).
 const EXPORTING_ROLES = ["manager", "compliance", "admin"];
-const ORDER_WORDS = { NEWEST_FIRST: "newest activity first", OLDEST_FIRST: "oldest activity first" };
+const ORDER_WORDS = {
+  items: { NEWEST_FIRST: "newest activity first", OLDEST_FIRST: "oldest activity first" },
+  decisions: { NEWEST_FIRST: "newest first", OLDEST_FIRST: "oldest first" },
+};
 
 export function itemSearchPage(main) {
   return searchPage(main, "items");
@@ -150,7 +153,7 @@ function searchPage(main, kind) {
   function showRows(connection) {
     const rows = connection.edges.map((edge) => edge.node);
     const first = after.length * PAGE_SIZE + 1;
-    const order = ORDER_WORDS[values.order || "NEWEST_FIRST"];
+    const order = ORDER_WORDS[kind][values.order || "NEWEST_FIRST"];
     if (!rows.length) {
       fill(summary, after.length ? `No more ${noun}s.` : `No ${noun}s match these filters.`);
       fill(results, h("div", { class: "empty" }, h("h2", {}, `No ${noun}s here`), h("p", { class: "muted" }, after.length ? "The previous page was the last." : "Widen the filters, or check them in the address.")));

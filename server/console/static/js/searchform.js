@@ -6,7 +6,11 @@ import { h } from "./dom.js";
 import { verdictWord, words } from "./format.js";
 import { DECISION_STATUSES, ITEM_STATES, ORDERS, VERDICTS, fieldsOf, isDate } from "./searchparams.js";
 
-const ORDER_LABELS = { NEWEST_FIRST: "Newest activity first", OLDEST_FIRST: "Oldest activity first" };
+// An item's activity is its last change; a decision's, when it was made.
+const ORDER_LABELS = {
+  items: { NEWEST_FIRST: "Newest activity first", OLDEST_FIRST: "Oldest activity first" },
+  decisions: { NEWEST_FIRST: "Newest first", OLDEST_FIRST: "Oldest first" },
+};
 // Hints under a few controls, where the label alone leaves a question.
 const HINTS = {
   enqueuedAfter: "A UTC day, included.",
@@ -75,7 +79,7 @@ function control(kind, field, value, queues) {
     case "bool":
       return select(id, [["", "Either"], ["true", "Yes"], ["false", "No"]], value);
     case "order":
-      return select(id, ORDERS.map((o) => [o, ORDER_LABELS[o]]), value || "NEWEST_FIRST");
+      return select(id, ORDERS.map((o) => [o, ORDER_LABELS[kind][o]]), value || "NEWEST_FIRST");
     default:
       return h("input", { id, class: "input", type: "text", value, autocomplete: "off", spellcheck: "false" });
   }
