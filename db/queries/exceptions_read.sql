@@ -109,3 +109,72 @@ WHERE v.workflow = :workflow
   AND v.txid < pg_snapshot_xmin(pg_current_snapshot())
 ORDER BY v.txid, v.id
 LIMIT :page_size;
+
+-- name: exceptions_get_by_source_record_id
+-- Every exception raised for :source_record_id, in :workflow when given, else in any
+-- workflow. Served by exceptions_source_record (source_record_id); within a workflow a
+-- record can have several (one open per reason code, exceptions_open_once, and any number
+-- closed), so they come open first, then newest first, per workflow.
+SELECT e.id, e.workflow
+FROM exceptions AS e
+WHERE e.source_record_id = :source_record_id
+  AND (:workflow::text IS NULL OR e.workflow = :workflow)
+ORDER BY e.workflow, e.state = 'closed', e.created_at DESC, e.id DESC;
+
+-- name: exceptions_get_page_by_activity
+-- One page of exceptions by latest activity (`updated_at`, which every change of an
+-- exception sets), newest or oldest first as :newest_first says, ties by id, after the
+-- keyset (:after_at, :after_id); the filters and the scope are exceptions_get_page's.
+-- Served by exceptions_activity (updated_at, id), walked in either direction from the
+-- keyset (an index condition); both orders are here, the one not asked for behind a
+-- one-time filter, so a generic plan holds both. As in exceptions_get_page, the filters are
+-- checked on the rows the walk reads.
+(SELECT e.id, e.updated_at
+ FROM exceptions AS e
+ JOIN workflows AS w ON w.name = e.workflow
+ JOIN review_items AS i ON i.id = e.item_id
+ WHERE :newest_first
+   AND (e.updated_at, e.id) < (:after_at::timestamptz, :after_id::text)
+   AND (:workflow::text IS NULL OR e.workflow = :workflow)
+   AND (:state::text IS NULL OR e.state = :state)
+   AND (:owner_role::text IS NULL
+        OR :owner_role = CASE WHEN e.state = 'needs_review' AND e.escalated_at IS NULL
+                          AND e.due_at <= now()
+                          AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+                     THEN e.escalation_role ELSE e.owner_role END)
+   AND (:overdue::boolean IS NULL
+        OR :overdue = (e.state IN ('needs_review', 'awaiting_approval') AND e.due_at <= now()))
+   AND (:source_record_id::text IS NULL OR e.source_record_id = :source_record_id)
+   AND (:queue_scope::text[] IS NULL OR e.owner_role = ANY (:queue_scope)
+        OR e.escalation_role = ANY (:queue_scope)
+        OR w.approval_queue = ANY (:queue_scope)
+        OR EXISTS (SELECT 1 FROM exception_reasons AS r
+                   WHERE r.workflow = e.workflow AND r.code = e.reason_code
+                     AND r.owner_role = ANY (:queue_scope)))
+ ORDER BY e.updated_at DESC, e.id DESC
+ LIMIT :page_size)
+UNION ALL
+(SELECT e.id, e.updated_at
+ FROM exceptions AS e
+ JOIN workflows AS w ON w.name = e.workflow
+ JOIN review_items AS i ON i.id = e.item_id
+ WHERE NOT :newest_first
+   AND (e.updated_at, e.id) > (:after_at::timestamptz, :after_id::text)
+   AND (:workflow::text IS NULL OR e.workflow = :workflow)
+   AND (:state::text IS NULL OR e.state = :state)
+   AND (:owner_role::text IS NULL
+        OR :owner_role = CASE WHEN e.state = 'needs_review' AND e.escalated_at IS NULL
+                          AND e.due_at <= now()
+                          AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= now())
+                     THEN e.escalation_role ELSE e.owner_role END)
+   AND (:overdue::boolean IS NULL
+        OR :overdue = (e.state IN ('needs_review', 'awaiting_approval') AND e.due_at <= now()))
+   AND (:source_record_id::text IS NULL OR e.source_record_id = :source_record_id)
+   AND (:queue_scope::text[] IS NULL OR e.owner_role = ANY (:queue_scope)
+        OR e.escalation_role = ANY (:queue_scope)
+        OR w.approval_queue = ANY (:queue_scope)
+        OR EXISTS (SELECT 1 FROM exception_reasons AS r
+                   WHERE r.workflow = e.workflow AND r.code = e.reason_code
+                     AND r.owner_role = ANY (:queue_scope)))
+ ORDER BY e.updated_at, e.id
+ LIMIT :page_size);

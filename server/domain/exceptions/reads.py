@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from server.domain.exceptions.records import (
@@ -23,6 +24,9 @@ from server.store.database import Database, Row
 from server.store.queries import Query
 
 T = TypeVar("T")
+
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 
 
 async def exceptions_by_ids(db: Database, ids: list[str]) -> dict[str, ExceptionRecord]:
@@ -59,6 +63,89 @@ async def exceptions_page(
         overdue=where.overdue,
         source_record_id=where.source_record_id,
         after_id=after,
+        page_size=limit,
+        queue_scope=principal.queue_scope(),
+    )
+    ids = [row["id"] for row in rows]
+    found = await exceptions_by_ids(db, ids)
+    return [found[i] for i in ids]
+
+
+@dataclass(frozen=True)
+class AmbiguousSourceRecord:
+    """No workflow was named, and the source record has exceptions in several."""
+
+    message: str
+    source_record_id: str
+    workflows: tuple[str, ...]
+
+
+async def exception_by_source_record_id(
+    db: Database, principal: Principal, source_record_id: str, workflow: str | None
+) -> ExceptionRecord | AmbiguousSourceRecord | None:
+    """The exception raised for a source record, in `workflow` when given.
+
+    A record can have several in one workflow over time (each recurrence after a closure is
+    a new exception; one may be open per reason code): the open one answers, the newest if
+    several are, else the newest closed. Seen as `exception(id)` sees it: by any of the
+    exception's queues; others read as missing. Visible ones in several workflows, and no
+    workflow named: AmbiguousSourceRecord.
+    """
+    rows = await db.fetch(
+        sql.exceptions_read.EXCEPTIONS_GET_BY_SOURCE_RECORD_ID,
+        source_record_id=source_record_id,
+        workflow=workflow,
+    )
+    found = await exceptions_by_ids(db, [row["id"] for row in rows])
+    chosen: dict[str, ExceptionRecord] = {}
+    for row in rows:  # per workflow, the one to answer comes first
+        record = found.get(row["id"])
+        if record is not None and row["workflow"] not in chosen and visible_to(principal, record):
+            chosen[row["workflow"]] = record
+    if len(chosen) > 1:
+        workflows = tuple(sorted(chosen))
+        return AmbiguousSourceRecord(
+            f"source record {source_record_id!r} has exceptions in each of the workflows "
+            f"{', '.join(workflows)}: ask again with one of them as `workflow`",
+            source_record_id,
+            workflows,
+        )
+    return next(iter(chosen.values()), None)
+
+
+@dataclass(frozen=True)
+class Activity:
+    """An exception's place in the list by latest activity: its `updated_at`, then its id."""
+
+    at: datetime
+    id: str
+
+
+async def exceptions_page_by_activity(
+    db: Database,
+    principal: Principal,
+    where: ExceptionFilter,
+    newest_first: bool,
+    after: Activity | None,
+    limit: int,
+) -> list[ExceptionRecord]:
+    """As exceptions_page, ordered by latest activity instead of by when each was raised.
+
+    An exception that changes while a client pages moves in this order: it may show again,
+    or not at all, on a later page (the keyset is where the last one shown stood then).
+    """
+    if after is None:  # beyond every exception in the order asked for
+        after = Activity(_LATEST, "") if newest_first else Activity(_EARLIEST, "")
+    rows = await db.fetch(
+        sql.exceptions_read.EXCEPTIONS_GET_PAGE_BY_ACTIVITY,
+        workflow=where.workflow,
+        state=where.state.value if where.state else None,
+        owner_role=where.owner_role,
+        overdue=where.overdue,
+        source_record_id=where.source_record_id,
+        newest_first=newest_first,
+        after_at=after.at,
+        after_id=after.id,
         page_size=limit,
         queue_scope=principal.queue_scope(),
     )

@@ -50,3 +50,22 @@ EXCEPTION_EVENT_GET_POSITION = Query("exception_event_get_position", lambda *, e
 # db/queries/exceptions_read.sql:103
 EXCEPTION_EVENTS_GET_AFTER_POSITION = Query("exception_events_get_after_position", lambda *, workflow, after_txid, after_id, page_size: None)
 """The next events of a workflow in commit-safe order (see decisions_get_after_position)."""
+
+# db/queries/exceptions_read.sql:113
+EXCEPTIONS_GET_BY_SOURCE_RECORD_ID = Query("exceptions_get_by_source_record_id", lambda *, source_record_id, workflow: None)
+"""Every exception raised for :source_record_id, in :workflow when given, else in any
+workflow. Served by exceptions_source_record (source_record_id); within a workflow a
+record can have several (one open per reason code, exceptions_open_once, and any number
+closed), so they come open first, then newest first, per workflow.
+"""
+
+# db/queries/exceptions_read.sql:124
+EXCEPTIONS_GET_PAGE_BY_ACTIVITY = Query("exceptions_get_page_by_activity", lambda *, newest_first, after_at, after_id, workflow, state, owner_role, overdue, source_record_id, queue_scope, page_size: None)
+"""One page of exceptions by latest activity (`updated_at`, which every change of an
+exception sets), newest or oldest first as :newest_first says, ties by id, after the
+keyset (:after_at, :after_id); the filters and the scope are exceptions_get_page's.
+Served by exceptions_activity (updated_at, id), walked in either direction from the
+keyset (an index condition); both orders are here, the one not asked for behind a
+one-time filter, so a generic plan holds both. As in exceptions_get_page, the filters are
+checked on the rows the walk reads.
+"""
