@@ -54,6 +54,7 @@ from server.lean_graphql import GRAPHQL_PATH, GraphQLFirst, LeanGraphQL
 from server.lifespan import Runtime
 from server.metrics_endpoint import MetricsEndpoint
 from server.observability.requests import RequestIds
+from server.search_export import SearchExport
 from server.web.backchannel import BackchannelLogout, backchannel_routes
 from server.web.cookies import CookieRefused, socket_credentials
 from server.web.login import Login
@@ -317,6 +318,7 @@ def create_app(
             *_backchannel(runtime),
             *login.routes(),
             Route("/metrics", metrics.scrape, methods=["GET"]),
+            *SearchExport(runtime, dev=dev).routes(),
         ],
         middleware=[
             Middleware(RequestIds),

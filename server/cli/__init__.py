@@ -25,6 +25,7 @@ from server.cli.arguments import (
 )
 from server.cli.auth import run_auth_explain
 from server.cli.export import run_export_item, run_export_queue
+from server.cli.export_search import add_export_search_command
 from server.cli.intake import add_intake_command
 from server.cli.mcp import add_mcp_command
 from server.cli.privacy import add_privacy_commands
@@ -176,7 +177,9 @@ def _parser() -> argparse.ArgumentParser:
     add_intake_command(commands)
 
     export = commands.add_parser(
-        "export", help="write audit packs: everything recorded about items, hashed (JSON)"
+        "export",
+        help="write audit packs (everything recorded about items, hashed, JSON) or a "
+        "search's results (CSV)",
     )
     export_commands = export.add_subparsers(title="export commands", required=True, metavar="WHAT")
     export_item = export_commands.add_parser(
@@ -206,6 +209,7 @@ def _parser() -> argparse.ArgumentParser:
         "--output", type=Path, metavar="FILE", help="write to FILE (default: standard output)"
     )
     export_queue.set_defaults(run=run_export_queue, parser=export_queue)
+    add_export_search_command(export_commands)
     return parser
 
 
