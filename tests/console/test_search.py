@@ -5,7 +5,11 @@ where they belong, and the CSV export of the same search, each checked against t
 
 from __future__ import annotations
 
+import asyncio
+import csv
+import io
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -73,6 +77,40 @@ async def seed(api: Api, tokens: ConsoleTokens) -> dict[str, str]:
     return ids
 
 
+SEARCH_DECISIONS = """
+query($filter: DecisionSearch!, $after: String) {
+  decisions(filter: $filter, first: 200, after: $after) {
+    __typename
+    ... on DecisionConnection {
+      edges { node { id verdict reasonCode reviewer item { id } } }
+      pageInfo { hasNextPage endCursor }
+    }
+    ... on InvalidInput { field message }
+  }
+}
+"""
+# Items that no search of a few filters can bound: the scan limit's worth and one more,
+# written in one statement (the API would take minutes).
+BULK_ITEMS = """
+INSERT INTO review_items (queue, origin_queue, external_key, payload, evidence_hash, priority)
+SELECT 'bulk', 'bulk', 'bulk-' || n, '{}'::jsonb, repeat('0', 64), 0
+FROM generate_series(1, $1::int) AS n
+"""
+
+
+async def api_decisions(api: Api, token: str, search: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every decision the API finds for `search`, in its order (all pages)."""
+    found: list[dict[str, Any]] = []
+    after = None
+    while True:
+        page = (await api.call(token, SEARCH_DECISIONS, filter=search, after=after))["decisions"]
+        assert page["__typename"] == "DecisionConnection", page
+        found.extend(edge["node"] for edge in page["edges"])
+        if not page["pageInfo"]["hasNextPage"]:
+            return found
+        after = page["pageInfo"]["endCursor"]
+
+
 async def api_items(api: Api, token: str, search: dict[str, Any]) -> list[dict[str, Any]]:
     """Every item the API finds for `search`, in its order (all pages)."""
     found: list[dict[str, Any]] = []
@@ -91,9 +129,9 @@ def shown_range(first: int, last: int) -> str:
     return f"Items {first}\u2013{last}"
 
 
-async def shown_rows(page: Page) -> list[str]:
+async def shown_rows(page: Page, table_name: str = "Items found") -> list[str]:
     """The ids of the rows the results table shows, in order."""
-    table = page.get_by_role("table", name="Items found")
+    table = page.get_by_role("table", name=table_name)
     await expect(table).to_be_visible(timeout=SHOWN_WITHIN_MS)
     return await table.locator("tbody tr").evaluate_all("(rows) => rows.map((r) => r.dataset.row)")
 
@@ -195,9 +233,11 @@ async def test_filters_pages_and_the_address_show_exactly_the_api_rows(
         await expect(page.get_by_text(shown_range(51, len(pending_in_kyc)))).to_be_visible()
         assert await shown_rows(page) == second
 
-        # The address alone, in another tab: the same controls and the same rows.
+        # The address alone, in another tab: signed in there, the same controls and rows.
         other = await context.new_page()
         await other.goto(page_two)
+        await other.get_by_role("textbox", name="Token").fill(tokens.manager)
+        await other.get_by_role("button", name="Sign in").click()
         await expect(other.get_by_text(shown_range(51, len(pending_in_kyc)))).to_be_visible()
         assert await shown_rows(other) == second
         restored = other.get_by_role("form", name="Filters")
@@ -244,4 +284,108 @@ async def test_refusals_are_shown_beside_the_filters(
         assert field in ("priorityAtLeast", "priorityAtMost")
         await expect(page.get_by_role("alert")).to_contain_text("A filter was not accepted")
         await audit(page, "search refused")
+    audit.assert_clean()
+
+
+async def downloaded(page: Page, link_name: str = "Export CSV") -> list[dict[str, str]]:
+    """Clicks the export link, takes the file the browser saves, and reads it as CSV."""
+    async with page.expect_download() as started:
+        await page.get_by_role("link", name=link_name).click()
+    download = await started.value
+    assert download.suggested_filename.endswith(".csv"), download.suggested_filename
+    path = await download.path()
+    text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8-sig")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+async def test_decisions_and_the_csv_export_hold_the_api_rows(
+    browser: Browser, casework: Casework, tokens: ConsoleTokens
+) -> None:
+    api = casework.api
+    await seed(api, tokens)
+    pending = await api_items(api, tokens.manager, {"queues": ["kyc"], "states": ["PENDING"]})
+    by_rita = await api_decisions(api, tokens.manager, {"reviewer": "rita", "verdict": "APPROVE"})
+    assert len(by_rita) == 2
+    audit = Audit(casework.url)
+    async with console_context(browser, casework.url) as (context, _):
+        page = await sign_in(context, casework.url, tokens.manager)
+        await page.goto(f"{casework.url}/console/#/search?queues=kyc&states=PENDING")
+        link = page.get_by_role("link", name="Export CSV")
+        await expect(link).to_have_attribute("href", "/export/items.csv?queues=kyc&states=PENDING")
+        await shown_rows(page)
+        rows = await downloaded(page)
+        assert [row["Item ID"] for row in rows] == [item["id"] for item in pending]
+        assert [row["External key"] for row in rows] == [item["externalKey"] for item in pending]
+        assert {row["State"] for row in rows} == {"PENDING"}
+        await expect(page.get_by_text("The CSV is downloaded.")).to_be_visible()
+
+        # Decisions: by the controls, then the same search of items one link away.
+        await (
+            page.get_by_role("navigation", name="Search for")
+            .get_by_role("link", name="Decisions")
+            .click()
+        )
+        filters = page.get_by_role("form", name="Filters")
+        await filters.get_by_role("textbox", name="Reviewer").fill("rita")
+        await filters.get_by_role("combobox", name="Verdict").select_option("APPROVE")
+        await filters.get_by_role("button", name="Apply filters").click()
+        await expect(page).to_have_url(
+            re.compile(r"#/search/decisions\?queues=kyc&reviewer=rita&verdict=APPROVE$")
+        )
+        shown = await shown_rows(page, "Decisions found")
+        assert shown == [
+            d["id"]
+            for d in await api_decisions(
+                api, tokens.manager, {"queues": ["kyc"], "reviewer": "rita", "verdict": "APPROVE"}
+            )
+        ]
+        assert shown == [decision["id"] for decision in by_rita]
+        await audit(page, "decisions found")
+        await screenshot(page, "search-decisions")
+        exported = await downloaded(page)
+        assert [row["Decision ID"] for row in exported] == shown
+        assert {row["Reviewer"] for row in exported} == {"rita"}
+
+        await (
+            page.get_by_role("navigation", name="Search for")
+            .get_by_role("link", name="Items")
+            .click()
+        )
+        await expect(page).to_have_url(
+            re.compile(r"#/search\?queues=kyc&decidedBy=rita&verdict=APPROVE$")
+        )
+        await expect(page.get_by_role("combobox", name="Verdict")).to_have_value("APPROVE")
+        assert len(await shown_rows(page)) == 2
+
+    # A reviewer finds cases too, but has nothing to export.
+    async with console_context(browser, casework.url) as (context, _):
+        page = await sign_in(context, casework.url, tokens.rita)
+        await page.goto(f"{casework.url}/console/#/search?queues=kyc&states=DECIDED")
+        assert len(await shown_rows(page)) == len(DECIDED)
+        await expect(page.get_by_role("link", name="Export CSV")).to_have_count(0)
+    audit.assert_clean()
+
+
+async def test_a_search_too_broad_marks_the_filters_that_would_narrow_it(
+    browser: Browser, casework: Casework, tokens: ConsoleTokens, owner_conn: Any
+) -> None:
+    await casework.api.configure_queue(tokens.admin, "bulk")
+    assert await owner_conn.execute(BULK_ITEMS, 50_001) == "INSERT 0 50001"
+    audit = Audit(casework.url)
+    async with console_context(browser, casework.url) as (context, _):
+        page = await sign_in(context, casework.url, tokens.manager)
+        # No index bounds a priority alone: the walk of the activity order reads past the
+        # scan limit without a match.
+        await page.goto(f"{casework.url}/console/#/search?priorityAtLeast=1000")
+        alert = page.get_by_role("alert")
+        await expect(alert).to_contain_text("This search is too broad", timeout=30_000)
+        await expect(alert).to_contain_text("50,000")
+        queues = page.get_by_role("listbox", name="Queues")
+        await expect(queues).to_have_accessible_description(re.compile("Narrow the search here"))
+        await expect(page.locator(".search-field.is-suggested").first).to_have_attribute(
+            "data-field", "queues"
+        )
+        await expect(page.get_by_role("table", name="Items found")).to_have_count(0)
+        await audit(page, "search too broad")
+        await screenshot(page, "search-too-broad")
     audit.assert_clean()

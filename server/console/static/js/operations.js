@@ -524,10 +524,12 @@ query ItemByExternalKey($externalKey: String!) {
 
 export const SEARCH_QUEUES = `query SearchQueues { queues { name } }`;
 
+// The decisions, for the current one as the search's filters read it: the latest not
+// superseded, provisional ones included (ReviewItem.currentDecision leaves those out).
 const SEARCH_ITEM_ROW = `
-  id queue externalKey state priority createdAt overdue
+  id queue externalKey state priority createdAt updatedAt overdue
   hold { until } assignment { reviewer }
-  currentDecision { id verdict isOverturn reasonCode reviewer decidedAt status }
+  decisions { id verdict isOverturn reasonCode reviewer decidedAt status }
 `;
 
 // One page of a search, by keyset: the page size is written into the text (the server's

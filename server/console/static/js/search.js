@@ -154,6 +154,8 @@ function searchPage(main, kind) {
     const rows = connection.edges.map((edge) => edge.node);
     const first = after.length * PAGE_SIZE + 1;
     const order = ORDER_WORDS[kind][values.order || "NEWEST_FIRST"];
+    // A table sits in a box of its own; "nothing here" is a box already.
+    results.classList.toggle("table-wrap", rows.length > 0);
     if (!rows.length) {
       fill(summary, after.length ? `No more ${noun}s.` : `No ${noun}s match these filters.`);
       fill(results, h("div", { class: "empty" }, h("h2", {}, `No ${noun}s here`), h("p", { class: "muted" }, after.length ? "The previous page was the last." : "Widen the filters, or check them in the address.")));
@@ -163,6 +165,8 @@ function searchPage(main, kind) {
     }
     const previous = h("button", { type: "button", class: "button", disabled: !after.length, onclick: () => pageTo(after.slice(0, -1)) }, "Previous page");
     const next = h("button", { type: "button", class: "button", disabled: !connection.pageInfo.hasNextPage, onclick: () => pageTo([...after, connection.pageInfo.endCursor]) }, "Next page");
+    // One page and no other: nothing to page through.
+    if (!after.length && !connection.pageInfo.hasNextPage) return;
     fill(pager, previous, h("span", { class: "muted", text: `Page ${after.length + 1}` }), next);
   }
 

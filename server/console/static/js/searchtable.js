@@ -18,13 +18,20 @@ function itemLink(id, text = id) {
   return h("a", { href: `#/item/${encodeURIComponent(id)}`, text });
 }
 
-function verdict(decision) {
+/** The verdict's badge, an overturn's, and (`provisional`) whether it awaits a second review. */
+function verdict(decision, { provisional = false } = {}) {
   return h(
     "span",
     { class: "search-verdict" },
     badge(verdictDone(decision.verdict), VERDICT_TONES[decision.verdict] ?? "neutral"),
     decision.isOverturn ? badge("Overturn", "warning") : null,
+    provisional && decision.status === "PROVISIONAL" ? badge("Provisional", "warning") : null,
   );
+}
+
+/** The decision the search's filters read: the latest not superseded. */
+function currentDecision(item) {
+  return item.decisions.findLast((decision) => decision.status !== "SUPERSEDED") ?? null;
 }
 
 function columns(names) {
@@ -44,12 +51,12 @@ export function itemTable(items) {
     h(
       "table",
       { class: "data search-table", "aria-label": "Items found" },
-      columns([["Id"], ["Queue"], ["External key"], ["State"], ["Priority", "num"], ["Enqueued"], ["Current decision"]]),
+      columns([["Id"], ["Queue"], ["External key"], ["State"], ["Priority", "num"], ["Enqueued"], ["Last activity"], ["Current decision"]]),
       h(
         "tbody",
         {},
         items.map((item) => {
-          const decision = item.currentDecision;
+          const decision = currentDecision(item);
           return h(
             "tr",
             { "data-row": item.id },
@@ -59,11 +66,16 @@ export function itemTable(items) {
             h("td", {}, h("div", { class: "search-marks" }, badge(words(item.state), STATE_TONES[item.state] ?? "neutral"), itemMarks(item))),
             h("td", { class: "num", text: String(item.priority) }),
             h("td", {}, time(item.createdAt)),
+            h("td", {}, time(item.updatedAt, { ago: true })),
             h(
               "td",
               { class: "search-decision" },
               decision
-                ? [verdict(decision), h("div", {}, h("code", { text: decision.reasonCode })), h("div", { class: "muted small" }, `by ${decision.reviewer}, `, time(decision.decidedAt, { ago: true }))]
+                ? [
+                    verdict(decision, { provisional: true }),
+                    h("div", {}, h("code", { text: decision.reasonCode })),
+                    h("div", { class: "muted small" }, `by ${decision.reviewer}, `, time(decision.decidedAt, { ago: true })),
+                  ]
                 : h("span", { class: "muted", text: "None yet" }),
             ),
           );
