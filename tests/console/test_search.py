@@ -216,7 +216,7 @@ async def test_filters_pages_and_the_address_show_exactly_the_api_rows(
         first = await shown_rows(page)
         assert first == [item["id"] for item in pending_in_kyc[:50]]
         await audit(page, "search results")
-        await screenshot(page, "search-results")
+        await screenshot(page, "search-results", full_page=False)
         await expect(page.get_by_role("button", name="Previous page")).to_be_disabled()
         await page.get_by_role("button", name="Next page").click()
         await expect(page.get_by_text(shown_range(51, len(pending_in_kyc)))).to_be_visible()

@@ -47,6 +47,12 @@ function kindLinks(kind, values) {
 /** What the text typed in the box turned out to be, beside the results it opened. */
 async function lookupNote(q) {
   if (!q) return null;
+  if (/^\d+$/.test(q)) {
+    const byId = await call(ops.FIND_ITEM, { id: q }).catch(() => null);
+    if (byId?.item) {
+      return h("div", { class: "notice notice-info", role: "status" }, h("p", { class: "notice-title" }, `Item ${q} is in your queues. `, h("a", { href: `#/item/${encodeURIComponent(q)}` }, "Open it")));
+    }
+  }
   const found = await itemByKey(q).catch(() => null);
   if (found?.item) {
     return h(
