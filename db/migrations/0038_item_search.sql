@@ -24,6 +24,6 @@ CREATE INDEX review_items_parked ON review_items (queue, updated_at) WHERE state
 -- An item's current decision is the latest of its decisions (nothing supersedes the
 -- latest); these find the decisions, review_decisions_item tells whether each is current.
 CREATE INDEX review_decisions_reviewer ON review_decisions (reviewer, decided_at);
+-- A verdict is found through the reason codes that may give it (no index of its own).
 CREATE INDEX review_decisions_reason ON review_decisions (reason_code, decided_at);
-CREATE INDEX review_decisions_outcome ON review_decisions (outcome, decided_at);
 CREATE INDEX review_decisions_provisional ON review_decisions (decided_at) WHERE provisional;

@@ -49,11 +49,12 @@ SELECT i.id FROM review_items AS i WHERE i.subject_ref = :subject_ref LIMIT :sca
 
 -- name: item_ids_find_by_key_prefix
 -- review_items_key_prefix (external_key COLLATE "C"): the prefix as a range of bytes,
--- :prefix up to, not including, :prefix_end (NULL: no end).
+-- :prefix up to, not including, :prefix_end (both always given: a generic plan keeps the
+-- range as the index's bounds).
 SELECT i.id
 FROM review_items AS i
 WHERE i.external_key COLLATE "C" >= :prefix::text
-  AND (:prefix_end::text IS NULL OR i.external_key COLLATE "C" < :prefix_end)
+  AND i.external_key COLLATE "C" < :prefix_end::text
 LIMIT :scan_limit;
 
 -- name: item_ids_find_assigned
@@ -146,12 +147,21 @@ WHERE d.reason_code = :reason_code
 LIMIT :scan_limit;
 
 -- name: item_ids_find_by_verdict
--- review_decisions_outcome (outcome, decided_at): an overturn counts as the outcome it
--- gives.
-SELECT d.item_id AS id
-FROM review_decisions AS d
-WHERE d.outcome = :verdict
-  AND d.decided_at >= :after::timestamptz AND d.decided_at < :before::timestamptz
+-- review_decisions_reason (reason_code, decided_at), one range per reason code that may
+-- give the verdict: a decision's reason is one its queue allows for the verdict (an
+-- overturn's, for the outcome it gives), so no index of its own is needed for it.
+-- A lateral per code, as per queue elsewhere: one index range each, whatever the plan.
+SELECT v.id
+FROM (SELECT DISTINCT r.code FROM reason_codes AS r WHERE :verdict::text = ANY (r.verdicts))
+    AS c
+CROSS JOIN LATERAL (
+    SELECT d.item_id AS id
+    FROM review_decisions AS d
+    WHERE d.reason_code = c.code
+      AND d.decided_at >= :after::timestamptz AND d.decided_at < :before::timestamptz
+      AND d.outcome = :verdict
+    LIMIT :scan_limit
+) AS v
 LIMIT :scan_limit;
 
 -- name: item_ids_find_overturned
@@ -181,10 +191,15 @@ LIMIT :scan_limit;
 -- name: item_ids_find_noted
 -- item_events_queue_kind_at (queue, kind, at): the notes written in each queue (every
 -- queue: an item keeps its notes when it moves); items_search_page applies the scope.
+-- The lateral's own LIMIT keeps it a lateral, one index range per queue, not a join over
+-- the whole timeline.
 SELECT n.id
-FROM queues AS q
+FROM unnest(ARRAY(SELECT q.name FROM queues AS q)) AS q (name)
 CROSS JOIN LATERAL (
-    SELECT e.item_id AS id FROM item_events AS e WHERE e.queue = q.name AND e.kind = 'noted'
+    SELECT e.item_id AS id
+    FROM item_events AS e
+    WHERE e.queue = q.name AND e.kind = 'noted'
+    LIMIT :scan_limit
 ) AS n
 LIMIT :scan_limit;
 

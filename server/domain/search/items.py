@@ -29,6 +29,8 @@ KIND = "items"
 # larger, so a sparse search takes a few statements, not hundreds.
 FIRST_CHUNK = 256
 CHUNK_GROWTH = 8
+# What a broad filter's short walk may read before its index is used instead.
+PROBE = FIRST_CHUNK * (1 + CHUNK_GROWTH)
 
 # Either end of every time window and cursor, for a bound the search does not give.
 _EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
@@ -57,6 +59,9 @@ class _Driver:
     statement: Query[Any]
     params: dict[str, Any]
     narrow_by: tuple[str, ...]
+    # Its filter usually matches many rows (a state, a window, a verdict): a short walk of
+    # the activity order is tried first, which fills the page when matches are dense.
+    broad: bool = False
 
 
 async def search_items(
@@ -79,12 +84,15 @@ async def search_items(
     # Read now, not at import: a test lowers it.
     limit = filters.SCAN_LIMIT
     driver = _driver(search, queues)
-    if driver is None:
-        rows = await _walk(db, search, queues, position, first, limit)
-    else:
-        rows = await _driven(db, search, queues, position, first, limit, driver)
-    if isinstance(rows, SearchTooBroad):
-        return rows
+    read = 0
+    rows: list[Row] | None = None
+    if driver is None or driver.broad:
+        budget = limit if driver is None else min(PROBE, limit // 8)
+        rows, read = await _walk(db, search, queues, position, first, budget)
+    if rows is None and driver is not None:
+        rows = await _driven(db, search, queues, position, first, limit - read, driver)
+    if rows is None:
+        return _too_broad(search, limit, _NARROW_A_WALK if driver is None else driver.narrow_by)
     shown = rows[:first]
     return ItemPage(
         items=[Item.from_row(row) for row in shown],
@@ -166,18 +174,20 @@ def _driver(search: ItemSearch, queues: list[str] | None) -> _Driver | None:
             sql.search.ITEM_IDS_FIND_BY_DECIDER,
             {"reviewer": search.decided_by, **decided},
             decided_narrow,
+            broad=search.decided_after is None and search.decided_before is None,
         )
     if search.reason_code is not None:
         return _Driver(
             sql.search.ITEM_IDS_FIND_BY_REASON,
             {"reason_code": search.reason_code, **decided},
             (*decided_narrow, "decidedBy"),
+            broad=True,
         )
     if search.overturned is True:
         return _Driver(sql.search.ITEM_IDS_FIND_OVERTURNED, decided, decided_narrow)
     if search.decision_status is DecisionStatus.PROVISIONAL:
         return _Driver(
-            sql.search.ITEM_IDS_FIND_PROVISIONAL, decided, (*decided_narrow, "decidedBy")
+            sql.search.ITEM_IDS_FIND_PROVISIONAL, decided, (*decided_narrow, "decidedBy"), True
         )
     if search.held is True:
         return _Driver(sql.search.ITEM_IDS_FIND_HELD, {}, ("assignedTo",))
@@ -189,23 +199,28 @@ def _driver(search: ItemSearch, queues: list[str] | None) -> _Driver | None:
         return _Driver(sql.search.ITEM_IDS_FIND_PARKED, q, ("queues", "enqueuedAfter"))
     if search.has_notes is True:
         return _Driver(
-            sql.search.ITEM_IDS_FIND_NOTED, {}, ("externalKeyPrefix", "decidedBy", "assignedTo")
+            sql.search.ITEM_IDS_FIND_NOTED,
+            {},
+            ("queues", "enqueuedAfter", "enqueuedBefore", "externalKeyPrefix"),
+            broad=True,
         )
     if search.verdict is not None:
         return _Driver(
             sql.search.ITEM_IDS_FIND_BY_VERDICT,
             {"verdict": search.verdict.value, **decided},
             (*decided_narrow, "decidedBy", "reasonCode"),
+            broad=True,
         )
     if search.decided_after is not None or search.decided_before is not None:
         return _Driver(
-            sql.search.ITEM_IDS_FIND_DECIDED_BETWEEN, decided, (*decided_narrow, "decidedBy")
+            sql.search.ITEM_IDS_FIND_DECIDED_BETWEEN, decided, (*decided_narrow, "decidedBy"), True
         )
     if search.enqueued_after is not None or search.enqueued_before is not None:
         return _Driver(
             sql.search.ITEM_IDS_FIND_ENQUEUED_BETWEEN,
             _window(search.enqueued_after, search.enqueued_before),
-            ("enqueuedAfter", "enqueuedBefore", "queues", "externalKeyPrefix"),
+            ("enqueuedAfter", "enqueuedBefore", "externalKeyPrefix", "decidedBy"),
+            broad=True,
         )
     if states is not None and states <= _WAITING:
         low, high = _PRIORITY_RANGE
@@ -220,14 +235,15 @@ def _driver(search: ItemSearch, queues: list[str] | None) -> _Driver | None:
                 if search.priority_at_most is None
                 else search.priority_at_most,
             },
-            ("queues", "priorityAtLeast", "priorityAtMost", "assignedTo"),
+            ("queues", "priorityAtLeast", "priorityAtMost", "enqueuedAfter", "enqueuedBefore"),
+            broad=True,
         )
     return None
 
 
-def prefix_end(prefix: str) -> str | None:
-    """The first text after every text that starts with `prefix`, in code point (and so
-    UTF-8 byte) order; None if there is none."""
+def prefix_end(prefix: str) -> str:
+    """The first text after every key that starts with `prefix`, in code point (and so
+    UTF-8 byte) order."""
     chars = list(prefix)
     while chars:
         last = ord(chars.pop()) + 1
@@ -235,7 +251,8 @@ def prefix_end(prefix: str) -> str | None:
             last = 0xE000
         if last <= 0x10FFFF:
             return "".join(chars) + chr(last)
-    return None
+    # Only the last code point, over and over: past every key (at most 200 characters).
+    return chr(0x10FFFF) * 201
 
 
 async def _driven(
@@ -244,13 +261,13 @@ async def _driven(
     queues: list[str] | None,
     position: Keyset | None,
     first: int,
-    limit: int,
+    budget: int,
     driver: _Driver,
-) -> list[Row] | SearchTooBroad:
-    """Every candidate the driving index gives (SCAN_LIMIT at most), then the page."""
-    rows = await db.fetch(driver.statement, **driver.params, scan_limit=limit + 1)
-    if len(rows) > limit:
-        return _too_broad(search, limit, driver.narrow_by)
+) -> list[Row] | None:
+    """Every candidate the driving index gives, then the page; None: more than `budget`."""
+    rows = await db.fetch(driver.statement, **driver.params, scan_limit=budget + 1)
+    if len(rows) > budget:
+        return None
     ids = list(dict.fromkeys(row["id"] for row in rows))
     if not ids:
         return []
@@ -263,9 +280,10 @@ async def _walk(
     queues: list[str] | None,
     position: Keyset | None,
     first: int,
-    limit: int,
-) -> list[Row] | SearchTooBroad:
-    """The activity order from the cursor on, a chunk at a time, until the page is full."""
+    budget: int,
+) -> tuple[list[Row] | None, int]:
+    """The activity order from the cursor on, a chunk at a time, until the page is full;
+    the page (None: `budget` rows were read first) and the rows read."""
     newest = search.order is SearchOrder.NEWEST_FIRST
     statement = sql.search.ITEM_IDS_WALK_NEWEST if newest else sql.search.ITEM_IDS_WALK_OLDEST
     if position is None:
@@ -275,16 +293,16 @@ async def _walk(
     found: list[Row] = []
     read, chunk = 0, FIRST_CHUNK
     while True:
-        size = min(chunk, limit - read)
+        size = min(chunk, budget - read)
         if size <= 0:
-            return _too_broad(search, limit, _NARROW_A_WALK)
+            return None, read
         walked = await db.fetch(statement, queues=queues, at=at, id=last_id, chunk=size)
         read += len(walked)
         if walked:
             ids = [row["id"] for row in walked]
             found += await _page(db, search, queues, ids, None, first + 1 - len(found))
         if len(found) > first or len(walked) < size:
-            return found
+            return found, read
         at, last_id = walked[-1]["updated_at"], walked[-1]["id"]
         chunk *= CHUNK_GROWTH
 

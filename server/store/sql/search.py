@@ -26,76 +26,81 @@ ITEM_IDS_FIND_BY_SUBJECT = Query("item_ids_find_by_subject", lambda *, subject_r
 # db/queries/search.sql:50
 ITEM_IDS_FIND_BY_KEY_PREFIX = Query("item_ids_find_by_key_prefix", lambda *, prefix, prefix_end, scan_limit: None)
 """review_items_key_prefix (external_key COLLATE "C"): the prefix as a range of bytes,
-:prefix up to, not including, :prefix_end (NULL: no end).
+:prefix up to, not including, :prefix_end (both always given: a generic plan keeps the
+range as the index's bounds).
 """
 
-# db/queries/search.sql:59
+# db/queries/search.sql:60
 ITEM_IDS_FIND_ASSIGNED = Query("item_ids_find_assigned", lambda *, queues, assigned_to, scan_limit: None)
 """review_items_assigned (queue, assigned_to, …) WHERE pending and assigned."""
 
-# db/queries/search.sql:70
+# db/queries/search.sql:71
 ITEM_IDS_FIND_HELD = Query("item_ids_find_held", lambda *, scan_limit: None)
 """review_items_held (held_until) WHERE pending and held."""
 
-# db/queries/search.sql:77
+# db/queries/search.sql:78
 ITEM_IDS_FIND_OVERDUE = Query("item_ids_find_overdue", lambda *, queues, scan_limit: None)
 """review_items_due (queue, due_at) WHERE pending with a due time."""
 
-# db/queries/search.sql:88
+# db/queries/search.sql:89
 ITEM_IDS_FIND_LEASED = Query("item_ids_find_leased", lambda *, queues, scan_limit: None)
 """review_items_lease_expiry (queue, lease_expires_at) WHERE pending under a lease."""
 
-# db/queries/search.sql:100
+# db/queries/search.sql:101
 ITEM_IDS_FIND_WAITING = Query("item_ids_find_waiting", lambda *, queues, priority_at_least, priority_at_most, scan_limit: None)
 """review_items_claimable (queue, reserved, priority DESC, created_at) WHERE pending: both
 values of `reserved`, each a range of priority.
 """
 
-# db/queries/search.sql:115
+# db/queries/search.sql:116
 ITEM_IDS_FIND_PARKED = Query("item_ids_find_parked", lambda *, queues, scan_limit: None)
 """review_items_parked (queue, updated_at) WHERE parked."""
 
-# db/queries/search.sql:124
+# db/queries/search.sql:125
 ITEM_IDS_FIND_ENQUEUED_BETWEEN = Query("item_ids_find_enqueued_between", lambda *, after, before, scan_limit: None)
 """review_items_created_brin (created_at): the window's blocks only."""
 
-# db/queries/search.sql:131
+# db/queries/search.sql:132
 ITEM_IDS_FIND_BY_DECIDER = Query("item_ids_find_by_decider", lambda *, reviewer, after, before, scan_limit: None)
 """review_decisions_reviewer (reviewer, decided_at): the reviewer's decisions in the window;
 items_search_page keeps the items whose current decision is one of them.
 """
 
-# db/queries/search.sql:140
+# db/queries/search.sql:141
 ITEM_IDS_FIND_BY_REASON = Query("item_ids_find_by_reason", lambda *, reason_code, after, before, scan_limit: None)
 """review_decisions_reason (reason_code, decided_at)."""
 
-# db/queries/search.sql:148
+# db/queries/search.sql:149
 ITEM_IDS_FIND_BY_VERDICT = Query("item_ids_find_by_verdict", lambda *, verdict, after, before, scan_limit: None)
-"""review_decisions_outcome (outcome, decided_at): an overturn counts as the outcome it
-gives.
+"""review_decisions_reason (reason_code, decided_at), one range per reason code that may
+give the verdict: a decision's reason is one its queue allows for the verdict (an
+overturn's, for the outcome it gives), so no index of its own is needed for it.
+A lateral per code, as per queue elsewhere: one index range each, whatever the plan.
 """
 
-# db/queries/search.sql:157
+# db/queries/search.sql:167
 ITEM_IDS_FIND_OVERTURNED = Query("item_ids_find_overturned", lambda *, after, before, scan_limit: None)
 """review_decisions_one_overturn_each (supersedes) WHERE it supersedes one: overturns and
 overrides, the overrides left out.
 """
 
-# db/queries/search.sql:166
+# db/queries/search.sql:176
 ITEM_IDS_FIND_PROVISIONAL = Query("item_ids_find_provisional", lambda *, after, before, scan_limit: None)
 """review_decisions_provisional (decided_at) WHERE provisional."""
 
-# db/queries/search.sql:174
+# db/queries/search.sql:184
 ITEM_IDS_FIND_DECIDED_BETWEEN = Query("item_ids_find_decided_between", lambda *, after, before, scan_limit: None)
 """review_decisions_decided_brin (decided_at): the window's blocks only."""
 
-# db/queries/search.sql:181
+# db/queries/search.sql:191
 ITEM_IDS_FIND_NOTED = Query("item_ids_find_noted", lambda *, scan_limit: None)
 """item_events_queue_kind_at (queue, kind, at): the notes written in each queue (every
 queue: an item keeps its notes when it moves); items_search_page applies the scope.
+The lateral's own LIMIT keeps it a lateral, one index range per queue, not a join over
+the whole timeline.
 """
 
-# db/queries/search.sql:191
+# db/queries/search.sql:206
 ITEMS_SEARCH_PAGE = Query("items_search_page", lambda *, by_decision, ids, queues, states, key_prefix, subject_ref, priority_at_least, priority_at_most, enqueued_after, enqueued_before, decided_after, decided_before, decided_by, verdict, reason_code, provisional, overturned, assigned_to, held, overdue, has_notes, at, newest, id, page_size: None)
 """The candidates :ids (review_items_pkey) that every filter matches, in the caller's
 queues (:queues NULL: every queue), after the cursor (:at and :id; NULL: from the
