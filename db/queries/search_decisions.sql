@@ -26,17 +26,20 @@ FROM unnest(:queues::text[]) AS q (name)
 CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
+        -- A subquery per row read, not a join: the rows stay in the walk's order, so the
+        -- LIMIT below stops the walk as soon as the page is full.
         SELECT v.id, v.decided_at, v.walked,
-               (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-               AND (:verdict::text IS NULL OR d.outcome = :verdict)
-               AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-               AND (:status::text IS NULL OR :status = CASE
-                    WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                 WHERE s.supersedes = d.id) THEN 'superseded'
-                    WHEN d.provisional AND NOT EXISTS (
-                         SELECT 1 FROM decision_confirmations AS c
-                         WHERE c.decision_id = d.id) THEN 'provisional'
-                    ELSE 'effective' END) AS matched
+               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                       AND (:status::text IS NULL OR :status = CASE
+                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                         WHERE s.supersedes = d.id) THEN 'superseded'
+                            WHEN d.provisional AND NOT EXISTS (
+                                 SELECT 1 FROM decision_confirmations AS c
+                                 WHERE c.decision_id = d.id) THEN 'provisional'
+                            ELSE 'effective' END)
+                FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -57,7 +60,6 @@ CROSS JOIN LATERAL (
              LIMIT :scan_cap)
             ) AS u
         ) AS v
-        JOIN review_decisions AS d ON d.id = v.id
     ) AS w
     WHERE w.matched OR w.walked = :scan_cap
     LIMIT :page_size
@@ -73,17 +75,20 @@ FROM unnest(:queues::text[]) AS q (name)
 CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
+        -- A subquery per row read, not a join: the rows stay in the walk's order, so the
+        -- LIMIT below stops the walk as soon as the page is full.
         SELECT v.id, v.decided_at, v.walked,
-               (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-               AND (:verdict::text IS NULL OR d.outcome = :verdict)
-               AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-               AND (:status::text IS NULL OR :status = CASE
-                    WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                 WHERE s.supersedes = d.id) THEN 'superseded'
-                    WHEN d.provisional AND NOT EXISTS (
-                         SELECT 1 FROM decision_confirmations AS c
-                         WHERE c.decision_id = d.id) THEN 'provisional'
-                    ELSE 'effective' END) AS matched
+               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                       AND (:status::text IS NULL OR :status = CASE
+                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                         WHERE s.supersedes = d.id) THEN 'superseded'
+                            WHEN d.provisional AND NOT EXISTS (
+                                 SELECT 1 FROM decision_confirmations AS c
+                                 WHERE c.decision_id = d.id) THEN 'provisional'
+                            ELSE 'effective' END)
+                FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -106,7 +111,6 @@ CROSS JOIN LATERAL (
              LIMIT :scan_cap)
             ) AS u
         ) AS v
-        JOIN review_decisions AS d ON d.id = v.id
     ) AS w
     WHERE w.matched OR w.walked = :scan_cap
     LIMIT :page_size
@@ -122,17 +126,20 @@ FROM unnest(:queues::text[]) AS q (name)
 CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
+        -- A subquery per row read, not a join: the rows stay in the walk's order, so the
+        -- LIMIT below stops the walk as soon as the page is full.
         SELECT v.id, v.decided_at, v.walked,
-               (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-               AND (:verdict::text IS NULL OR d.outcome = :verdict)
-               AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-               AND (:status::text IS NULL OR :status = CASE
-                    WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                 WHERE s.supersedes = d.id) THEN 'superseded'
-                    WHEN d.provisional AND NOT EXISTS (
-                         SELECT 1 FROM decision_confirmations AS c
-                         WHERE c.decision_id = d.id) THEN 'provisional'
-                    ELSE 'effective' END) AS matched
+               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                       AND (:status::text IS NULL OR :status = CASE
+                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                         WHERE s.supersedes = d.id) THEN 'superseded'
+                            WHEN d.provisional AND NOT EXISTS (
+                                 SELECT 1 FROM decision_confirmations AS c
+                                 WHERE c.decision_id = d.id) THEN 'provisional'
+                            ELSE 'effective' END)
+                FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -155,7 +162,6 @@ CROSS JOIN LATERAL (
              LIMIT :scan_cap)
             ) AS u
         ) AS v
-        JOIN review_decisions AS d ON d.id = v.id
     ) AS w
     WHERE w.matched OR w.walked = :scan_cap
     LIMIT :page_size
@@ -171,17 +177,20 @@ FROM unnest(:queues::text[]) AS q (name)
 CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
+        -- A subquery per row read, not a join: the rows stay in the walk's order, so the
+        -- LIMIT below stops the walk as soon as the page is full.
         SELECT v.id, v.decided_at, v.walked,
-               (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-               AND (:verdict::text IS NULL OR d.outcome = :verdict)
-               AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-               AND (:status::text IS NULL OR :status = CASE
-                    WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                 WHERE s.supersedes = d.id) THEN 'superseded'
-                    WHEN d.provisional AND NOT EXISTS (
-                         SELECT 1 FROM decision_confirmations AS c
-                         WHERE c.decision_id = d.id) THEN 'provisional'
-                    ELSE 'effective' END) AS matched
+               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                       AND (:status::text IS NULL OR :status = CASE
+                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                         WHERE s.supersedes = d.id) THEN 'superseded'
+                            WHEN d.provisional AND NOT EXISTS (
+                                 SELECT 1 FROM decision_confirmations AS c
+                                 WHERE c.decision_id = d.id) THEN 'provisional'
+                            ELSE 'effective' END)
+                FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -204,7 +213,6 @@ CROSS JOIN LATERAL (
              LIMIT :scan_cap)
             ) AS u
         ) AS v
-        JOIN review_decisions AS d ON d.id = v.id
     ) AS w
     WHERE w.matched OR w.walked = :scan_cap
     LIMIT :page_size
@@ -221,17 +229,20 @@ FROM unnest(:queues::text[]) AS q (name)
 CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
+        -- A subquery per row read, not a join: the rows stay in the walk's order, so the
+        -- LIMIT below stops the walk as soon as the page is full.
         SELECT v.id, v.decided_at, v.walked,
-               (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-               AND (:verdict::text IS NULL OR d.outcome = :verdict)
-               AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-               AND (:status::text IS NULL OR :status = CASE
-                    WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                 WHERE s.supersedes = d.id) THEN 'superseded'
-                    WHEN d.provisional AND NOT EXISTS (
-                         SELECT 1 FROM decision_confirmations AS c
-                         WHERE c.decision_id = d.id) THEN 'provisional'
-                    ELSE 'effective' END) AS matched
+               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                       AND (:status::text IS NULL OR :status = CASE
+                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                         WHERE s.supersedes = d.id) THEN 'superseded'
+                            WHEN d.provisional AND NOT EXISTS (
+                                 SELECT 1 FROM decision_confirmations AS c
+                                 WHERE c.decision_id = d.id) THEN 'provisional'
+                            ELSE 'effective' END)
+                FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -254,7 +265,6 @@ CROSS JOIN LATERAL (
              LIMIT :scan_cap)
             ) AS u
         ) AS v
-        JOIN review_decisions AS d ON d.id = v.id
     ) AS w
     WHERE w.matched OR w.walked = :scan_cap
     LIMIT :page_size
