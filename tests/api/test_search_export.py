@@ -20,12 +20,15 @@ from server import search_csv
 from server.app import create_app
 from server.config import Settings
 from server.domain.model import Role
+from server.domain.search import filters
+from server.domain.search.filters import SearchTooBroad
 from server.search_csv import DECISION_COLUMNS, ITEM_COLUMNS
 from server.store.database import Database
 from tests.api.conftest import GraphQL, Tokens
 from tests.api.helpers import casework
 from tests.api.search_export_helpers import (
     FORMULA_KEYS,
+    ITEMS_PAGE,
     api_decision_rows,
     api_item_rows,
     download,
@@ -62,9 +65,9 @@ async def seeded(gql: GraphQL, tokens: Tokens, kyc: str, monkeypatch: pytest.Mon
     monkeypatch.setattr(search_csv, "PAGE_SIZE", PAGE)
 
 
-def query(**filters: Any) -> str:
+def query(**given: Any) -> str:
     pairs: list[tuple[str, str]] = []
-    for name, value in filters.items():
+    for name, value in given.items():
         values = value if isinstance(value, list) else [value]
         pairs += [(name, str(v)) for v in values]
     return urlencode(pairs)
@@ -75,12 +78,10 @@ def query(**filters: Any) -> str:
 async def test_the_items_csv_has_the_apis_rows_page_by_page(
     app: Starlette, gql: GraphQL, tokens: Tokens, owner_conn: asyncpg.Connection, order: str
 ) -> None:
-    for filters in ({}, {"queues": ["kyc", "payouts"], "states": ["PENDING", "DECIDED"]}):
-        got = await download(
-            app, f"/export/items.csv?{query(order=order, **filters)}", tokens.admin
-        )
+    for asked in ({}, {"queues": ["kyc", "payouts"], "states": ["PENDING", "DECIDED"]}):
+        got = await download(app, f"/export/items.csv?{query(order=order, **asked)}", tokens.admin)
         expected = await api_item_rows(
-            gql, owner_conn, tokens.admin, PUBLIC_URL, order=order, **filters
+            gql, owner_conn, tokens.admin, PUBLIC_URL, order=order, **asked
         )
 
         assert got.status == 200, got.text
@@ -272,3 +273,71 @@ async def test_a_database_failure_mid_stream_cuts_the_download_short(
     assert [r.getMessage().split(":")[0] for r in lines] == ["items export cut short"]
     assert "permission denied" in lines[0].getMessage()
     assert lines[0].exc_info is None
+
+
+@pytest.mark.usefixtures("seeded")
+async def test_a_search_the_domain_refuses_is_a_400_naming_the_filter(
+    app: Starlette, tokens: Tokens
+) -> None:
+    got = await download(app, "/export/items.csv?priorityAtLeast=5&priorityAtMost=1", tokens.admin)
+
+    assert got.status == 400
+    assert got.json() == {
+        "errors": [
+            {
+                "message": "priorityAtLeast (5) is above priorityAtMost (1): nothing could match",
+                "extensions": {"code": "BAD_REQUEST", "field": "priorityAtLeast"},
+            }
+        ]
+    }
+
+
+@pytest.mark.usefixtures("seeded")
+async def test_a_search_too_broad_for_its_first_page_is_refused_with_what_narrows_it(
+    app: Starlette, gql: GraphQL, tokens: Tokens, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(filters, "SCAN_LIMIT", 2)
+
+    got = await download(app, "/export/items.csv?order=OLDEST_FIRST", tokens.admin)
+    api = await gql(tokens.admin, ITEMS_PAGE, filter={"order": "OLDEST_FIRST"}, after=None)
+
+    assert got.status == 400
+    (error,) = got.json()["errors"]
+    (api_error,) = api["errors"]
+    assert error["message"] == api_error["message"]
+    assert error["message"].startswith("This search would read more than 2 items for one page")
+    assert error["extensions"] == {
+        "code": "LIMIT_EXCEEDED",
+        "narrowBy": api_error["extensions"]["narrowBy"],
+    }
+    assert "enqueuedAfter" in error["extensions"]["narrowBy"]
+
+
+@pytest.mark.usefixtures("seeded")
+async def test_a_later_page_refused_cuts_the_download_short(
+    app: Starlette,
+    tokens: Tokens,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The search itself runs; its second page is answered as a search grown too broad
+    # between pages would be (rows arriving under it), which no fixture here can time.
+    searched = search_csv.search_items
+    calls = 0
+
+    async def second_page_refused(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            return SearchTooBroad("This search would read more than 2 items for one page", ())
+        return await searched(*args)
+
+    monkeypatch.setattr(search_csv, "search_items", second_page_refused)
+    with caplog.at_level(logging.INFO, logger="casework.export"):
+        got = await download(app, "/export/items.csv", tokens.admin)
+
+    assert (got.status, got.complete, len(got.rows)) == (200, False, 1 + PAGE)
+    lines = [r.getMessage() for r in caplog.records if r.name == "casework.export"]
+    assert lines == [
+        "items export cut short: This search would read more than 2 items for one page"
+    ]
