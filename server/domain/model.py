@@ -298,6 +298,9 @@ class Item:
     # policy version that split the payload (which is then its public part only).
     subject_ref: str | None = None
     policy_version: int | None = None
+    # The item's last change: its activity time, which a search's order follows. Every
+    # statement that reads items selects it; None only for an Item built without a row.
+    updated_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Item:

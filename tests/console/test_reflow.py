@@ -30,6 +30,7 @@ from tests.console.helpers import (
     section,
     seed_kyc_history,
     seed_workflow_history,
+    setup_kyc,
     sign_in,
 )
 from tests.live.helpers import Casework
@@ -280,5 +281,49 @@ async def test_every_page_fits_the_width_and_its_controls_work(
             actions.get_by_role("textbox", name="Value 1"),
             actions.get_by_role("textbox", name="Evidence references"),
             actions.get_by_role("button", name="Submit correction"),
+        )
+    audit.assert_clean()
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+async def test_the_search_box_and_results_fit_the_width(
+    size: str, browser: Browser, casework: Casework, tokens: ConsoleTokens
+) -> None:
+    await setup_kyc(casework.api, tokens, items=3)
+    window = SIZES[size]
+    audit = Audit(casework.url)
+    async with console_context(
+        browser, casework.url, viewport=window.viewport, device_scale_factor=window.scale
+    ) as (context, _):
+        page = await sign_in(context, casework.url, tokens.manager)
+        await page.goto(f"{casework.url}/console/#/search?queues=kyc&states=PENDING")
+        table = page.get_by_role("table", name="Items found")
+        await expect(table.locator("tbody tr")).to_have_count(3, timeout=SHOWN_WITHIN_MS)
+        filters = page.get_by_role("form", name="Filters")
+        await check(
+            page,
+            audit,
+            size,
+            "search",
+            page.get_by_role("searchbox", name="Search cases"),
+            filters.get_by_role("listbox", name="Queues"),
+            filters.get_by_role("checkbox", name="Pending"),
+            filters.get_by_role("textbox", name="Enqueued from"),
+            filters.get_by_role("combobox", name="Order"),
+            filters.get_by_role("button", name="Apply filters"),
+            page.get_by_role("link", name="Export CSV"),
+            table.get_by_role("link", name="3", exact=True),
+        )
+        await page.goto(f"{casework.url}/console/#/search/decisions?queues=kyc")
+        await expect(page.get_by_text("No decisions match these filters.")).to_be_visible(
+            timeout=SHOWN_WITHIN_MS
+        )
+        await check(
+            page,
+            audit,
+            size,
+            "search-decisions",
+            page.get_by_role("textbox", name="Reviewer"),
+            page.get_by_role("button", name="Apply filters"),
         )
     audit.assert_clean()

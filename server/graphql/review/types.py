@@ -289,6 +289,13 @@ class ReviewItem:
             due_at=item.due_at,
         )
 
+    @strawberry.field(
+        description="The item's last change (arrival, claim, lease ended, hold, decision, "
+        "move): its activity time, the order of `Query.items`."
+    )
+    def updated_at(self) -> datetime:
+        return self._item.updated_at or self._item.created_at
+
     # The privacy fields answer from the item, with no await, for items without a policy.
     @strawberry.field(
         description="The item's data. On a queue with a privacy policy, only what you may "

@@ -11,11 +11,14 @@
 import * as session from "./session.js";
 
 export class ApiError extends Error {
-  constructor(message, code, { network = false } = {}) {
+  constructor(message, code, { network = false, extensions = {} } = {}) {
     super(message);
     this.name = "ApiError";
     this.code = code;
     this.network = network;
+    // The error's other extensions: a search refused as too broad names the filters that
+    // would narrow it (`narrowBy`).
+    this.extensions = extensions;
   }
 }
 
@@ -107,7 +110,7 @@ async function post(request, token) {
     throw new ApiError(first?.message ?? "The token was not accepted.", "UNAUTHENTICATED");
   }
   if (first) {
-    throw new ApiError(first.message, first.extensions?.code ?? "ERROR");
+    throw new ApiError(first.message, first.extensions?.code ?? "ERROR", { extensions: first.extensions ?? {} });
   }
   if (!response.ok || !body?.data) {
     throw new ApiError(`The server answered ${response.status}.`, response.status === 503 ? "UNAVAILABLE" : "ERROR", {
@@ -130,5 +133,19 @@ export async function call(query, variables = {}) {
       );
     }
     throw error;
+  }
+}
+
+/** GET a file of the server's (a CSV export) as this tab is signed in: the bearer token in
+ *  a header, never in the address, or the session cookie. Resolves to the Response, which
+ *  the caller checks (`ok`). */
+export async function download(path) {
+  const token = session.token();
+  const headers = headersFor(token);
+  delete headers["content-type"];
+  try {
+    return await fetch(path, { headers, credentials: token ? "omit" : "same-origin", cache: "no-store" });
+  } catch {
+    throw new ApiError("The server cannot be reached.", "NETWORK", { network: true });
   }
 }

@@ -1,5 +1,6 @@
 // The console's shell: sign-in, the header (who you are, the connection), the sections and
-// the hash router. Routes hold no secret: #/queue/kyc, #/item/42, #/exceptions/exc_…, #/manage/….
+// the hash router. Routes hold no secret: #/queue/kyc, #/item/42, #/exceptions/exc_…, #/manage/…,
+// #/search?states=PENDING.
 
 import { graphql } from "./api.js";
 import { forgetClaim } from "./claim.js";
@@ -15,6 +16,8 @@ import { exceptionPage, exceptionsPage } from "./exceptions.js";
 import { itemPage } from "./item.js";
 import { managerHome, queueManagerPage, workflowManagerPage } from "./manager.js";
 import { queueListPage, queuePage } from "./reviewer.js";
+import { decisionSearchPage, itemSearchPage } from "./search.js";
+import { searchBox } from "./searchbox.js";
 
 const root = document.getElementById("app");
 // Who has the Manage section: the roles that read measures (docs/measures.md).
@@ -32,11 +35,15 @@ const ROUTES = [
   [/^#\/manage$/, managerHome],
   [/^#\/manage\/queue\/([^/?]+)$/, queueManagerPage],
   [/^#\/manage\/workflow\/([^/?]+)$/, workflowManagerPage],
+  [/^#\/search(?:\?(.*))?$/, itemSearchPage],
+  [/^#\/search\/decisions(?:\?(.*))?$/, decisionSearchPage],
 ];
 
 function section(hash) {
   if (hash.startsWith("#/exceptions")) return "exceptions";
   if (hash.startsWith("#/manage")) return "manage";
+  // The results of the header's search box: no section of their own.
+  if (hash.startsWith("#/search")) return "search";
   return "review";
 }
 
@@ -66,6 +73,7 @@ function header(me) {
     { class: "topbar" },
     h("a", { class: "brand", href: "#/" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), "Casework"),
     nav,
+    searchBox(go),
     h("div", { class: "topbar-spacer" }),
     connection,
     h(
@@ -114,6 +122,12 @@ function shell(me) {
 }
 
 let main = null;
+
+/** Opens an address; the one shown already is drawn again (a search asked for once more). */
+function go(hash) {
+  if (window.location.hash === hash) route({ moved: true });
+  else window.location.hash = hash;
+}
 
 /** Shows the page the address names. `moved`: the address changed under the reader (a
  *  link, Back): focus goes to the new page, whose content the next Tab starts from. */

@@ -507,3 +507,51 @@ mutation BulkMove($input: BulkMoveInput!) { bulkMove(input: $input) { ${BULK_RES
 
 export const BULK_HOLD = `
 mutation BulkHold($input: BulkHoldInput!) { bulkHold(input: $input) { ${BULK_RESULT} } }`;
+
+// ---- Finding cases (search.js, searchbox.js) ---------------------------------------------
+
+// The header's search box: a number is first tried as an item's id, then as a key.
+export const FIND_ITEM = `
+query FindItem($id: ID!) { item(id: $id) { id } }`;
+
+export const ITEM_BY_EXTERNAL_KEY = `
+query ItemByExternalKey($externalKey: String!) {
+  itemByExternalKey(externalKey: $externalKey) {
+    __typename
+    ... on ReviewItem { id queue externalKey }
+    ... on AmbiguousExternalKey { message externalKey queues }
+  }
+}`;
+
+export const SEARCH_QUEUES = `query SearchQueues { queues { name } }`;
+
+// The decisions, for the current one as the search's filters read it: the latest not
+// superseded, provisional ones included (ReviewItem.currentDecision leaves those out).
+const SEARCH_ITEM_ROW = `
+  id queue externalKey state priority createdAt updatedAt overdue
+  hold { until } assignment { reviewer }
+  decisions { id verdict isOverturn reasonCode reviewer decidedAt status }
+`;
+
+// One page of a search, by keyset: the page size is written into the text (the server's
+// cost bound counts a variable `first` as its maximum).
+export const SEARCH_ITEMS = `
+query SearchItems($filter: ItemSearch!, $after: String) {
+  items(filter: $filter, first: 50, after: $after) {
+    __typename
+    ... on ItemConnection { edges { node { ${SEARCH_ITEM_ROW} } } pageInfo { hasNextPage endCursor } }
+    ... on InvalidInput { field message }
+  }
+}`;
+
+export const SEARCH_DECISIONS = `
+query SearchDecisions($filter: DecisionSearch!, $after: String) {
+  decisions(filter: $filter, first: 50, after: $after) {
+    __typename
+    ... on DecisionConnection {
+      edges { node { id queue verdict isOverturn reasonCode reviewer decidedAt status confirmedBy item { id externalKey } } }
+      pageInfo { hasNextPage endCursor }
+    }
+    ... on InvalidInput { field message }
+  }
+}`;

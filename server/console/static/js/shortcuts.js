@@ -1,9 +1,11 @@
-// Keyboard shortcuts: n claim next, a/r/e choose the verdict, Enter submits, ? lists them.
-// A view sets its handlers; keys typed into a text field stay text.
+// Keyboard shortcuts: / searches, n claim next, a/r/e choose the verdict, Enter submits, ?
+// lists them. A view sets its handlers; keys typed into a text field stay text.
 
 import { h } from "./dom.js";
+import { focusSearch } from "./searchbox.js";
 
 export const SHORTCUTS = [
+  ["/", "Search cases: an item's id or external key opens the item"],
   ["n", "Claim the next item"],
   ["a", "Choose Approve (the reasons narrow to approving ones)"],
   ["r", "Choose Reject"],
@@ -70,6 +72,10 @@ export function install() {
       return;
     }
     if (inText || event.ctrlKey) return;
+    if (event.key === "/" && focusSearch()) {
+      event.preventDefault();
+      return;
+    }
     if (event.key === "?") {
       event.preventDefault();
       showShortcuts();
