@@ -1,4 +1,4 @@
-"""A year of review history to search: N items over 50 queues, with their decisions and timeline.
+"""Review history to search: N items over 50 queues, with their decisions and timeline.
 
 `build_history(conn, items)` fills a migrated, empty database as its owner, in a few
 INSERT ... SELECT generate_series statements, then VACUUM ANALYZE. Used by the search plan
@@ -10,8 +10,12 @@ The mix, drawn from seeded hashes of the item's number (the same database every 
   send rejections to a second review in `search-second`; `search-00` … `search-23` have due
   times; `search-40` … `search-46` carry subject refs; `search-47` also holds a few parked
   exception items (their exceptions closed).
-- created over the last 365 days in id order; the last 2% (about a week) is where most of the
-  pending, leased and awaiting-second-review items are; the rest is almost all decided.
+- created in id order at a steady ITEMS_PER_YEAR, so 100k items are a year of history and
+  1M are ten years of it: a month holds as many decisions at either size, as it would in a
+  deployment whose history grows. The live work does not grow with the history either: the
+  last RECENT_ITEMS (about a week) hold most of the pending, leased and
+  awaiting-second-review items, and about STALE_PENDING older items still wait; the rest is
+  decided.
 - decisions by 8 of 60 reviewers per queue, 72% approve / 28% reject with their reason codes,
   5% escalated first (decided in `search-senior`), 1% overturned by an approver, 5% with a
   note; provisional decisions on the items awaiting second review.
@@ -28,6 +32,11 @@ from __future__ import annotations
 import asyncpg
 
 WORKING_QUEUES = 48
+ITEMS_PER_YEAR = 100_000
+# About a week at ITEMS_PER_YEAR, whatever the size of the history.
+RECENT_ITEMS = 2_000
+# Old items still pending (forgotten, stuck): a few hundred at any size.
+STALE_PENDING = 400
 SENIOR = "search-senior"
 SECOND = "search-second"
 EXCEPTION_QUEUE = "search-47"
@@ -78,9 +87,9 @@ WITH drawn AS (
            hashint8extended(g, 3) & 2147483647 AS h3, hashint8extended(g, 4) & 2147483647 AS h4,
            hashint8extended(g, 5) & 2147483647 AS h5, hashint8extended(g, 6) & 2147483647 AS h6,
            hashint8extended(g, 7) & 2147483647 AS h7, hashint8extended(g, 8) & 2147483647 AS h8,
-           g > $1::bigint - $1::bigint / 50 AS recent,
-           $2::timestamptz - make_interval(secs => 365 * 86400.0 * ($1::bigint - g) / $1::bigint
-                                                    + 600) AS created_at
+           g > $1::bigint - {RECENT_ITEMS} AS recent,
+           $2::timestamptz - make_interval(secs => 365 * 86400.0 * ($1::bigint - g)
+                                                    / {ITEMS_PER_YEAR} + 600) AS created_at
     FROM generate_series(1, $1::bigint) AS g
 ), classed AS (
     SELECT d.*,
@@ -93,7 +102,7 @@ WITH drawn AS (
                 WHEN recent AND u < 4000 THEN 'pending'
                 WHEN recent AND u < 5000 THEN 'leased'
                 WHEN recent AND u < 5400 AND qi < 8 THEN 'awaiting'
-                WHEN NOT recent AND u < 40 THEN 'pending'
+                WHEN NOT recent AND u < {STALE_PENDING * 10_000} / $1::bigint THEN 'pending'
                 ELSE 'decided' END AS kind
     FROM classed AS c
 ), verdicts AS (

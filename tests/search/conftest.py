@@ -22,6 +22,9 @@ from tests.conftest import TestDatabase, closing
 if str(REPO_ROOT / "bench") not in sys.path:
     sys.path.insert(0, str(REPO_ROOT / "bench"))
 
+# Re-exported for the tests of the history itself.
+from search_history import RECENT_ITEMS as RECENT_ITEMS
+from search_history import STALE_PENDING as STALE_PENDING
 from search_history import build_history
 
 # The history the plan tests run on; SEARCH_HISTORY_ITEMS lowers it for a quick local run.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from tests.search.conftest import build_history
+from tests.search.conftest import RECENT_ITEMS, STALE_PENDING, build_history
 
 # Each foreign key of the loaded tables, dropped and added again: adding one checks every row.
 RECHECK_FOREIGN_KEYS = """
@@ -57,7 +57,8 @@ async def test_the_history_is_valid_and_holds_every_kind_of_row(
     mix = await owner_conn.fetchrow(MIX)
     assert mix is not None
     assert mix["queues"] == 50, dict(mix)
-    assert mix["decided"] > 19_000, dict(mix)
+    # All but the live work: about a week's items and a few hundred stale ones still wait.
+    assert 20_000 - RECENT_ITEMS - STALE_PENDING < mix["decided"] < 20_000, dict(mix)
     assert mix["awaiting"] == mix["provisional"], dict(mix)
     assert mix["reviewers"] >= 60, dict(mix)
     assert min(dict(mix).values()) > 0, dict(mix)
