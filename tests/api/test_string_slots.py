@@ -25,6 +25,7 @@ from graphql import (
     GraphQLList,
     GraphQLNonNull,
     GraphQLScalarType,
+    GraphQLUnionType,
     Undefined,
 )
 
@@ -160,7 +161,7 @@ def request_for(slot: Slot, bad: Any) -> tuple[str, dict[str, Any]]:
     passed = ", ".join(f"{name}: ${name}" for name in variables)
     selection = (
         "{ __typename ... on InvalidInput { field message } }"
-        if slot.operation == "mutation"
+        if answers_invalid_input(slot)
         else "{ __typename }"
     )
     return f"{slot.operation}({declared}) {{ {slot.field}({passed}) {selection} }}", variables
@@ -215,11 +216,26 @@ async def table_contents(owner: asyncpg.Connection) -> dict[str, str]:
     return contents
 
 
+def answers_invalid_input(slot: Slot) -> bool:
+    """A field whose result union has InvalidInput answers a bad string with it (every
+    mutation, and the searches); any other field refuses it coded BAD_REQUEST."""
+    if slot.operation == "subscription":
+        return False
+    root = ROOTS[slot.operation]
+    assert root is not None
+    result = root.fields[slot.field].type
+    if isinstance(result, GraphQLNonNull):
+        result = result.of_type
+    return isinstance(result, GraphQLUnionType) and any(
+        member.name == "InvalidInput" for member in result.types
+    )
+
+
 def refusal_problems(slot: Slot, what: str, expected_field: str, body: dict[str, Any]) -> str:
     """What is wrong with the answer, or "" if it is the typed refusal wanted."""
     if "Unexpected error" in json.dumps(body):
         return f"{slot} {what}: unexpected error: {body}"
-    if slot.operation == "mutation":
+    if answers_invalid_input(slot):
         result = (body.get("data") or {}).get(slot.field)
         if not result or result.get("__typename") != "InvalidInput":
             return f"{slot} {what}: not InvalidInput: {body}"

@@ -46,6 +46,14 @@ class ResultError(CaseworkError):
         super().__init__(f"{self.typename or type(result).__name__}: {self.message}")
 
 
+class AmbiguousExternalKeyError(ResultError):
+    typename = "AmbiguousExternalKey"
+
+
+class AmbiguousSourceRecordIdError(ResultError):
+    typename = "AmbiguousSourceRecordId"
+
+
 class AlreadyQueuedError(ResultError):
     typename = "AlreadyQueued"
 
@@ -137,6 +145,8 @@ ERRORS: dict[str, type[ResultError]] = {
     cls.typename: cls
     for cls in (
         AlreadyQueuedError,
+        AmbiguousExternalKeyError,
+        AmbiguousSourceRecordIdError,
         AlreadySupersededError,
         EvidenceChangedError,
         FieldErasedError,
