@@ -15,10 +15,14 @@ WITH due AS (
     WHERE a.state = 'pending'
       AND a.next_attempt_at <= now()
       AND (a.locked_until IS NULL OR a.locked_until <= now()
-           -- A claim whose worker stopped renewing its liveness: taken over now.
-           OR (a.locked_by IS NOT NULL
-               AND NOT EXISTS (SELECT 1 FROM apply_workers AS w
-                               WHERE w.id = a.locked_by AND w.alive_until > now())))
+           -- A claim whose worker stopped renewing its liveness: taken over now. Lapsed
+           -- means seen lapsed, not "not seen alive": a row claimed while this statement
+           -- ran is re-checked in its new version, but this subquery still reads through
+           -- the statement's older snapshot, in which a worker whose first claim that was
+           -- does not exist yet. A worker's row is cleared only a day after it lapsed,
+           -- long after locked_until has.
+           OR EXISTS (SELECT 1 FROM apply_workers AS w
+                      WHERE w.id = a.locked_by AND w.alive_until <= now()))
     ORDER BY a.next_attempt_at
     LIMIT :batch_size
     FOR UPDATE OF a SKIP LOCKED

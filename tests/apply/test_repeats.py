@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
 
 from server.domain.model import Decision
-from server.domain.review.apply import DueApplication, claim_due, record_applied, utcnow
+from server.domain.review.apply import (
+    DueApplication,
+    Liveness,
+    claim_due,
+    record_applied,
+    utcnow,
+)
 from server.domain.review.decisions import OverturnInput, overturn_decision
 from server.effects.http import Session
 from server.store import sql
@@ -28,6 +35,7 @@ from tests.apply.helpers import (
     configure_effect,
     inconsistencies,
     make_decision,
+    make_decisions,
     reaches,
     running,
     wait_until,
@@ -297,3 +305,46 @@ async def test_an_overturn_is_applied_with_the_outcome_it_reverses(
     assert second["verdict"] == "APPROVE"
     assert original["itemId"] == first["itemId"] == second["itemId"]
     assert await inconsistencies(owner_conn, every_attempt_recorded=True) == []
+
+
+async def test_workers_starting_at_once_never_claim_one_decision_twice(
+    db: Database, kyc_queue: str, owner_conn: asyncpg.Connection, test_database: TestDatabase
+) -> None:
+    """A worker's first claim registers its liveness in the same statement. Another claim
+    whose snapshot predates that commit reaches the row after it, and PostgreSQL re-checks
+    the row against its new version while reading the liveness table through the older
+    snapshot: it must not read a worker it cannot see yet as one that has lapsed. Each round
+    is two new worker runs claiming at once, as two workers starting together do; each pass
+    hands every decision out once, and the owner then frees them for the next pass."""
+    decisions = sorted(await make_decisions(db, kyc_queue, 40, prefix="start"))
+    pools = [await create_pool(test_database.app_dsn, min_size=1, max_size=1) for _ in "ab"]
+    passes: list[list[int]] = []
+    try:
+        workers = [Database(pool, db.queries) for pool in pools]
+        for _ in range(15):
+            claimed: list[int] = []
+            while True:
+                runs = [Liveness(uuid.uuid4(), name, 10.0) for name in "ab"]
+                rounds = await asyncio.gather(
+                    *(claim_due(worker, 1, run) for worker, run in zip(workers, runs, strict=True))
+                )
+                taken = [due.decision_id for batch in rounds for due in batch]
+                if not taken:
+                    break
+                claimed.extend(taken)
+            passes.append(sorted(claimed))
+            await owner_conn.execute(
+                "UPDATE decision_applications SET locked_until = NULL, locked_by = NULL"
+            )
+    finally:
+        for pool in pools:
+            await pool.close()
+
+    twice = [
+        (number, decision_id)
+        for number, claimed in enumerate(passes)
+        for decision_id in set(claimed)
+        if claimed.count(decision_id) > 1
+    ]
+    assert twice == []
+    assert passes == [decisions] * len(passes)

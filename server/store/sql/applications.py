@@ -21,13 +21,13 @@ Signing (migration 0032): the queue's current secret, the rotated-out ones still
 overlap (newest first), and whether the legacy headers go too.
 """
 
-# db/queries/applications.sql:61
+# db/queries/applications.sql:65
 APPLICATION_RECORD_APPLIED = Query("application_record_applied", lambda *, decision_id, note, attempt, worker, started_at: None)
 """The proof of application, once per decision: a second recording of the same decision
 (a lapsed lock, a concurrent worker) changes nothing and returns applied = false.
 """
 
-# db/queries/applications.sql:85
+# db/queries/applications.sql:89
 APPLICATIONS_RECORD_APPLIED = Query("applications_record_applied", lambda *, decision_ids, notes, attempts, started_ats, worker: None)
 """application_record_applied for a batch: the attempts of one worker (:worker) that ended
 in a 2xx while its previous recording ran, in one statement instead of one each. Each
@@ -38,7 +38,7 @@ applied = false), and an attempt row is written only for a decision on the work 
 Rows are taken in decision id order, so two batches that overlap (a takeover) lock alike.
 """
 
-# db/queries/applications.sql:127
+# db/queries/applications.sql:131
 APPLICATION_RECORD_FAILURE = Query("application_record_failure", lambda *, permanent, next_attempt_at, error, decision_id, attempt, worker, started_at: None)
 """A failed attempt: retried at :next_attempt_at unless it was permanent or the last one
 allowed (counted from the latest redrive), in which case the application is `failed` and
@@ -49,24 +49,24 @@ over); the history row is written either way.
 The error arrives cut to size (text.RECEIVER_TEXT_LIMIT).
 """
 
-# db/queries/applications.sql:162
+# db/queries/applications.sql:166
 APPLICATIONS_GET_BY_DECISION_IDS = Query("applications_get_by_decision_ids", lambda *, decision_ids: None)
 
-# db/queries/applications.sql:168
+# db/queries/applications.sql:172
 APPLICATION_ATTEMPTS_GET_BY_DECISION_IDS = Query("application_attempts_get_by_decision_ids", lambda *, decision_ids: None)
 
-# db/queries/applications.sql:174
+# db/queries/applications.sql:178
 APPLICATIONS_GET_QUEUE_LAG = Query("applications_get_queue_lag", lambda *, queues, threshold_seconds: None)
 """"A human decided and the system did not carry it out", for each queue of :queues:
 unapplied decisions older than the threshold, the age of the oldest, and the failed ones.
 """
 
-# db/queries/applications.sql:191
+# db/queries/applications.sql:195
 APPLY_WORKER_RENEW = Query("apply_worker_renew", lambda *, worker_id, worker, lease_seconds: None)
 """A worker's liveness, renewed every few seconds while it runs; rows of workers long gone
 are cleared on the way (their claims, if any, are takeable either way).
 """
 
-# db/queries/applications.sql:202
+# db/queries/applications.sql:206
 APPLY_WORKER_LEAVE = Query("apply_worker_leave", lambda *, worker_id: None)
 """A worker that stopped: whatever it abandoned (cancelled, never recorded) is takeable now."""
