@@ -121,9 +121,9 @@ ORDER BY i.decided_at
 INSERT_OVERTURNS = """
 INSERT INTO review_decisions
     (item_id, queue, verdict, outcome, reason_code, reviewer, reviewer_role, evidence_hash,
-     supersedes, decided_at)
+     supersedes, supersedes_decided_at, decided_at)
 SELECT d.item_id, d.queue, 'overturn', 'reject', 'name_mismatch', 'approver', 'approver',
-       d.evidence_hash, d.id, least(now(), d.decided_at + interval '1 hour')
+       d.evidence_hash, d.id, d.decided_at, least(now(), d.decided_at + interval '1 hour')
 FROM review_decisions AS d
 WHERE d.decided_at > now() - interval '7 days' AND d.outcome = 'approve' AND d.id % 40 = 0
 """

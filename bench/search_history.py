@@ -176,8 +176,8 @@ ORDER BY p.g
 DECISIONS = f"""
 INSERT INTO review_decisions
     (id, item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-     evidence_hash, lease_token, supersedes, decided_at, lease_started_at, lease_count,
-     item_created_at, provisional)
+     evidence_hash, lease_token, supersedes, supersedes_decided_at, decided_at,
+     lease_started_at, lease_count, item_created_at, provisional)
 OVERRIDING SYSTEM VALUE
 SELECT d.*
 FROM (
@@ -185,13 +185,13 @@ FROM (
            p.verdict, p.verdict, p.reason,
            CASE WHEN p.h3 % 20 = 7 THEN 'Checked against the registry extract.' END,
            p.reviewer, 'reviewer', repeat('a', 64), gen_random_uuid(), NULL::bigint,
-           p.decided_at, p.decided_at - p.handling, 1 + (p.h8 % 7 = 0)::int, p.created_at,
-           p.awaiting
+           NULL::timestamptz, p.decided_at, p.decided_at - p.handling,
+           1 + (p.h8 % 7 = 0)::int, p.created_at, p.awaiting
     FROM search_plan AS p WHERE p.kind IN ('decided', 'awaiting')
     UNION ALL
     SELECT $1::bigint + p.g, p.g, p.origin, 'escalate', 'escalate', 'needs_senior', NULL,
            'rev-' || lpad(((p.qi * 3 + p.h6 % 7) % 60)::text, 2, '0'), 'reviewer',
-           repeat('a', 64), gen_random_uuid(), NULL, p.decided_at - p.handling * 3,
+           repeat('a', 64), gen_random_uuid(), NULL, NULL, p.decided_at - p.handling * 3,
            p.decided_at - p.handling * 4, 1, p.created_at, false
     FROM search_plan AS p WHERE p.escalated
     UNION ALL
@@ -199,7 +199,8 @@ FROM (
            'overturn', CASE p.verdict WHEN 'approve' THEN 'reject' ELSE 'approve' END,
            CASE p.verdict WHEN 'approve' THEN 'name_mismatch' ELSE 'documents_ok' END,
            'Overturned on appeal.', 'approver-' || (p.h6 % 5), 'approver', repeat('a', 64),
-           NULL, p.g, least(p.decided_at + interval '1 hour', $2::timestamptz), NULL, NULL,
+           NULL, p.g, p.decided_at, least(p.decided_at + interval '1 hour', $2::timestamptz),
+           NULL, NULL,
            p.created_at, false
     FROM search_plan AS p WHERE p.overturned
 ) AS d

@@ -154,7 +154,7 @@ WHERE i.id = :item_id;
 -- a note that says something, if the code requires one).
 -- The UNIQUE constraint on `supersedes` settles two concurrent overturns of one decision.
 WITH target AS (
-    SELECT d.id, d.item_id, d.queue, d.evidence_hash,
+    SELECT d.id, d.item_id, d.queue, d.evidence_hash, d.decided_at,
            CASE d.outcome WHEN 'approve' THEN 'reject' ELSE 'approve' END AS outcome
     FROM review_decisions AS d
     JOIN queues AS q ON q.name = d.queue
@@ -169,12 +169,12 @@ WITH target AS (
 recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
-         evidence_hash, supersedes, traceparent, authentication_id)
+         evidence_hash, supersedes, supersedes_decided_at, traceparent, authentication_id)
     -- :note is text, as casework_has_text reads it below; the column's domain (note_text,
     -- migration 0018) checks it on the way in. Without the cast the parameter would take
     -- the domain from this list first and then conflict with the function's text.
     SELECT t.item_id, t.queue, 'overturn', t.outcome, :reason_code, :note::text, :actor,
-           :actor_role, t.evidence_hash, t.id, :traceparent, :authentication_id
+           :actor_role, t.evidence_hash, t.id, t.decided_at, :traceparent, :authentication_id
     FROM target AS t
     WHERE EXISTS (SELECT 1 FROM reason_codes AS r
                   WHERE r.queue = t.queue AND r.code = :reason_code AND t.outcome = ANY (r.verdicts)
@@ -336,6 +336,7 @@ WITH moved AS (
                     AND (NOT r.requires_note OR casework_has_text(:note)))
     -- The payload, priority and the decision queue's QA settings are for the QA copy.
     RETURNING i.id, i.queue AS review_queue, d.id AS superseded_id, d.queue AS decided_in,
+              d.decided_at AS superseded_decided_at,
               i.lease_started_at, i.lease_count, i.created_at, i.payload, i.priority,
               q.qa_sample_rate, q.qa_queue
 ),
@@ -343,10 +344,11 @@ recorded AS (
     INSERT INTO review_decisions
         (item_id, queue, verdict, outcome, reason_code, note, reviewer, reviewer_role,
          evidence_hash, lease_token, lease_started_at, lease_count, item_created_at,
-         supersedes, review_queue, traceparent, authentication_id)
+         supersedes, supersedes_decided_at, review_queue, traceparent, authentication_id)
     SELECT m.id, m.decided_in, :verdict, :verdict, :reason_code, :note, :actor, :actor_role,
            :evidence_hash, :lease_token, m.lease_started_at, m.lease_count, m.created_at,
-           m.superseded_id, m.review_queue, :traceparent, :authentication_id
+           m.superseded_id, m.superseded_decided_at, m.review_queue, :traceparent,
+           :authentication_id
     FROM moved AS m
     RETURNING *
 ),

@@ -271,47 +271,52 @@ CROSS JOIN LATERAL (
 ) AS p;
 
 -- name: decisions_search_superseded
--- Served by review_decisions_search_superseding (queue, decided_at, supersedes) WHERE
--- supersedes IS NOT NULL AND item_id > 0, then review_decisions_pkey for the decision each row supersedes.
--- SUPERSEDED decisions are the ones some later row names, so the walk reads those rows of
--- each queue (an override and an overturn are recorded in the queue of the decision they
--- supersede), from :decided_after on (a superseding row is never older than the decision it
--- supersedes), at most :scan_cap of them, oldest first. They are not in the order of the
--- decisions they name, so each queue's matches are sorted here, and the :scan_cap-th row
--- read, if reached, comes first (`walked` = :scan_cap): then the queue's answer is not known
--- complete and the caller refuses the search as too broad.
+-- Served by review_decisions_search_superseded (queue, supersedes_decided_at, supersedes)
+-- WHERE supersedes IS NOT NULL AND item_id > 0, then review_decisions_pkey for the decision
+-- each row names. SUPERSEDED decisions are the ones a later row (an override or an
+-- overturn, recorded in the queue of the decision it supersedes) names; that row carries
+-- the named decision's time (migration 0040), so the walk reads the superseded decisions of
+-- each queue in their own (decided_at, id) order and stops at a page like the walks above.
+-- The status needs no check: every row walked names a superseded decision.
 SELECT q.name AS queue, p.id, p.decided_at, p.matched, p.walked
 FROM unnest(:queues::text[]) AS q (name)
 CROSS JOIN LATERAL (
-    SELECT m.*
+    SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
-        SELECT d.id, d.decided_at, w.walked,
-               (d.decided_at < :decided_before
-                AND CASE WHEN :newest_first
-                         THEN (d.decided_at, d.id) < (:at::timestamptz, :after_id::bigint)
-                         ELSE (d.decided_at, d.id) > (:at::timestamptz, :after_id::bigint) END
-                AND d.decided_at >= :decided_after
-                AND (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-                AND (:verdict::text IS NULL OR d.outcome = :verdict)
-                AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)) AS matched
+        -- A subquery per row read, not a join: the rows stay in the walk's order, so the
+        -- LIMIT below stops the walk as soon as the page is full.
+        SELECT v.id, v.decided_at, v.walked,
+               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
-            SELECT s.supersedes, row_number() OVER () AS walked
+            SELECT u.*, row_number() OVER () AS walked
             FROM (
-                SELECT s.supersedes
-                FROM review_decisions AS s
-                WHERE s.queue = q.name AND s.supersedes IS NOT NULL
-                  AND s.item_id > 0  -- the index's condition
-                  AND s.decided_at >= :decided_after
-                ORDER BY s.decided_at, s.supersedes
-                LIMIT :scan_cap
-            ) AS s
-        ) AS w
-        JOIN review_decisions AS d ON d.id = w.supersedes
-    ) AS m
-    WHERE m.matched OR m.walked = :scan_cap
-    ORDER BY m.walked = :scan_cap DESC,
-             CASE WHEN :newest_first THEN m.decided_at END DESC,
-             CASE WHEN :newest_first THEN m.id END DESC,
-             m.decided_at, m.id
-    LIMIT :page_size + 1
+            (SELECT s.supersedes AS id, s.supersedes_decided_at AS decided_at
+             FROM review_decisions AS s
+             WHERE :newest_first AND s.queue = q.name
+               AND s.supersedes IS NOT NULL AND s.item_id > 0  -- the index's condition
+               AND s.supersedes_decided_at >= :decided_after
+               AND s.supersedes_decided_at < :decided_before
+               AND (s.supersedes_decided_at, s.supersedes)
+                   < (:at::timestamptz, :after_id::bigint)
+             ORDER BY s.supersedes_decided_at DESC, s.supersedes DESC
+             LIMIT :scan_cap)
+            UNION ALL
+            (SELECT s.supersedes AS id, s.supersedes_decided_at AS decided_at
+             FROM review_decisions AS s
+             WHERE NOT :newest_first AND s.queue = q.name
+               AND s.supersedes IS NOT NULL AND s.item_id > 0  -- the index's condition
+               AND s.supersedes_decided_at >= :decided_after
+               AND s.supersedes_decided_at < :decided_before
+               AND (s.supersedes_decided_at, s.supersedes)
+                   > (:at::timestamptz, :after_id::bigint)
+             ORDER BY s.supersedes_decided_at, s.supersedes
+             LIMIT :scan_cap)
+            ) AS u
+        ) AS v
+    ) AS w
+    WHERE w.matched OR w.walked = :scan_cap
+    LIMIT :page_size
 ) AS p;

@@ -62,6 +62,9 @@ class PageInfo:
     def of(cls, edges: Sequence[_Edge], read: Sized) -> PageInfo:
         """The page of `edges`, made of the first rows `read`: every connection reads one row
         past the page, so a row more than there are edges means a next page."""
-        return cls(
-            has_next_page=len(read) > len(edges), end_cursor=edges[-1].cursor if edges else None
-        )
+        return cls.ending(edges, has_next_page=len(read) > len(edges))
+
+    @classmethod
+    def ending(cls, edges: Sequence[_Edge], *, has_next_page: bool) -> PageInfo:
+        """The page of `edges`, where the domain has said whether another follows."""
+        return cls(has_next_page=has_next_page, end_cursor=edges[-1].cursor if edges else None)

@@ -325,17 +325,50 @@ async def test_a_too_broad_page_is_refused_with_the_filters_that_narrow_it(
     assert body["errors"][0]["extensions"]["narrowBy"][0] == "queues"
 
 
-async def test_superseded_decisions_are_read_from_the_rows_that_supersede_them(
+async def test_superseded_decisions_come_in_their_own_order_and_page_by_keyset(
     gql: GraphQL, tokens: Tokens, history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    superseded = expected(history, status="SUPERSEDED")
+    """Found through the rows that supersede them, which are written later and in another
+    order: three more approvals in kyc, overturned last first, list in the approvals' order."""
+    await enqueue(gql, tokens, "kyc", "s1", "s2", "s3")
+    approved = [
+        (await decide(gql, history.tokens["rob"], "kyc", "APPROVE", "documents_ok"))["decision"]
+        for _ in range(3)
+    ]
+    for decision in (approved[2], approved[0], approved[1]):
+        overturn = {"decisionId": decision["id"], "reasonCode": "name_mismatch"}
+        body = await gql(history.tokens["ann"], OVERTURN, input=overturn)
+        assert body["data"]["overturnDecision"]["__typename"] == "DecisionRecorded", body
+    # Decided one after another, after the history's one superseded decision.
+    superseded = [d["id"] for d in approved[::-1]] + expected(
+        history, status="SUPERSEDED", queues=["kyc"]
+    )
+    assert len(superseded) == 4
+
+    # With a filter on the decisions themselves: rob's approvals, not rita's.
+    mine = await search(gql, tokens.manager, status="SUPERSEDED", reviewer="rob", queues=["kyc"])
+    assert ids(mine) == superseded[:3]
+    # Each queue's walk reads at most two rows, a page is one: every page still comes in
+    # order, and together they are the whole answer.
     monkeypatch.setattr(filters, "SCAN_LIMIT", 2)
-    # kyc holds one overturn: a walk of at most two rows reads all there is.
-    assert ids(await search(gql, tokens.manager, status="SUPERSEDED", queues=["kyc"])) == superseded
-    # A walk that reaches its bound is not in the decisions' order: refused outright.
-    monkeypatch.setattr(filters, "SCAN_LIMIT", 1)
-    body = await gql(tokens.manager, SEARCH, filter={"status": "SUPERSEDED", "queues": ["kyc"]})
-    assert body["errors"][0]["extensions"]["code"] == "LIMIT_EXCEEDED"
+    for order, wanted in (("NEWEST_FIRST", superseded), ("OLDEST_FIRST", superseded[::-1])):
+        seen: list[str] = []
+        after = None
+        while True:
+            page = await search(
+                gql,
+                tokens.manager,
+                first=1,
+                after=after,
+                status="SUPERSEDED",
+                queues=["kyc"],
+                order=order,
+            )
+            seen += ids(page)
+            if not page["pageInfo"]["hasNextPage"]:
+                break
+            after = page["pageInfo"]["endCursor"]
+        assert seen == wanted, order
 
 
 @pytest.mark.parametrize(

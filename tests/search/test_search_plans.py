@@ -199,3 +199,28 @@ async def test_a_too_broad_search_is_refused_having_read_at_most_the_limit(
     for name, arguments in scale_db.ran:
         read = rows_read(await explain(scale_owner, queries, name, arguments, generic=False))
         assert sum(read.values()) <= filters.SCAN_LIMIT + 1, (name, read)
+
+
+@pytest.mark.parametrize("plan", ["custom", "generic"])
+async def test_superseded_decisions_over_all_history_read_a_page_per_queue(
+    scale_db: RecordingDatabase, scale_owner: asyncpg.Connection, queries: Queries, plan: str
+) -> None:
+    """Superseded decisions are found through the rows that name them, and those rows hold
+    the named decision's time: each queue's walk stops at a page, over ten years of history."""
+    result = await search_decisions(
+        scale_db, ADMIN, DecisionSearch(status=DecisionStatus.SUPERSEDED), 50, None
+    )
+
+    assert isinstance(result, DecisionPage), result
+    assert len(result.decisions) == 50
+    assert all(d.status is DecisionStatus.SUPERSEDED for d in result.decisions)
+    times = [d.decided_at for d in result.decisions]
+    assert times == sorted(times, reverse=True)
+    ((name, arguments),) = [ran for ran in scale_db.ran if ran[0].startswith("decisions_search")]
+    explained = await explain(scale_owner, queries, name, arguments, generic=plan == "generic")
+    queues = len(arguments["queues"])
+    # Per queue, a page and the row that tells there is more; each row walked, and the
+    # decision it names probed by its key (once for the filter, once for the column).
+    assert rows_read(explained)["review_decisions"] <= 3 * queues * (50 + 1), plan_outline(
+        explained
+    )

@@ -79,10 +79,8 @@ async def search_decisions(
         page_size=first + 1,
         **arguments,
     )
-    shown = _complete_prefix(
-        rows, scan_cap, newest, ordered=search.status is not DecisionStatus.SUPERSEDED
-    )
-    if shown is None or (len(shown) <= first and _stopped(rows, scan_cap)):
+    shown = _complete_prefix(rows, scan_cap, newest)
+    if len(shown) <= first and _stopped(rows, scan_cap):
         return _too_broad(search)
     page = shown[:first]
     found = await reads.decisions_by_ids(db, [row["id"] for row in page])
@@ -153,14 +151,9 @@ def _stopped(rows: list[Any], scan_cap: int) -> bool:
     return any(row["walked"] == scan_cap for row in rows)
 
 
-def _complete_prefix(
-    rows: list[Any], scan_cap: int, newest: bool, *, ordered: bool
-) -> list[Any] | None:
-    """The matches, in order, that no unread row can come ahead of; None when a walk that
-    is not in the search's order stopped short (its unread rows could fall anywhere)."""
+def _complete_prefix(rows: list[Any], scan_cap: int, newest: bool) -> list[Any]:
+    """The matches, in order, that no unread row can come ahead of."""
     stops = [_key(row) for row in rows if row["walked"] == scan_cap]
-    if stops and not ordered:
-        return None
     matches = sorted((row for row in rows if row["matched"]), key=_key, reverse=newest)
     if not stops:
         return matches

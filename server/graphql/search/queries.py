@@ -72,10 +72,7 @@ class SearchQuery:
             for item, cursor in zip(found.items, found.cursors, strict=True)
         ]
         return ItemConnection(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=found.has_next_page, end_cursor=edges[-1].cursor if edges else None
-            ),
+            edges=edges, page_info=PageInfo.ending(edges, has_next_page=found.has_next_page)
         )
 
     @strawberry.field(
@@ -108,10 +105,7 @@ class SearchQuery:
             for decision, cursor in zip(found.decisions, found.cursors, strict=True)
         ]
         return DecisionConnection(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=found.has_next_page, end_cursor=edges[-1].cursor if edges else None
-            ),
+            edges=edges, page_info=PageInfo.ending(edges, has_next_page=found.has_next_page)
         )
 
     @strawberry.field(

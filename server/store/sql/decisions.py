@@ -107,7 +107,7 @@ measures and its stream), with the second-review queue the lease was held in as
 superseding a decision (review_decisions_one_overturn_each) hold here too.
 """
 
-# db/queries/decisions.sql:380
+# db/queries/decisions.sql:382
 SECOND_REVIEW_DIAGNOSE = Query("second_review_diagnose", lambda *, note, auth_time, acr, reason_code, verdict, lease_token, item_id: None)
 """Read-only: why did decision_confirm or decision_override write nothing? Runs only on that
 failure path. `first_decider`, `decided_on`, `decided_in`: the provisional decision the

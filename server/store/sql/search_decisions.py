@@ -49,14 +49,12 @@ columns); the queue is its first column.
 """
 
 # db/queries/search_decisions.sql:273
-DECISIONS_SEARCH_SUPERSEDED = Query("decisions_search_superseded", lambda *, queues, decided_before, newest_first, at, after_id, decided_after, reviewer, verdict, reason_code, scan_cap, page_size: None)
-"""Served by review_decisions_search_superseding (queue, decided_at, supersedes) WHERE
-supersedes IS NOT NULL AND item_id > 0, then review_decisions_pkey for the decision each row supersedes.
-SUPERSEDED decisions are the ones some later row names, so the walk reads those rows of
-each queue (an override and an overturn are recorded in the queue of the decision they
-supersede), from :decided_after on (a superseding row is never older than the decision it
-supersedes), at most :scan_cap of them, oldest first. They are not in the order of the
-decisions they name, so each queue's matches are sorted here, and the :scan_cap-th row
-read, if reached, comes first (`walked` = :scan_cap): then the queue's answer is not known
-complete and the caller refuses the search as too broad.
+DECISIONS_SEARCH_SUPERSEDED = Query("decisions_search_superseded", lambda *, queues, reviewer, verdict, reason_code, newest_first, decided_after, decided_before, at, after_id, scan_cap, page_size: None)
+"""Served by review_decisions_search_superseded (queue, supersedes_decided_at, supersedes)
+WHERE supersedes IS NOT NULL AND item_id > 0, then review_decisions_pkey for the decision
+each row names. SUPERSEDED decisions are the ones a later row (an override or an
+overturn, recorded in the queue of the decision it supersedes) names; that row carries
+the named decision's time (migration 0040), so the walk reads the superseded decisions of
+each queue in their own (decided_at, id) order and stops at a page like the walks above.
+The status needs no check: every row walked names a superseded decision.
 """
