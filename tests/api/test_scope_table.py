@@ -35,6 +35,9 @@ from tests.api.live_server import casework_serve_process
 from tests.conftest import TestDatabase
 from tests.live.helpers import Api, serve_env
 
+# The table is run once, by a module fixture of some 20 s: its tests share one worker.
+pytestmark = pytest.mark.xdist_group("scope_table")
+
 ROLES = [role.value for role in Role]
 SCOPES = ("in", "out")
 TEAM_QUEUES = ("{t}", "{t}-senior", "{t}-ops", "{t}-leads", "{t}-approvals")
