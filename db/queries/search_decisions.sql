@@ -27,19 +27,22 @@ CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
         -- A subquery per row read, not a join: the rows stay in the walk's order, so the
-        -- LIMIT below stops the walk as soon as the page is full.
+        -- LIMIT below stops the walk as soon as the page is full. Without a filter to
+        -- check, every row walked matches: the decision is not probed at all.
         SELECT v.id, v.decided_at, v.walked,
-               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
-                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-                       AND (:status::text IS NULL OR :status = CASE
-                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                         WHERE s.supersedes = d.id) THEN 'superseded'
-                            WHEN d.provisional AND NOT EXISTS (
-                                 SELECT 1 FROM decision_confirmations AS c
-                                 WHERE c.decision_id = d.id) THEN 'provisional'
-                            ELSE 'effective' END)
-                FROM review_decisions AS d WHERE d.id = v.id) AS matched
+               (:reviewer::text IS NULL AND :verdict::text IS NULL
+                AND :reason_code::text IS NULL AND :status::text IS NULL)
+               OR (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                          AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                          AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                          AND (:status::text IS NULL OR :status = CASE
+                               WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                            WHERE s.supersedes = d.id) THEN 'superseded'
+                               WHEN d.provisional AND NOT EXISTS (
+                                    SELECT 1 FROM decision_confirmations AS c
+                                    WHERE c.decision_id = d.id) THEN 'provisional'
+                               ELSE 'effective' END)
+                   FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -76,19 +79,22 @@ CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
         -- A subquery per row read, not a join: the rows stay in the walk's order, so the
-        -- LIMIT below stops the walk as soon as the page is full.
+        -- LIMIT below stops the walk as soon as the page is full. Without a filter to
+        -- check, every row walked matches: the decision is not probed at all.
         SELECT v.id, v.decided_at, v.walked,
-               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
-                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-                       AND (:status::text IS NULL OR :status = CASE
-                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                         WHERE s.supersedes = d.id) THEN 'superseded'
-                            WHEN d.provisional AND NOT EXISTS (
-                                 SELECT 1 FROM decision_confirmations AS c
-                                 WHERE c.decision_id = d.id) THEN 'provisional'
-                            ELSE 'effective' END)
-                FROM review_decisions AS d WHERE d.id = v.id) AS matched
+               (:reviewer::text IS NULL AND :verdict::text IS NULL
+                AND :reason_code::text IS NULL AND :status::text IS NULL)
+               OR (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                          AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                          AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                          AND (:status::text IS NULL OR :status = CASE
+                               WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                            WHERE s.supersedes = d.id) THEN 'superseded'
+                               WHEN d.provisional AND NOT EXISTS (
+                                    SELECT 1 FROM decision_confirmations AS c
+                                    WHERE c.decision_id = d.id) THEN 'provisional'
+                               ELSE 'effective' END)
+                   FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -127,19 +133,22 @@ CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
         -- A subquery per row read, not a join: the rows stay in the walk's order, so the
-        -- LIMIT below stops the walk as soon as the page is full.
+        -- LIMIT below stops the walk as soon as the page is full. Without a filter to
+        -- check, every row walked matches: the decision is not probed at all.
         SELECT v.id, v.decided_at, v.walked,
-               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
-                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-                       AND (:status::text IS NULL OR :status = CASE
-                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                         WHERE s.supersedes = d.id) THEN 'superseded'
-                            WHEN d.provisional AND NOT EXISTS (
-                                 SELECT 1 FROM decision_confirmations AS c
-                                 WHERE c.decision_id = d.id) THEN 'provisional'
-                            ELSE 'effective' END)
-                FROM review_decisions AS d WHERE d.id = v.id) AS matched
+               (:reviewer::text IS NULL AND :verdict::text IS NULL
+                AND :reason_code::text IS NULL AND :status::text IS NULL)
+               OR (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                          AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                          AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                          AND (:status::text IS NULL OR :status = CASE
+                               WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                            WHERE s.supersedes = d.id) THEN 'superseded'
+                               WHEN d.provisional AND NOT EXISTS (
+                                    SELECT 1 FROM decision_confirmations AS c
+                                    WHERE c.decision_id = d.id) THEN 'provisional'
+                               ELSE 'effective' END)
+                   FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -178,19 +187,22 @@ CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
         -- A subquery per row read, not a join: the rows stay in the walk's order, so the
-        -- LIMIT below stops the walk as soon as the page is full.
+        -- LIMIT below stops the walk as soon as the page is full. Without a filter to
+        -- check, every row walked matches: the decision is not probed at all.
         SELECT v.id, v.decided_at, v.walked,
-               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
-                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-                       AND (:status::text IS NULL OR :status = CASE
-                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                         WHERE s.supersedes = d.id) THEN 'superseded'
-                            WHEN d.provisional AND NOT EXISTS (
-                                 SELECT 1 FROM decision_confirmations AS c
-                                 WHERE c.decision_id = d.id) THEN 'provisional'
-                            ELSE 'effective' END)
-                FROM review_decisions AS d WHERE d.id = v.id) AS matched
+               (:reviewer::text IS NULL AND :verdict::text IS NULL
+                AND :reason_code::text IS NULL AND :status::text IS NULL)
+               OR (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                          AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                          AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                          AND (:status::text IS NULL OR :status = CASE
+                               WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                            WHERE s.supersedes = d.id) THEN 'superseded'
+                               WHEN d.provisional AND NOT EXISTS (
+                                    SELECT 1 FROM decision_confirmations AS c
+                                    WHERE c.decision_id = d.id) THEN 'provisional'
+                               ELSE 'effective' END)
+                   FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -230,19 +242,22 @@ CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
         -- A subquery per row read, not a join: the rows stay in the walk's order, so the
-        -- LIMIT below stops the walk as soon as the page is full.
+        -- LIMIT below stops the walk as soon as the page is full. Without a filter to
+        -- check, every row walked matches: the decision is not probed at all.
         SELECT v.id, v.decided_at, v.walked,
-               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
-                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-                       AND (:status::text IS NULL OR :status = CASE
-                            WHEN EXISTS (SELECT 1 FROM review_decisions AS s
-                                         WHERE s.supersedes = d.id) THEN 'superseded'
-                            WHEN d.provisional AND NOT EXISTS (
-                                 SELECT 1 FROM decision_confirmations AS c
-                                 WHERE c.decision_id = d.id) THEN 'provisional'
-                            ELSE 'effective' END)
-                FROM review_decisions AS d WHERE d.id = v.id) AS matched
+               (:reviewer::text IS NULL AND :verdict::text IS NULL
+                AND :reason_code::text IS NULL AND :status::text IS NULL)
+               OR (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                          AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                          AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                          AND (:status::text IS NULL OR :status = CASE
+                               WHEN EXISTS (SELECT 1 FROM review_decisions AS s
+                                            WHERE s.supersedes = d.id) THEN 'superseded'
+                               WHEN d.provisional AND NOT EXISTS (
+                                    SELECT 1 FROM decision_confirmations AS c
+                                    WHERE c.decision_id = d.id) THEN 'provisional'
+                               ELSE 'effective' END)
+                   FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (
@@ -284,12 +299,15 @@ CROSS JOIN LATERAL (
     SELECT w.id, w.decided_at, w.matched, w.walked
     FROM (
         -- A subquery per row read, not a join: the rows stay in the walk's order, so the
-        -- LIMIT below stops the walk as soon as the page is full.
+        -- LIMIT below stops the walk as soon as the page is full. Without a filter on the
+        -- decision itself, every row walked matches: the decision is not probed at all.
         SELECT v.id, v.decided_at, v.walked,
-               (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
-                       AND (:verdict::text IS NULL OR d.outcome = :verdict)
-                       AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
-                FROM review_decisions AS d WHERE d.id = v.id) AS matched
+               (:reviewer::text IS NULL AND :verdict::text IS NULL
+                AND :reason_code::text IS NULL)
+               OR (SELECT (:reviewer::text IS NULL OR d.reviewer = :reviewer)
+                          AND (:verdict::text IS NULL OR d.outcome = :verdict)
+                          AND (:reason_code::text IS NULL OR d.reason_code = :reason_code)
+                   FROM review_decisions AS d WHERE d.id = v.id) AS matched
         FROM (
             SELECT u.*, row_number() OVER () AS walked
             FROM (

@@ -18,15 +18,22 @@ DECIDERS = 8
 PER_CONNECTION = 40
 DROPS = 4
 CATCH_UP_SECONDS = 15.0
+# The last items wait until every drop has happened, so that each drop comes while people
+# are deciding (on a fast machine they could otherwise finish first).
+HELD_BACK = 100
 
 
-async def decide_until_empty(api: Api, token: str) -> None:
+async def decide_until_empty(
+    api: Api, token: str, decided: list[str], dropped: asyncio.Event
+) -> None:
     while True:
+        if len(decided) >= ITEMS - HELD_BACK:
+            await dropped.wait()
         claim = (await api.call(token, CLAIM, queue="kyc"))["claimNext"]
         if claim["__typename"] == "QueueEmpty":
             return
         assert claim["__typename"] == "Claim", claim
-        await api.decide(token, claim)
+        decided.append(await api.decide(token, claim))
 
 
 async def test_a_resumed_stream_has_every_decision_once(
@@ -38,7 +45,11 @@ async def test_a_resumed_stream_has_every_decision_once(
         # The integration's last processed decision before the run: its first cursor.
         first = cursor = await api.decide(tokens.rita, await api.claim(tokens.rita, "kyc"))
 
-        deciders = asyncio.gather(*(decide_until_empty(api, tokens.rita) for _ in range(DECIDERS)))
+        decided: list[str] = []
+        dropped = asyncio.Event()
+        deciders = asyncio.gather(
+            *(decide_until_empty(api, tokens.rita, decided, dropped) for _ in range(DECIDERS))
+        )
         received: list[str] = []
         deciding_at_drop: list[bool] = []
         try:
@@ -51,6 +62,7 @@ async def test_a_resumed_stream_has_every_decision_once(
                     deciding_at_drop.append(not deciders.done())
                     # Gone without a close frame; whatever was in flight is lost with it.
                     await socket.abort()
+            dropped.set()
 
             async with graphql_socket(casework.url, tokens.integration) as socket:
                 stream = await socket.subscribe(DECISION_EVENTS, queue="kyc", after=cursor)

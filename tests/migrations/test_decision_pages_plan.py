@@ -4,13 +4,16 @@ however many decisions other queues hold, never the decisions table whole."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import asyncpg
 import pytest
 
 from server.store import sql
 from server.store.database import Database
 from server.store.queries import Queries
-from tests.migrations.helpers import plan_outline
+from tests.migrations.helpers import plan_nodes, plan_outline
 
 DECISIONS = 20_000
 NAME = sql.decisions_read.DECISIONS_GET_PAGES.name
@@ -82,3 +85,80 @@ async def test_each_queue_gets_its_own_page(decided: None, db: Database) -> None
 
     assert [row["queue"] for row in rows] == ["kyc"] * 51 + ["kyc-senior"] * 20
     assert [row["id"] for row in rows[:51]] == sorted(row["id"] for row in rows[:51])
+
+
+@pytest.fixture
+async def overturned(decided: None, owner_conn: asyncpg.Connection) -> list[int]:
+    """One decision in ten of kyc overturned: the history's superseding rows, many more than
+    a read of decisions asks about. Returns fifty decisions to read, some overturned."""
+    await owner_conn.execute(
+        """
+        INSERT INTO review_decisions
+            (item_id, queue, verdict, outcome, reason_code, reviewer, reviewer_role,
+             evidence_hash, supersedes, supersedes_decided_at)
+        SELECT d.item_id, d.queue, 'overturn', 'reject', 'name_mismatch', 'ann', 'approver',
+               d.evidence_hash, d.id, d.decided_at
+        FROM review_decisions AS d
+        WHERE d.queue = 'kyc' AND d.id % 10 = 0
+        """
+    )
+    await owner_conn.execute("ANALYZE")
+    ids: list[int] = [
+        row["id"]
+        for row in await owner_conn.fetch(
+            "SELECT id FROM review_decisions WHERE verdict = 'approve' ORDER BY id DESC LIMIT 50"
+        )
+    ]
+    return ids
+
+
+def superseding_rows_read(explained: Any) -> int:
+    """Rows the plan read of the superseding index, over all its loops."""
+    document = json.loads(explained) if isinstance(explained, str) else explained
+    return sum(
+        int(node.get("Actual Rows", 0) * node.get("Actual Loops", 1))
+        for node in plan_nodes(document[0]["Plan"])
+        if node.get("Index Name") == "review_decisions_one_overturn_each"
+    )
+
+
+@pytest.mark.parametrize("plan", ["custom", "generic"])
+@pytest.mark.parametrize(
+    ("name", "argument"),
+    [
+        (sql.decisions_read.DECISIONS_GET_BY_IDS.name, "ids"),
+        (sql.decisions_read.DECISIONS_GET_BY_ITEM_IDS.name, "item_ids"),
+    ],
+)
+async def test_reading_decisions_probes_what_supersedes_each_not_every_overturn(
+    overturned: list[int],
+    owner_conn: asyncpg.Connection,
+    queries: Queries,
+    name: str,
+    argument: str,
+    plan: str,
+) -> None:
+    """A read of 50 decisions looks up, for each, the row that supersedes it; it never
+    walks the 2,000 overturns of the history to join them."""
+    values = overturned
+    if argument == "item_ids":
+        values = [
+            row["item_id"]
+            for row in await owner_conn.fetch(
+                "SELECT item_id FROM review_decisions WHERE id = ANY ($1)", overturned
+            )
+        ]
+    if plan == "generic":
+        await owner_conn.execute("SET plan_cache_mode = force_generic_plan")
+    await owner_conn.execute(f"PREPARE reading (bigint[]) AS {queries[name]}")
+    try:
+        listed = ",".join(map(str, values))
+        explained = await owner_conn.fetchval(
+            f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE reading ('{{{listed}}}')"
+        )
+    finally:
+        await owner_conn.execute("DEALLOCATE reading")
+        await owner_conn.execute("RESET plan_cache_mode")
+
+    # At most one superseding row per decision read (50 decisions, 5 of them overturned).
+    assert superseding_rows_read(explained) <= len(values), plan_outline(explained)

@@ -15,7 +15,7 @@ The time range and the keyset are conditions of the index (its decided_at, id
 columns); the queue is its first column.
 """
 
-# db/queries/search_decisions.sql:68
+# db/queries/search_decisions.sql:71
 DECISIONS_SEARCH_BY_REVIEWER = Query("decisions_search_by_reviewer", lambda *, queues, reviewer, verdict, reason_code, status, newest_first, decided_after, decided_before, at, after_id, scan_cap, page_size: None)
 """Served by review_decisions_search_reviewer (queue, reviewer, decided_at, id).
 The walk when the search names a reviewer.
@@ -23,7 +23,7 @@ The time range and the keyset are conditions of the index (its decided_at, id
 columns); the queue is its first column.
 """
 
-# db/queries/search_decisions.sql:119
+# db/queries/search_decisions.sql:125
 DECISIONS_SEARCH_BY_REASON = Query("decisions_search_by_reason", lambda *, queues, reviewer, verdict, reason_code, status, newest_first, decided_after, decided_before, at, after_id, scan_cap, page_size: None)
 """Served by review_decisions_search_reason (queue, reason_code, decided_at, id).
 The walk when the search names a reason code (and no reviewer).
@@ -31,7 +31,7 @@ The time range and the keyset are conditions of the index (its decided_at, id
 columns); the queue is its first column.
 """
 
-# db/queries/search_decisions.sql:170
+# db/queries/search_decisions.sql:179
 DECISIONS_SEARCH_BY_VERDICT = Query("decisions_search_by_verdict", lambda *, queues, reviewer, verdict, reason_code, status, newest_first, decided_after, decided_before, at, after_id, scan_cap, page_size: None)
 """Served by review_decisions_search_verdict (queue, outcome, decided_at, id).
 The walk when the search names a verdict (and no reviewer or reason code).
@@ -39,7 +39,7 @@ The time range and the keyset are conditions of the index (its decided_at, id
 columns); the queue is its first column.
 """
 
-# db/queries/search_decisions.sql:221
+# db/queries/search_decisions.sql:233
 DECISIONS_SEARCH_PROVISIONAL = Query("decisions_search_provisional", lambda *, queues, reviewer, verdict, reason_code, status, newest_first, decided_after, decided_before, at, after_id, scan_cap, page_size: None)
 """Served by review_decisions_search_provisional (queue, decided_at, id) WHERE provisional.
 The walk when the search asks for PROVISIONAL decisions (and no reviewer or reason
@@ -48,7 +48,7 @@ The time range and the keyset are conditions of the index (its decided_at, id
 columns); the queue is its first column.
 """
 
-# db/queries/search_decisions.sql:273
+# db/queries/search_decisions.sql:288
 DECISIONS_SEARCH_SUPERSEDED = Query("decisions_search_superseded", lambda *, queues, reviewer, verdict, reason_code, newest_first, decided_after, decided_before, at, after_id, scan_cap, page_size: None)
 """Served by review_decisions_search_superseded (queue, supersedes_decided_at, supersedes)
 WHERE supersedes IS NOT NULL AND item_id > 0, then review_decisions_pkey for the decision
