@@ -223,7 +223,12 @@ LIMIT :scan_limit;
 -- name: items_search_page
 -- The candidates :ids (review_items_pkey) that every filter matches, in the caller's
 -- queues (:queues NULL: every queue), after the cursor (:at and :id; NULL: from the
--- start), in activity order (:newest: newest first), at most :page_size of them.
+-- start) and up to :until_at and :until_id (included; NULL: no end), in activity order
+-- (:newest: newest first), at most :page_size of them.
+-- The candidates were read a statement earlier, and an item may have changed since (a
+-- claim, a decision): both bounds hold it to where it is now. A walk of the activity order
+-- passes the span it read, so an item that has moved out of it is left for its new place
+-- rather than shown here under a time that would send the next page's cursor back.
 -- A NULL filter does not filter. The decision filters read the item's current decision,
 -- the latest of its decisions (review_decisions_item), only when :by_decision.
 -- :states are the states a reader sees: `leased` is a pending item under a live lease.
@@ -274,6 +279,10 @@ WHERE (:queues::text[] IS NULL OR i.queue = ANY (:queues))
   AND (:at::timestamptz IS NULL
        OR CASE WHEN :newest::boolean THEN (i.updated_at, i.id) < (:at, :id::bigint)
                ELSE (i.updated_at, i.id) > (:at, :id::bigint) END)
+  AND (:until_at::timestamptz IS NULL
+       OR CASE WHEN :newest::boolean
+               THEN (i.updated_at, i.id) >= (:until_at, :until_id::bigint)
+               ELSE (i.updated_at, i.id) <= (:until_at, :until_id::bigint) END)
 ORDER BY CASE WHEN :newest THEN i.updated_at END DESC,
          CASE WHEN :newest THEN i.id END DESC,
          i.updated_at, i.id

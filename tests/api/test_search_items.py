@@ -4,6 +4,7 @@ while others claim and decide), the caller's scope, the scan bound and bad input
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,10 +13,15 @@ import asyncpg
 import pytest
 
 from server.domain.search import filters
-from server.domain.search.filters import SearchOrder
+from server.domain.search.filters import ItemPage, ItemSearch, SearchOrder
+from server.domain.search.items import search_items
 from server.domain.search.keyset import Keyset, encode_keyset
+from server.store import sql
+from server.store.database import Database, Row, create_pool
+from server.store.queries import P, Queries, Query
 from tests.api.conftest import GraphQL, Tokens
 from tests.api.helpers import CLAIM, DECIDE, ENQUEUE, OVERTURN, decision_input
+from tests.conftest import ADMIN, TestDatabase
 
 SEARCH = """
 query($filter: ItemSearch!, $first: Int! = 50, $after: String) {
@@ -363,3 +369,61 @@ async def test_bad_input_names_the_field(gql: GraphQL, tokens: Tokens, world: Wo
         result = await page(gql, tokens.manager, after=after, **filter)
         assert result["__typename"] == "InvalidInput", (after, filter, result)
         assert result["field"] == "after"
+
+
+class ClaimingDuringTheWalk(Database):
+    """The service's Database, running `between` (once) after the next walk of the activity
+    order has read its chunk and before the page is read from it: a change made at exactly
+    the moment a concurrent claim could make it."""
+
+    between: Callable[[], Awaitable[object]] | None = None
+
+    async def fetch(self, query: Query[P], *args: P.args, **kwargs: P.kwargs) -> list[Row]:
+        rows = await super().fetch(query, *args, **kwargs)
+        if query is sql.search.ITEM_IDS_WALK_NEWEST and self.between is not None:
+            between, self.between = self.between, None
+            await between()
+        return rows
+
+
+async def test_an_item_claimed_between_the_walk_and_its_page_is_not_shown_out_of_place(
+    gql: GraphQL,
+    tokens: Tokens,
+    kyc: str,
+    test_database: TestDatabase,
+    queries: Queries,
+    owner_conn: asyncpg.Connection,
+) -> None:
+    """The walk reads an item under its old time; a claim moves it to the front before the
+    page reads it. It is not shown there, under a time that would send the next page's
+    cursor back to the start: every page goes on from where the last one ended."""
+    await enqueue(gql, tokens, kyc, "moving", priority=5)
+    await enqueue(gql, tokens, kyc, *(f"calm-{n}" for n in range(5)))
+    search = ItemSearch(queues=(kyc,))
+    pool = await create_pool(test_database.app_dsn, min_size=1, max_size=2)
+    walking = ClaimingDuringTheWalk(pool, queries)
+
+    async def claim_the_urgent_one() -> None:
+        claimed = await claim(gql, tokens.other_reviewer)
+        moving = await owner_conn.fetchval(
+            "SELECT id FROM review_items WHERE external_key = 'moving'"
+        )
+        assert claimed["item"]["id"] == str(moving), claimed
+
+    seen: list[str] = []
+    after: str | None = None
+    try:
+        for number in range(10):
+            if number == 1:
+                walking.between = claim_the_urgent_one
+            found = await search_items(walking, ADMIN, search, 1, after)
+            assert isinstance(found, ItemPage), found
+            seen += [item.external_key for item in found.items]
+            if not found.has_next_page:
+                break
+            after = found.cursors[-1]
+    finally:
+        await pool.close()
+    assert walking.between is None, "the claim did not run"
+    # Claimed after the first page, the item moved ahead of every cursor from then on.
+    assert seen == [f"calm-{n}" for n in range(4, -1, -1)]

@@ -272,7 +272,7 @@ async def _driven(
     ids = list(dict.fromkeys(row["id"] for row in rows))
     if not ids:
         return []
-    return await _page(db, search, queues, ids, position, first + 1)
+    return await _page(db, search, queues, ids, position, None, first + 1)
 
 
 async def _walk(
@@ -304,7 +304,9 @@ async def _walk(
         merged, more = _merged(walked)
         if merged:
             ids = [row["id"] for row in merged]
-            found += await _page(db, search, queues, ids, None, first + 1 - len(found))
+            # Only what is still in the span this chunk read (see items_search_page).
+            span = (Keyset(at, last_id), Keyset(merged[-1]["updated_at"], merged[-1]["id"]))
+            found += await _page(db, search, queues, ids, *span, first + 1 - len(found))
         if len(found) > first or not more:
             return found, read
         at, last_id = merged[-1]["updated_at"], merged[-1]["id"]
@@ -338,8 +340,11 @@ async def _page(
     queues: list[str] | None,
     ids: list[int],
     position: Keyset | None,
+    until: Keyset | None,
     page_size: int,
 ) -> list[Row]:
+    """The candidates `ids` that match, after `position` and up to `until` (included) in
+    the search's order, as they are now."""
     status = search.decision_status
     return await db.fetch(
         sql.search.ITEMS_SEARCH_PAGE,
@@ -377,6 +382,8 @@ async def _page(
         has_notes=search.has_notes,
         at=None if position is None else position.at,
         id=None if position is None else position.id,
+        until_at=None if until is None else until.at,
+        until_id=None if until is None else until.id,
         newest=search.order is SearchOrder.NEWEST_FIRST,
         page_size=page_size,
     )

@@ -104,10 +104,15 @@ the whole timeline.
 """
 
 # db/queries/search.sql:223
-ITEMS_SEARCH_PAGE = Query("items_search_page", lambda *, ids, by_decision, queues, states, key_prefix, subject_ref, priority_at_least, priority_at_most, enqueued_after, enqueued_before, decided_after, decided_before, decided_by, verdict, reason_code, provisional, overturned, assigned_to, held, overdue, has_notes, at, newest, id, page_size: None)
+ITEMS_SEARCH_PAGE = Query("items_search_page", lambda *, ids, by_decision, queues, states, key_prefix, subject_ref, priority_at_least, priority_at_most, enqueued_after, enqueued_before, decided_after, decided_before, decided_by, verdict, reason_code, provisional, overturned, assigned_to, held, overdue, has_notes, at, newest, id, until_at, until_id, page_size: None)
 """The candidates :ids (review_items_pkey) that every filter matches, in the caller's
 queues (:queues NULL: every queue), after the cursor (:at and :id; NULL: from the
-start), in activity order (:newest: newest first), at most :page_size of them.
+start) and up to :until_at and :until_id (included; NULL: no end), in activity order
+(:newest: newest first), at most :page_size of them.
+The candidates were read a statement earlier, and an item may have changed since (a
+claim, a decision): both bounds hold it to where it is now. A walk of the activity order
+passes the span it read, so an item that has moved out of it is left for its new place
+rather than shown here under a time that would send the next page's cursor back.
 A NULL filter does not filter. The decision filters read the item's current decision,
 the latest of its decisions (review_decisions_item), only when :by_decision.
 :states are the states a reader sees: `leased` is a pending item under a live lease.
