@@ -98,26 +98,23 @@ FROM generate_series(1, $1::int) AS n
 """
 
 
-async def api_decisions(api: Api, token: str, search: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every decision the API finds for `search`, in its order (all pages)."""
+# Each search's document, and the connection a page of it answers.
+API_SEARCHES = {
+    "items": (SEARCH_ITEMS, "ItemConnection"),
+    "decisions": (SEARCH_DECISIONS, "DecisionConnection"),
+}
+
+
+async def api_found(
+    api: Api, token: str, kind: str, search: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Every item or decision (`kind`) the API finds for `search`, in its order (all pages)."""
+    document, connection = API_SEARCHES[kind]
     found: list[dict[str, Any]] = []
     after = None
     while True:
-        page = (await api.call(token, SEARCH_DECISIONS, filter=search, after=after))["decisions"]
-        assert page["__typename"] == "DecisionConnection", page
-        found.extend(edge["node"] for edge in page["edges"])
-        if not page["pageInfo"]["hasNextPage"]:
-            return found
-        after = page["pageInfo"]["endCursor"]
-
-
-async def api_items(api: Api, token: str, search: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every item the API finds for `search`, in its order (all pages)."""
-    found: list[dict[str, Any]] = []
-    after = None
-    while True:
-        page = (await api.call(token, SEARCH_ITEMS, filter=search, after=after))["items"]
-        assert page["__typename"] == "ItemConnection", page
+        page = (await api.call(token, document, filter=search, after=after))[kind]
+        assert page["__typename"] == connection, page
         found.extend(edge["node"] for edge in page["edges"])
         if not page["pageInfo"]["hasNextPage"]:
             return found
@@ -198,8 +195,8 @@ async def test_filters_pages_and_the_address_show_exactly_the_api_rows(
 ) -> None:
     api = casework.api
     await seed(api, tokens)
-    pending_in_kyc = await api_items(
-        api, tokens.manager, {"queues": ["kyc"], "states": ["PENDING"]}
+    pending_in_kyc = await api_found(
+        api, tokens.manager, "items", {"queues": ["kyc"], "states": ["PENDING"]}
     )
     assert len(pending_in_kyc) == KYC_ITEMS - len(DECIDED)
     audit = Audit(casework.url)
@@ -251,7 +248,7 @@ async def test_filters_pages_and_the_address_show_exactly_the_api_rows(
         # A decision filter: the decided ones, with their current decisions shown.
         await other.goto(f"{casework.url}/console/#/search?states=DECIDED&verdict=APPROVE")
         decided = {"states": ["DECIDED"], "verdict": "APPROVE"}
-        approved = await api_items(api, tokens.manager, decided)
+        approved = await api_found(api, tokens.manager, "items", decided)
         assert {item["externalKey"] for item in approved} == {"app-0002", "app-0006"}
         assert await shown_rows(other) == [item["id"] for item in approved]
         row = other.get_by_role("table", name="Items found").locator("tbody tr").first
@@ -303,8 +300,12 @@ async def test_decisions_and_the_csv_export_hold_the_api_rows(
 ) -> None:
     api = casework.api
     await seed(api, tokens)
-    pending = await api_items(api, tokens.manager, {"queues": ["kyc"], "states": ["PENDING"]})
-    by_rita = await api_decisions(api, tokens.manager, {"reviewer": "rita", "verdict": "APPROVE"})
+    pending = await api_found(
+        api, tokens.manager, "items", {"queues": ["kyc"], "states": ["PENDING"]}
+    )
+    by_rita = await api_found(
+        api, tokens.manager, "decisions", {"reviewer": "rita", "verdict": "APPROVE"}
+    )
     assert len(by_rita) == 2
     audit = Audit(casework.url)
     async with console_context(browser, casework.url) as (context, _):
@@ -335,8 +336,11 @@ async def test_decisions_and_the_csv_export_hold_the_api_rows(
         shown = await shown_rows(page, "Decisions found")
         assert shown == [
             d["id"]
-            for d in await api_decisions(
-                api, tokens.manager, {"queues": ["kyc"], "reviewer": "rita", "verdict": "APPROVE"}
+            for d in await api_found(
+                api,
+                tokens.manager,
+                "decisions",
+                {"queues": ["kyc"], "reviewer": "rita", "verdict": "APPROVE"},
             )
         ]
         assert shown == [decision["id"] for decision in by_rita]
